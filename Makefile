@@ -1,0 +1,46 @@
+# Every target sets itself up: a venv with the locked dependencies, then the work.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
+UV_VERSION := 0.13.9
+STAMP := $(VENV)/.installed
+export AIRFLOW_HOME ?= $(CURDIR)/.airflow
+
+.PHONY: install test lint format demo bench lock clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml requirements/constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q "uv==$(UV_VERSION)"
+	$(UV) pip install -q --python $(PY) -c requirements/constraints.txt -e ".[test]"
+	touch $@
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: $(STAMP)
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+demo: $(STAMP)
+	bash scripts/demo.sh
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+lock:
+	test -x $(UV) || { $(PYTHON) -m venv $(VENV) && $(PY) -m pip install -q "uv==$(UV_VERSION)"; }
+	$(UV) pip compile -q --python-version 3.11 --extra test --no-header \
+		pyproject.toml requirements/lock.in -o requirements/constraints.txt
+
+clean:
+	rm -rf $(VENV) .airflow .pytest_cache

@@ -1,0 +1,52 @@
+"""Provider metadata that Airflow reads through the ``apache_airflow_provider`` entry point."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_jax import __version__
+
+PACKAGE_NAME = "airflow-provider-jax"
+
+
+def get_provider_info() -> dict[str, Any]:
+    return {
+        "package-name": PACKAGE_NAME,
+        "name": "JAX",
+        "description": "Run multi-host JAX training on Kubernetes (GKE TPU slices and multi-node "
+        "GPU jobs) as JobSets, with a local backend for laptops and tests.",
+        "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": "JAX",
+                "external-doc-url": "https://docs.jax.dev/",
+                "tags": ["software"],
+            }
+        ],
+        "operators": [
+            {
+                "integration-name": "JAX",
+                "python-modules": [
+                    "airflow_provider_jax.operators.jax_job",
+                    "airflow_provider_jax.operators.tpu",
+                    "airflow_provider_jax.operators.gpu",
+                ],
+            }
+        ],
+        "config": {
+            "jax": {
+                "description": "Defaults for the JAX provider.",
+                "options": {
+                    "default_backend": {
+                        "description": "Where JAX jobs run when an operator names no backend: "
+                        "``kubernetes`` submits a JobSet, ``local`` runs the same JobSet as local "
+                        "processes with JAX on the CPU.",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "local",
+                        "default": "kubernetes",
+                    },
+                },
+            }
+        },
+    }
