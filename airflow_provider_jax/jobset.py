@@ -1,0 +1,349 @@
+"""Build a ``jobset.x-k8s.io/v1alpha2`` JobSet for a multi-host JAX job. Pure: no I/O.
+
+One replicated job holds ``num_slices`` Jobs (one per TPU slice, or one for the GPU nodes), each
+with ``hosts`` indexed pods. Every pod learns its place from the downward API and computes its
+JAX process id in a tiny ``sh`` prelude, because Kubernetes cannot do arithmetic in env values.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_jax.accelerators import Accelerator
+
+API_VERSION = "jobset.x-k8s.io/v1alpha2"
+GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
+
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
+RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
+EXCLUSIVE_TOPOLOGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "airflow-provider-jax"
+
+CONTAINER_NAME = "jax"
+TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+DEFAULT_COORDINATOR_PORT = 8476
+DEFAULT_MEGASCALE_PORT = 8080
+
+# `$$` is Kubernetes' escape for `$` in command/args; sh then sees `$((...))`.
+PROCESS_ID_PRELUDE = (
+    'export JAX_PROCESS_ID="$$((JAX_SLICE_INDEX * JAX_HOSTS_PER_SLICE + JAX_HOST_INDEX))"; '
+    'exec "$$@"'
+)
+PRELUDE_ARGV0 = "jax-launch"
+
+_MAX_LABEL = 63
+_POD_SUFFIX = "-abcde"  # the random suffix Kubernetes adds to a Job's pod names
+_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+RESERVED_ENV = frozenset(
+    {
+        "JAX_COORDINATOR_ADDRESS",
+        "JAX_NUM_PROCESSES",
+        "JAX_PROCESS_ID",
+        "JAX_HOSTS_PER_SLICE",
+        "JAX_SLICE_INDEX",
+        "JAX_HOST_INDEX",
+        "MEGASCALE_COORDINATOR_ADDRESS",
+        "MEGASCALE_NUM_SLICES",
+        "MEGASCALE_SLICE_ID",
+        "MEGASCALE_PORT",
+    }
+)
+
+
+@dataclass(frozen=True)
+class JaxJobSpec:
+    """Everything the manifest depends on. ``command`` runs after the env prelude."""
+
+    name: str
+    accelerator: Accelerator
+    image: str
+    command: Sequence[str]
+    namespace: str = "default"
+    num_slices: int = 1
+    env: Mapping[str, str] = field(default_factory=dict)
+    resources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    service_account_name: str | None = None
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: Sequence[Mapping[str, Any]] = ()
+    volumes: Sequence[Mapping[str, Any]] = ()
+    volume_mounts: Sequence[Mapping[str, Any]] = ()
+    max_restarts: int = 0
+    ttl_seconds_after_finished: int | None = None
+    priority_class_name: str | None = None
+    queue_name: str | None = None
+    pod_template_override: Mapping[str, Any] | None = None
+    image_pull_policy: str | None = None
+    coordinator_port: int = DEFAULT_COORDINATOR_PORT
+    megascale_port: int = DEFAULT_MEGASCALE_PORT
+
+    def __post_init__(self) -> None:
+        _positive_int("num_slices", self.num_slices)
+        if not isinstance(self.image, str) or not self.image.strip():
+            raise ValueError(
+                "image must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
+            )
+        if isinstance(self.command, str) or not self.command:
+            raise ValueError(f"command must be a non-empty list of strings, got {self.command!r}.")
+        if not all(isinstance(a, str) for a in self.command):
+            raise ValueError(
+                f"every command argument must be a string, got {list(self.command)!r}."
+            )
+        for key, value in self.env.items():
+            if not isinstance(key, str) or not _ENV_NAME.match(key):
+                raise ValueError(f"env name {key!r} is not a valid environment variable name.")
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"env value for {key!r} must be a string, got {type(value).__name__} {value!r}."
+                )
+        if clash := RESERVED_ENV & set(self.env):
+            raise ValueError(
+                f"env sets {sorted(clash)}, which the provider sets for every process."
+            )
+        if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int):
+            raise ValueError(f"max_restarts must be an integer >= 0, got {self.max_restarts!r}.")
+        if self.max_restarts < 0:
+            raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}.")
+        for port in (self.coordinator_port, self.megascale_port):
+            if not isinstance(port, int) or not 0 < port < 65536:
+                raise ValueError(f"port {port!r} is not a valid TCP port.")
+        check_name(self.name, self.accelerator, self.num_slices)
+
+    @property
+    def replicated_job_name(self) -> str:
+        return _rjob_name(self.accelerator)
+
+    @property
+    def num_processes(self) -> int:
+        return self.accelerator.hosts * self.num_slices
+
+    @property
+    def leader_host(self) -> str:
+        """Stable DNS name of process 0: slice 0, pod 0."""
+        return f"{self.name}-{self.replicated_job_name}-0-0.{self.name}"
+
+
+def _positive_int(what: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {value!r}.")
+
+
+def _rjob_name(accelerator: Accelerator) -> str:
+    return "slice" if accelerator.kind == "tpu" else "node"
+
+
+def _longest_pod_name(name: str, accelerator: Accelerator, num_slices: int) -> str:
+    rjob = _rjob_name(accelerator)
+    return f"{name}-{rjob}-{num_slices - 1}-{accelerator.hosts - 1}{_POD_SUFFIX}"
+
+
+def max_name_length(accelerator: Accelerator, num_slices: int) -> int:
+    """Longest JobSet name whose pods still get valid (DNS-1035, <= 63 chars) names."""
+    return _MAX_LABEL - (len(_longest_pod_name("", accelerator, num_slices)))
+
+
+def check_name(name: str, accelerator: Accelerator, num_slices: int) -> None:
+    """Reject names JobSet's webhook would reject, before anything reaches a cluster."""
+    if not isinstance(name, str) or not _DNS_1035.match(name):
+        raise ValueError(
+            f"JobSet name {name!r} must be a DNS-1035 label: lowercase letters, digits and '-', "
+            "starting with a letter."
+        )
+    limit = max_name_length(accelerator, num_slices)
+    if len(name) > limit:
+        raise ValueError(
+            f"JobSet name {name!r} is {len(name)} characters; with {num_slices} slice(s) of "
+            f"{accelerator.hosts} host(s) its pod names "
+            f"({_longest_pod_name(name, accelerator, num_slices)!r}) would pass 63 characters. "
+            f"Use at most {limit} characters."
+        )
+
+
+def jobset_name(
+    dag_id: str,
+    task_id: str,
+    run_id: str,
+    map_index: int,
+    accelerator: Accelerator,
+    num_slices: int,
+) -> str:
+    """A deterministic name per task instance, so every try finds the same JobSet.
+
+    Readable task id first, then a hash of the whole identity; try_number is left out on
+    purpose, since a retry must reattach to (or replace) the JobSet of an earlier try.
+    """
+    identity = f"{dag_id}\x00{task_id}\x00{run_id}\x00{map_index}"
+    digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
+    budget = max_name_length(accelerator, num_slices) - len(digest) - 1
+    if budget < 1:
+        raise ValueError(
+            f"{num_slices} slice(s) of {accelerator.hosts} hosts leave no room for a JobSet name."
+        )
+    slug = re.sub(r"[^a-z0-9]+", "-", task_id.lower()).strip("-")
+    slug = re.sub(r"^[^a-z]+", "", slug)[:budget].rstrip("-") or "jax"
+    return f"{slug[:budget]}-{digest}"
+
+
+def airflow_labels(
+    dag_id: str, task_id: str, run_id: str, map_index: int | None, try_number: int
+) -> dict[str, str]:
+    """Label-safe Airflow identity, using the cncf provider's hashing for long values."""
+    from airflow.providers.cncf.kubernetes.pod_generator import make_safe_label_value
+
+    raw = {"dag_id": dag_id, "task_id": task_id, "run_id": run_id, "try_number": str(try_number)}
+    if map_index is not None and map_index >= 0:
+        raw["map_index"] = str(map_index)
+    return {key: make_safe_label_value(value) for key, value in raw.items()} | {
+        MANAGED_BY_LABEL: MANAGED_BY
+    }
+
+
+def _field_env(name: str, path: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+
+def coordination_env(spec: JaxJobSpec) -> list[dict[str, Any]]:
+    """The env every JAX process needs; the prelude turns it into JAX_PROCESS_ID."""
+    slice_index = f"metadata.labels['{JOB_INDEX_LABEL}']"
+    env: list[dict[str, Any]] = [
+        {
+            "name": "JAX_COORDINATOR_ADDRESS",
+            "value": f"{spec.leader_host}:{spec.coordinator_port}",
+        },
+        {"name": "JAX_NUM_PROCESSES", "value": str(spec.num_processes)},
+        {"name": "JAX_HOSTS_PER_SLICE", "value": str(spec.accelerator.hosts)},
+        _field_env("JAX_SLICE_INDEX", slice_index),
+        _field_env("JAX_HOST_INDEX", f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"),
+    ]
+    if spec.num_slices > 1:
+        env += [
+            {"name": "MEGASCALE_COORDINATOR_ADDRESS", "value": spec.leader_host},
+            {"name": "MEGASCALE_NUM_SLICES", "value": str(spec.num_slices)},
+            {"name": "MEGASCALE_PORT", "value": str(spec.megascale_port)},
+            _field_env("MEGASCALE_SLICE_ID", slice_index),
+        ]
+    return env
+
+
+def _container(spec: JaxJobSpec) -> dict[str, Any]:
+    acc = spec.accelerator
+    requests = {acc.resource_name: str(acc.chips_per_host), **spec.resources.get("requests", {})}
+    limits = {acc.resource_name: str(acc.chips_per_host), **spec.resources.get("limits", {})}
+    container: dict[str, Any] = {
+        "name": CONTAINER_NAME,
+        "image": spec.image,
+        "command": ["/bin/sh", "-c", PROCESS_ID_PRELUDE, PRELUDE_ARGV0, *spec.command],
+        "env": coordination_env(spec) + [{"name": k, "value": v} for k, v in spec.env.items()],
+        "resources": {"requests": requests, "limits": limits},
+        "ports": [{"name": "jax-coord", "containerPort": spec.coordinator_port}],
+        "terminationMessagePath": TERMINATION_MESSAGE_PATH,
+        "terminationMessagePolicy": "FallbackToLogsOnError",
+    }
+    if spec.image_pull_policy:
+        container["imagePullPolicy"] = spec.image_pull_policy
+    if spec.volume_mounts:
+        container["volumeMounts"] = [dict(m) for m in spec.volume_mounts]
+    return container
+
+
+def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
+    acc = spec.accelerator
+    pod_spec: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "nodeSelector": {**acc.node_selector, **spec.node_selector},
+        "tolerations": [
+            {"key": acc.resource_name, "operator": "Exists", "effect": "NoSchedule"},
+            *(dict(t) for t in spec.tolerations),
+        ],
+        "containers": [_container(spec)],
+    }
+    if spec.service_account_name:
+        pod_spec["serviceAccountName"] = spec.service_account_name
+    if spec.priority_class_name:
+        pod_spec["priorityClassName"] = spec.priority_class_name
+    if spec.volumes:
+        pod_spec["volumes"] = [dict(v) for v in spec.volumes]
+    template = {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec}
+    if spec.annotations:
+        template["metadata"]["annotations"] = dict(spec.annotations)
+    if spec.pod_template_override:
+        template = merge_override(template, spec.pod_template_override)
+    return template
+
+
+def merge_override(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``override`` into ``base``. Lists of named objects (containers, volumes,
+    env) merge by ``name``; other lists and scalars are replaced."""
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        current = merged.get(key)
+        if isinstance(current, dict) and isinstance(value, Mapping):
+            merged[key] = merge_override(current, value)
+        elif _named_list(current) and _named_list(value):
+            by_name = {item["name"]: item for item in current}
+            for item in value:
+                old = by_name.get(item["name"])
+                by_name[item["name"]] = merge_override(old, item) if old else copy.deepcopy(item)
+            merged[key] = list(by_name.values())
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def _named_list(value: object) -> bool:
+    return (
+        isinstance(value, list)
+        and bool(value)
+        and all(isinstance(i, Mapping) and "name" in i for i in value)
+    )
+
+
+def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
+    """Render the JobSet manifest for ``spec``."""
+    acc = spec.accelerator
+    labels = dict(spec.labels)
+    annotations = dict(spec.annotations)
+    if acc.kind == "tpu" and acc.multi_host:
+        # One slice per node pool: a multi-host slice must not straddle two.
+        annotations[EXCLUSIVE_TOPOLOGY_ANNOTATION] = NODEPOOL_LABEL
+    jobset_spec: dict[str, Any] = {
+        "network": {"enableDNSHostnames": True, "subdomain": spec.name},
+        "failurePolicy": {"maxRestarts": spec.max_restarts},
+        "replicatedJobs": [
+            {
+                "name": spec.replicated_job_name,
+                "replicas": spec.num_slices,
+                "template": {
+                    "metadata": {"labels": dict(spec.labels)},
+                    "spec": {
+                        "parallelism": acc.hosts,
+                        "completions": acc.hosts,
+                        "completionMode": "Indexed",
+                        "backoffLimit": 0,
+                        "template": _pod_template(spec),
+                    },
+                },
+            }
+        ],
+    }
+    if spec.ttl_seconds_after_finished is not None:
+        jobset_spec["ttlSecondsAfterFinished"] = spec.ttl_seconds_after_finished
+    if spec.queue_name:
+        labels[KUEUE_QUEUE_LABEL] = spec.queue_name
+        jobset_spec["suspend"] = True  # Kueue admits (unsuspends) it when quota allows
+    metadata: dict[str, Any] = {"name": spec.name, "namespace": spec.namespace, "labels": labels}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"apiVersion": API_VERSION, "kind": "JobSet", "metadata": metadata, "spec": jobset_spec}

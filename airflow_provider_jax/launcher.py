@@ -1,0 +1,102 @@
+"""Turn "call this Python function" into a command and env that run in any image with Python.
+
+The stdlib-only runtime (``airflow_provider_jax.runtime``) travels inside the pod spec as a
+zipped env value, so images need JAX but not this provider. The call itself is JSON; nothing
+is ever pickled.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+RUNTIME_ENV = "AIRFLOW_JAX_RUNTIME"
+CALL_ENV = "AIRFLOW_JAX_CALL"
+OUTPUT_DIR_ENV = "AIRFLOW_JAX_OUTPUT_DIR"
+TERMINATION_PATH_ENV = "AIRFLOW_JAX_TERMINATION_MESSAGE_PATH"
+
+# Each env string must stay under Linux's MAX_ARG_STRLEN (128 KiB) or exec fails in the pod.
+MAX_ENV_VALUE_BYTES = 100 * 1024
+
+BOOTSTRAP = (
+    "import base64,os,sys,tempfile\n"
+    "p=os.path.join(tempfile.mkdtemp(prefix='airflow-jax-'),'runtime.zip')\n"
+    f"open(p,'wb').write(base64.b64decode(os.environ['{RUNTIME_ENV}']))\n"
+    "sys.path.insert(0,p)\n"
+    "from airflow_provider_jax.runtime.main import main\n"
+    "sys.exit(main())\n"
+)
+
+
+@functools.cache
+def runtime_bundle() -> str:
+    """The runtime package, zipped and base64-encoded. Deterministic, so manifests are too."""
+    package = Path(__file__).parent
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr(zipfile.ZipInfo("airflow_provider_jax/__init__.py"), "")
+        for path in sorted((package / "runtime").rglob("*.py")):
+            arcname = path.relative_to(package.parent).as_posix()
+            zf.writestr(zipfile.ZipInfo(arcname), path.read_bytes())
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def to_json(value: Any, what: str) -> str:
+    """JSON-encode ``value`` or raise a ValueError that names ``what`` and the bad type."""
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"{what} must be JSON-serializable (results and arguments travel as JSON, never "
+            f"pickled): {err}"
+        ) from None
+
+
+def python_call(
+    *,
+    entrypoint: str | None = None,
+    source: str | None = None,
+    function: str | None = None,
+    kwargs: dict[str, Any] | None = None,
+    output_dir: str | None = None,
+    initialize: bool = True,
+    python: str = "python3",
+) -> tuple[list[str], dict[str, str]]:
+    """Command and env that run ``entrypoint`` (``"pkg.module:function"``) or ``function``
+    from shipped ``source`` in every process, after ``jax.distributed.initialize()``."""
+    if (entrypoint is None) == (source is None):
+        raise ValueError("give exactly one of entrypoint or source")
+    if entrypoint is not None:
+        module, sep, attr = entrypoint.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(
+                f"entrypoint must look like 'package.module:function', got {entrypoint!r}"
+            )
+    kwargs = kwargs or {}
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise ValueError(f"kwargs must be a dict with string keys, got {kwargs!r}")
+    for key, value in kwargs.items():
+        to_json(value, f"argument {key!r}")
+    call = {
+        "entrypoint": entrypoint,
+        "source": source,
+        "function": function,
+        "kwargs": kwargs,
+        "initialize": initialize,
+    }
+    encoded = to_json(call, "the call")
+    if len(encoded.encode()) > MAX_ENV_VALUE_BYTES:
+        raise ValueError(
+            f"the call is {len(encoded.encode())} bytes of JSON; arguments and source travel in "
+            f"the pod spec and must stay under {MAX_ENV_VALUE_BYTES} bytes. Pass large data "
+            "by reference (a gs:// path) instead."
+        )
+    env = {RUNTIME_ENV: runtime_bundle(), CALL_ENV: encoded}
+    if output_dir:
+        env[OUTPUT_DIR_ENV] = output_dir
+    return [python, "-c", BOOTSTRAP], env

@@ -1,0 +1,31 @@
+"""``JaxGpuJobOperator``: a JAX job on several GPU nodes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_jax.accelerators import parse_gpu
+from airflow_provider_jax.operators.jax_job import JaxJobOperator
+
+
+class JaxGpuJobOperator(JaxJobOperator):
+    """Run a JAX program on ``num_nodes`` nodes with ``gpus_per_node`` GPUs each, one JAX
+    process per node.
+
+    :param accelerator: a GPU model such as ``h100``, ``a100-80gb`` or its GKE label.
+    """
+
+    def __init__(
+        self,
+        *,
+        accelerator: str,
+        gpus_per_node: int,
+        num_nodes: int = 1,
+        **kwargs: Any,
+    ) -> None:
+        if "num_slices" in kwargs:
+            raise ValueError("JaxGpuJobOperator has no slices; use num_nodes.")
+        super().__init__(
+            accelerator=parse_gpu(accelerator, gpus_per_node=gpus_per_node, num_nodes=num_nodes),
+            **kwargs,
+        )

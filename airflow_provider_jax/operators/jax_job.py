@@ -1,0 +1,255 @@
+"""The operator both JAX operators share: render a JobSet, run it on a backend, return the
+leader's result."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from airflow.sdk import BaseOperator, conf
+
+from airflow_provider_jax.accelerators import Accelerator
+from airflow_provider_jax.jobset import (
+    DEFAULT_COORDINATOR_PORT,
+    JaxJobSpec,
+    airflow_labels,
+    build_jobset,
+    jobset_name,
+)
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+BACKENDS = ("kubernetes", "local")
+ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
+
+
+def default_backend() -> str:
+    return conf.get("jax", "default_backend", fallback="kubernetes")
+
+
+class JaxJobOperator(BaseOperator):
+    """Run a multi-host JAX program as a JobSet and return process 0's result.
+
+    Give either ``command`` (any argv; the JAX coordination env is set for it) or
+    ``entrypoint`` (``"package.module:function"``, called with ``entrypoint_kwargs`` after
+    ``jax.distributed.initialize()``; its JSON return value on process 0 becomes the XCom).
+    """
+
+    template_fields: Sequence[str] = (
+        "image",
+        "command",
+        "entrypoint",
+        "entrypoint_kwargs",
+        "env",
+        "output_dir",
+        "labels",
+        "annotations",
+        "namespace",
+    )
+    template_fields_renderers: ClassVar[dict[str, str]] = {
+        "command": "py",
+        "entrypoint_kwargs": "json",
+        "env": "json",
+        "labels": "json",
+        "annotations": "json",
+    }
+    ui_color = "#e8f0fe"
+
+    def __init__(
+        self,
+        *,
+        accelerator: Accelerator,
+        image: str,
+        command: Sequence[str] | None = None,
+        entrypoint: str | None = None,
+        entrypoint_kwargs: Mapping[str, Any] | None = None,
+        num_slices: int = 1,
+        env: Mapping[str, str] | None = None,
+        output_dir: str | None = None,
+        initialize_distributed: bool = True,
+        python: str = "python3",
+        name: str | None = None,
+        namespace: str = "default",
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        container_resources: Mapping[str, Mapping[str, str]] | None = None,
+        service_account_name: str | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] = (),
+        volumes: Sequence[Mapping[str, Any]] = (),
+        volume_mounts: Sequence[Mapping[str, Any]] = (),
+        max_restarts: int = 0,
+        ttl_seconds_after_finished: int | None = None,
+        priority_class_name: str | None = None,
+        queue_name: str | None = None,
+        pod_template_override: Mapping[str, Any] | None = None,
+        image_pull_policy: str | None = None,
+        coordinator_port: int = DEFAULT_COORDINATOR_PORT,
+        backend: str | None = None,
+        kubernetes_conn_id: str | None = "kubernetes_default",
+        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        on_finish_action: str = "delete_jobset",
+        poll_interval: float = 10.0,
+        project_id: str | None = None,
+        location: str | None = None,
+        cluster_name: str | None = None,
+        gcp_conn_id: str = "google_cloud_default",
+        impersonation_chain: str | Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if (command is None) == (entrypoint is None):
+            raise ValueError(f"{self.task_id}: give exactly one of command or entrypoint.")
+        if backend is not None and backend not in BACKENDS:
+            raise ValueError(f"{self.task_id}: backend must be one of {BACKENDS}, got {backend!r}.")
+        if on_finish_action not in ON_FINISH_ACTIONS:
+            raise ValueError(
+                f"{self.task_id}: on_finish_action must be one of {ON_FINISH_ACTIONS}, "
+                f"got {on_finish_action!r}."
+            )
+        self.accelerator = accelerator
+        self.image = image
+        self.command = command
+        self.entrypoint = entrypoint
+        self.entrypoint_kwargs = dict(entrypoint_kwargs or {})
+        self.num_slices = num_slices
+        self.env = dict(env or {})
+        self.output_dir = output_dir
+        self.initialize_distributed = initialize_distributed
+        self.python = python
+        self.name = name
+        self.namespace = namespace
+        self.labels = dict(labels or {})
+        self.annotations = dict(annotations or {})
+        self.container_resources = dict(container_resources or {})
+        self.service_account_name = service_account_name
+        self.node_selector = dict(node_selector or {})
+        self.tolerations = list(tolerations)
+        self.volumes = list(volumes)
+        self.volume_mounts = list(volume_mounts)
+        self.max_restarts = max_restarts
+        self.ttl_seconds_after_finished = ttl_seconds_after_finished
+        self.priority_class_name = priority_class_name
+        self.queue_name = queue_name
+        self.pod_template_override = pod_template_override
+        self.image_pull_policy = image_pull_policy
+        self.coordinator_port = coordinator_port
+        self.backend = backend
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.deferrable = deferrable
+        self.on_finish_action = on_finish_action
+        self.poll_interval = poll_interval
+        self.project_id = project_id
+        self.location = location
+        self.cluster_name = cluster_name
+        self.gcp_conn_id = gcp_conn_id
+        self.impersonation_chain = impersonation_chain
+        # Fail at parse, not at run: a spec with the literal values must already be valid.
+        self._check_static_spec()
+
+    def _check_static_spec(self) -> None:
+        if self.name is not None and "{{" not in self.name:
+            self.build_spec(name=self.name, check_templates=False)
+        else:
+            self.build_spec(name="x", check_templates=False)
+
+    @property
+    def resolved_backend(self) -> str:
+        backend = self.backend or default_backend()
+        if backend not in BACKENDS:
+            raise ValueError(f"[jax] default_backend must be one of {BACKENDS}, got {backend!r}.")
+        return backend
+
+    def build_spec(
+        self, *, name: str, labels: Mapping[str, str] | None = None, check_templates: bool = True
+    ) -> JaxJobSpec:
+        """The job spec from this operator's (rendered) fields."""
+        command, env = self._program(check_templates)
+        return JaxJobSpec(
+            name=name,
+            accelerator=self.accelerator,
+            image=self.image,
+            command=command,
+            namespace=self.namespace,
+            num_slices=self.num_slices,
+            env={**self.env, **env},
+            resources=self.container_resources,
+            labels={**self.labels, **(labels or {})},
+            annotations=self.annotations,
+            service_account_name=self.service_account_name,
+            node_selector=self.node_selector,
+            tolerations=self.tolerations,
+            volumes=self.volumes,
+            volume_mounts=self.volume_mounts,
+            max_restarts=self.max_restarts,
+            ttl_seconds_after_finished=self.ttl_seconds_after_finished,
+            priority_class_name=self.priority_class_name,
+            queue_name=self.queue_name,
+            pod_template_override=self.pod_template_override,
+            image_pull_policy=self.image_pull_policy,
+            coordinator_port=self.coordinator_port,
+        )
+
+    def _program(self, check_templates: bool) -> tuple[list[str], dict[str, str]]:
+        if self.command is not None:
+            return list(self.command), {}
+        from airflow_provider_jax.launcher import python_call
+
+        kwargs = self.entrypoint_kwargs
+        if not check_templates:
+            # Unrendered Jinja is a string, which JSON-encodes fine; real values are checked.
+            kwargs = {k: v for k, v in kwargs.items() if not _is_template(v)}
+        return python_call(
+            entrypoint=self.entrypoint,
+            kwargs=kwargs,
+            output_dir=self.output_dir,
+            initialize=self.initialize_distributed,
+            python=self.python,
+        )
+
+    def jobset_name_for(self, context: Context) -> str:
+        if self.name:
+            return self.name
+        ti = context["ti"]
+        return jobset_name(
+            ti.dag_id,
+            ti.task_id,
+            ti.run_id,
+            ti.map_index if ti.map_index is not None else -1,
+            self.accelerator,
+            self.num_slices,
+        )
+
+    def build_manifest(self, context: Context) -> dict[str, Any]:
+        """Render the JobSet for this task instance (after templates are rendered)."""
+        ti = context["ti"]
+        labels = airflow_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)
+        spec = self.build_spec(name=self.jobset_name_for(context), labels=labels)
+        return build_jobset(spec)
+
+    def dry_run(self) -> dict[str, Any]:
+        """The manifest this task would submit, without touching a cluster."""
+        dag_id = self.dag_id if self.has_dag() else "dry_run"
+        name = self.name or jobset_name(
+            dag_id, self.task_id, "dry_run", -1, self.accelerator, self.num_slices
+        )
+        labels = airflow_labels(dag_id, self.task_id, "dry_run", -1, 0)
+        manifest = build_jobset(self.build_spec(name=name, labels=labels))
+        self.log.info("Dry run of %s:\n%s", name, json.dumps(manifest, indent=2))
+        return manifest
+
+    def execute(self, context: Context) -> Any:
+        manifest = self.build_manifest(context)
+        if self.resolved_backend == "local":
+            from airflow_provider_jax.local.backend import run_local
+
+            return run_local(self, manifest, context)
+        from airflow_provider_jax.operators.kubernetes import execute_on_kubernetes
+
+        return execute_on_kubernetes(self, manifest, context)
+
+
+def _is_template(value: object) -> bool:
+    return isinstance(value, str) and "{{" in value

@@ -1,0 +1,24 @@
+"""Test-wide setup: an isolated AIRFLOW_HOME, and the JobSet CRD schema for manifest checks."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-jax-tests-"))
+os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+
+from tests.support.jobset_schema import SCHEMA_PATH, jobset_validator
+
+
+@pytest.fixture(scope="session")
+def validate_jobset() -> Callable[[dict[str, Any]], None]:
+    """Validate a manifest against the JobSet CRD's v1alpha2 schema (path: $JOBSET_CRD_SCHEMA)."""
+    validator = jobset_validator()
+    if validator is None:
+        pytest.skip(f"JobSet CRD schema not found at {SCHEMA_PATH}; set JOBSET_CRD_SCHEMA")
+    return validator.validate

@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from airflow.sdk import DAG
+
+from airflow_provider_jax.jobset import KUEUE_QUEUE_LABEL
+from airflow_provider_jax.launcher import CALL_ENV, OUTPUT_DIR_ENV
+from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
+
+HEAVY = ("jax", "jaxlib", "kubernetes", "kubernetes_asyncio", "google.cloud.", "gcloud")
+
+
+def _container(manifest):
+    return manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+
+
+def _env(manifest) -> dict[str, str]:
+    return {e["name"]: e.get("value") for e in _container(manifest)["env"]}
+
+
+def test_importing_operators_loads_no_heavy_library():
+    code = (
+        "import sys, json\n"
+        "import airflow_provider_jax.operators\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = json.loads(out.stdout.strip().splitlines()[-1])
+    heavy = [
+        m
+        for m in loaded
+        if any(
+            m == h or m.startswith(h + ".") or (h.endswith(".") and m.startswith(h)) for h in HEAVY
+        )
+    ]
+    assert heavy == []
+
+
+def test_tpu_dry_run(validate_jobset):
+    op = JaxTpuSliceOperator(
+        task_id="train",
+        accelerator="tpu-v6e-16",
+        num_slices=2,
+        image="img:1",
+        entrypoint="trainer.main:train",
+        entrypoint_kwargs={"steps": 10},
+        output_dir="gs://bucket/run",
+        queue_name="q",
+    )
+    manifest = op.dry_run()
+    validate_jobset(manifest)
+    env = _env(manifest)
+    assert json.loads(env[CALL_ENV])["entrypoint"] == "trainer.main:train"
+    assert json.loads(env[CALL_ENV])["kwargs"] == {"steps": 10}
+    assert env[OUTPUT_DIR_ENV] == "gs://bucket/run"
+    assert env["JAX_NUM_PROCESSES"] == "8"
+    assert env["MEGASCALE_NUM_SLICES"] == "2"
+    assert manifest["metadata"]["labels"][KUEUE_QUEUE_LABEL] == "q"
+    assert manifest["metadata"]["labels"]["task_id"] == "train"
+
+
+def test_gpu_dry_run(validate_jobset):
+    op = JaxGpuJobOperator(
+        task_id="train",
+        accelerator="h100",
+        gpus_per_node=8,
+        num_nodes=4,
+        image="img:1",
+        command=["python3", "-m", "trainer"],
+    )
+    manifest = op.dry_run()
+    validate_jobset(manifest)
+    assert _container(manifest)["command"][-3:] == ["python3", "-m", "trainer"]
+    assert _container(manifest)["resources"]["limits"]["nvidia.com/gpu"] == "8"
+    assert manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["completions"] == 4
+
+
+def test_templates_render_into_the_manifest():
+    with DAG("templated", schedule=None):
+        op = JaxTpuSliceOperator(
+            task_id="train",
+            accelerator="v5litepod-8",
+            image="img:{{ params.tag }}",
+            entrypoint="trainer:{{ params.fn }}",
+            entrypoint_kwargs={"date": "{{ ds }}", "steps": 5},
+            env={"RUN": "{{ ds }}"},
+            output_dir="gs://b/{{ ds }}",
+            labels={"team": "{{ params.team }}"},
+            params={"tag": "v2", "fn": "train", "team": "ml"},
+        )
+    op.render_template_fields({"ds": "2026-11-22", "params": op.params})
+    manifest = op.dry_run()
+    env = _env(manifest)
+    call = json.loads(env[CALL_ENV])
+    assert _container(manifest)["image"] == "img:v2"
+    assert call["entrypoint"] == "trainer:train"
+    assert call["kwargs"] == {"date": "2026-11-22", "steps": 5}
+    assert env["RUN"] == "2026-11-22"
+    assert env[OUTPUT_DIR_ENV] == "gs://b/2026-11-22"
+    assert manifest["metadata"]["labels"]["team"] == "ml"
+
+
+@pytest.mark.parametrize(
+    ("cls", "kwargs", "message"),
+    [
+        (JaxTpuSliceOperator, {"accelerator": "tpu-v6e-17"}, "Did you mean 'tpu-v6e-1"),
+        (JaxTpuSliceOperator, {"accelerator": "h100"}, "use JaxGpuJobOperator"),
+        (JaxTpuSliceOperator, {"num_slices": 0}, "num_slices must be a positive integer"),
+        (JaxTpuSliceOperator, {"name": "x" * 60}, "Use at most"),
+        (JaxTpuSliceOperator, {"env": {"A": 1}}, "env value for 'A' must be a string"),
+        (JaxTpuSliceOperator, {"command": None}, "exactly one of command or entrypoint"),
+        (JaxTpuSliceOperator, {"backend": "ray"}, "backend must be one of"),
+        (JaxTpuSliceOperator, {"on_finish_action": "keep"}, "on_finish_action must be one of"),
+        (JaxTpuSliceOperator, {"image": " "}, "image must be a non-empty string"),
+        (JaxGpuJobOperator, {"accelerator": "tpu-v6e-8"}, "use JaxTpuSliceOperator"),
+        (JaxGpuJobOperator, {"num_nodes": 0}, "num_nodes must be a positive integer"),
+        (JaxGpuJobOperator, {"gpus_per_node": -8}, "gpus_per_node must be a positive integer"),
+        (JaxGpuJobOperator, {"num_slices": 2}, "use num_nodes"),
+    ],
+)
+def test_bad_input_fails_at_construction(cls, kwargs, message):
+    base = {"task_id": "t", "image": "img", "command": ["python3"], "accelerator": "v6e-16"}
+    if cls is JaxGpuJobOperator:
+        base |= {"accelerator": "h100", "gpus_per_node": 8, "num_nodes": 2}
+    with pytest.raises(ValueError, match=message):
+        cls(**(base | kwargs))
+
+
+def test_non_json_entrypoint_kwargs_fail_at_construction():
+    with pytest.raises(ValueError, match="argument 'data' must be JSON-serializable"):
+        JaxTpuSliceOperator(
+            task_id="t",
+            accelerator="v6e-4",
+            image="i",
+            entrypoint="m:f",
+            entrypoint_kwargs={"data": {1, 2}},
+        )
+
+
+def test_bad_entrypoint():
+    with pytest.raises(ValueError, match="package.module:function"):
+        JaxTpuSliceOperator(task_id="t", accelerator="v6e-4", image="i", entrypoint="module.f")
+
+
+def test_provider_is_listed():
+    out = subprocess.run(
+        [sys.executable, "-m", "airflow", "providers", "list", "--output", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert "airflow-provider-jax" in {p["package_name"] for p in json.loads(out.stdout)}
