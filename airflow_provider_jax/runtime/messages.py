@@ -1,0 +1,88 @@
+"""What a JAX process tells the outside world, and how the outside reads it back.
+
+Stdlib only: the same module runs inside user images (writing) and in Airflow (reading).
+Everything is JSON; nothing is ever pickled.
+
+- The termination message (at most 4096 bytes, Kubernetes' limit) says how a process ended:
+  ``{"ok": true, "result": ..., "report": ...}`` from the leader, ``{"ok": true}`` from others,
+  ``{"ok": true, "result_uri": ".../result.json", ...}`` when the result is too big for it, and
+  ``{"ok": false, "error": "...", "traceback": "..."}`` on failure.
+- A progress report is one stdout line: ``REPORT_PREFIX`` followed by a JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+TERMINATION_MESSAGE_LIMIT = 4096
+REPORT_PREFIX = "::airflow-jax-report::"
+RESULT_FILE = "result.json"
+
+
+def _dump(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), allow_nan=False, sort_keys=True)
+
+
+def success_message(result: Any = None, report: Any = None, result_uri: str | None = None) -> str:
+    """The leader's (or a worker's) success message. Raises ValueError if it does not fit."""
+    body: dict[str, Any] = {"ok": True}
+    if result_uri is not None:
+        body["result_uri"] = result_uri
+    elif result is not None:
+        body["result"] = result
+    if report is not None:
+        body["report"] = report
+    text = _dump(body)
+    if len(text.encode()) > TERMINATION_MESSAGE_LIMIT:
+        raise ValueError(f"termination message is {len(text.encode())} bytes")
+    return text
+
+
+def failure_message(error: str, traceback: str) -> str:
+    """A failure message that always fits: the traceback keeps its tail, where the cause is."""
+    error = error[:512]
+    budget = TERMINATION_MESSAGE_LIMIT - len(_dump({"ok": False, "error": error, "traceback": ""}))
+    tail = traceback
+    while (size := len(_dump(tail).encode()) - 2) > budget:
+        keep = max(0, len(tail) * budget // size - 3)
+        tail = "..." + (tail[-keep:] if keep else "")
+    return _dump({"ok": False, "error": error, "traceback": tail})
+
+
+def parse_message(text: str | None) -> dict[str, Any] | None:
+    """Read a termination message; None when absent or not ours (e.g. a plain log tail)."""
+    if not text:
+        return None
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) and isinstance(body.get("ok"), bool) else None
+
+
+def report_line(report: dict[str, Any]) -> str:
+    return REPORT_PREFIX + _dump(report)
+
+
+def parse_report(line: str) -> dict[str, Any] | None:
+    """The report in a log line, or None if the line is ordinary output."""
+    head, sep, tail = line.strip().partition(REPORT_PREFIX)
+    if not sep or head:
+        return None
+    try:
+        report = json.loads(tail)
+    except ValueError:
+        return None
+    return report if isinstance(report, dict) else None
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """A report as a readable log line: ``step 120: loss=0.0312 lr=0.001``."""
+    step = report.get("step")
+    metrics = " ".join(
+        f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
+        for k, v in report.items()
+        if k != "step"
+    )
+    return f"step {step}: {metrics}" if step is not None else metrics
