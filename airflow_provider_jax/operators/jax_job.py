@@ -3,7 +3,6 @@ leader's result."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -249,7 +248,13 @@ class JaxJobOperator(BaseOperator):
         )
         labels = airflow_labels(dag_id, self.task_id, "dry_run", -1, 0)
         manifest = build_jobset(self.build_spec(name=name, labels=labels, rendered=False))
-        self.log.info("Dry run of %s:\n%s", name, json.dumps(manifest, indent=2))
+        self.log.info(
+            "Dry run: JobSet %s, %d slice(s) x %d host(s) of %s",
+            name,
+            self.num_slices,
+            self.accelerator.hosts,
+            self.accelerator.name,
+        )
         return manifest
 
     def execute(self, context: Context) -> Any:
