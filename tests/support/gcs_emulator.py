@@ -112,6 +112,10 @@ class GcsEmulator:
             self._hooks.clear()
             self._rejected_uploads.clear()
 
+    def clear_requests(self) -> None:
+        with self._lock:
+            self.requests.clear()
+
     # --- data ---------------------------------------------------------------------------------
 
     def create_bucket(self, name: str) -> None:
