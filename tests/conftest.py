@@ -1,4 +1,5 @@
-"""Test-wide setup: an isolated AIRFLOW_HOME, and the JobSet CRD schema for manifest checks."""
+"""Test-wide setup: an isolated AIRFLOW_HOME, the JobSet CRD schema for manifest checks, and
+the shared GCS/Orbax fixtures."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-jax-tests
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
 from tests.support.jobset_schema import SCHEMA_PATH, jobset_validator
+
+pytest_plugins = ["tests.support.orbax_fixtures"]
 
 
 @pytest.fixture(scope="session")
