@@ -15,10 +15,10 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_jax.runtime.env import CALL_ENV, OUTPUT_DIR_ENV
+from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV as TERMINATION_PATH_ENV
+
 RUNTIME_ENV = "AIRFLOW_JAX_RUNTIME"
-CALL_ENV = "AIRFLOW_JAX_CALL"
-OUTPUT_DIR_ENV = "AIRFLOW_JAX_OUTPUT_DIR"
-TERMINATION_PATH_ENV = "AIRFLOW_JAX_TERMINATION_MESSAGE_PATH"
 
 # Each env string must stay under Linux's MAX_ARG_STRLEN (128 KiB) or exec fails in the pod.
 MAX_ENV_VALUE_BYTES = 100 * 1024

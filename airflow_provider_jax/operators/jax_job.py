@@ -250,6 +250,11 @@ class JaxJobOperator(BaseOperator):
 
         return execute_on_kubernetes(self, manifest, context)
 
+    def on_kill(self) -> None:
+        # The local backend keeps its running job here while execute() waits on it.
+        if (local_run := getattr(self, "_local_run", None)) is not None:
+            local_run.kill()
+
 
 def _is_template(value: object) -> bool:
     return isinstance(value, str) and "{{" in value
