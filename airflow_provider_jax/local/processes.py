@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from airflow_provider_jax.local.pods import PodPlan
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+TERMINATION_LOG = "termination-log"
 
 #: Called with (plan, stream name "stdout"/"stderr", line without its newline), from a reader
 #: thread of the process.
@@ -29,12 +31,13 @@ LineCallback = Callable[[PodPlan, str, str], None]
 
 def process_env(
     plan: PodPlan,
-    termination_path: str,
+    scratch: str,
     pythonpath: Sequence[str] = (),
     base: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The env a pod's process gets locally: the worker's env, then the pod's, then what makes
-    the CPU stand in for ``plan.chips`` accelerator chips."""
+    the CPU stand in for ``plan.chips`` accelerator chips. ``scratch`` is the pod's own
+    directory (its ``TMPDIR`` and termination message), removed when the pod is closed."""
     base = os.environ if base is None else base
     env = {**base, **plan.env}
     xla_flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(DEVICE_COUNT_FLAG)]
@@ -44,7 +47,8 @@ def process_env(
         {
             "JAX_PLATFORMS": "cpu",
             "XLA_FLAGS": " ".join([*xla_flags, f"{DEVICE_COUNT_FLAG}={plan.chips}"]),
-            TERMINATION_PATH_ENV: termination_path,
+            TERMINATION_PATH_ENV: os.path.join(scratch, TERMINATION_LOG),
+            "TMPDIR": scratch,  # like a container's /tmp, gone with the pod
             # `python3` in the pod's command must be the worker's Python, with its packages.
             "PATH": os.pathsep.join([python_dir, env.get("PATH", os.defpath)]),
             "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
@@ -57,10 +61,11 @@ def process_env(
 class PodProcess:
     """One running pod. Start it with :meth:`start`; :meth:`close` it once it has exited."""
 
-    def __init__(self, plan: PodPlan, popen: subprocess.Popen[str], termination_path: Path):
+    def __init__(self, plan: PodPlan, popen: subprocess.Popen[str], scratch: Path):
         self.plan = plan
         self.popen = popen
-        self.termination_path = termination_path
+        self.scratch = scratch
+        self.termination_path = scratch / TERMINATION_LOG
         self._readers: list[threading.Thread] = []
         self._message: str | None = None
 
@@ -68,11 +73,10 @@ class PodProcess:
     def start(
         cls, plan: PodPlan, on_line: LineCallback, pythonpath: Sequence[str] = ()
     ) -> PodProcess:
-        fd, termination_path = tempfile.mkstemp(prefix=f"{plan.name}-", suffix=".termination-log")
-        os.close(fd)
+        scratch = tempfile.mkdtemp(prefix=f"{plan.name}-")
         popen = subprocess.Popen(
             plan.argv,
-            env=process_env(plan, termination_path, pythonpath),
+            env=process_env(plan, scratch, pythonpath),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -80,7 +84,7 @@ class PodProcess:
             errors="replace",
             start_new_session=True,  # own session and process group, like a container
         )
-        process = cls(plan, popen, Path(termination_path))
+        process = cls(plan, popen, Path(scratch))
         for name, stream in (("stdout", popen.stdout), ("stderr", popen.stderr)):
             reader = threading.Thread(
                 target=_pump,
@@ -124,7 +128,7 @@ class PodProcess:
         for reader in self._readers:
             reader.join(timeout)
         self._message = self.termination_message() or ""
-        self.termination_path.unlink(missing_ok=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 def _pump(stream, plan: PodPlan, name: str, on_line: LineCallback) -> None:

@@ -32,7 +32,8 @@ def write_text(uri: str, text: str) -> None:
             f"{_endpoint()}/upload/storage/v1/b/{bucket}/o"
             f"?uploadType=media&name={urllib.parse.quote(name, safe='')}"
         )
-        _request("POST", url, text.encode(), {"Content-Type": "application/json"})
+        # Not application/json: the emulator would parse a JSON body as object metadata.
+        _request("POST", url, text.encode(), {"Content-Type": "text/plain; charset=utf-8"})
         return
     path = Path(uri)
     path.parent.mkdir(parents=True, exist_ok=True)
