@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import logging
 import os
 import queue
 import socket
@@ -31,6 +30,7 @@ from airflow_provider_jax.runtime.messages import format_report, parse_message, 
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
+    from airflow.sdk.types import Logger
 
     from airflow_provider_jax.operators.jax_job import JaxJobOperator
 
@@ -84,7 +84,9 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def localize(manifest: Mapping[str, Any], coordinator_port: int, megascale_port: int) -> dict:
+def localize(
+    manifest: Mapping[str, Any], coordinator_port: int, megascale_port: int
+) -> dict[str, Any]:
     """A copy of ``manifest`` whose coordinators are on 127.0.0.1, at the given ports."""
     rewrites = {
         COORDINATOR_ADDRESS_ENV: f"{LOCALHOST}:{coordinator_port}",
@@ -107,7 +109,7 @@ class LocalJobSet:
         self,
         manifest: Mapping[str, Any],
         *,
-        log: logging.Logger | Any,
+        log: Logger,
         pythonpath: Sequence[str] = (),
         timeout_s: float | None = None,
     ) -> None:
@@ -169,7 +171,8 @@ class _Attempt:
         self.leader_message: str | None = None
 
     def run(self) -> list[ProcessFailure]:
-        """Start all pods and wait for them; the failures, first failed first."""
+        """Start every pod and wait for them; the processes that failed on their own (not
+        those stopped because of them)."""
         jobset, log = self.jobset, self.jobset.log
         log.info(
             "Starting %d local JAX process(es) for %s (restart attempt %d).",

@@ -60,7 +60,7 @@ def main() -> int:
         if "jax" not in sys.modules:
             return 1
         # A normal exit would shut jax.distributed down, which waits for peers that may be
-        # stuck in a collective with us, for minutes. The backend stops them instead.
+        # stuck in a collective with us, for minutes. The JobSet (or local backend) stops them.
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(1)
