@@ -1,11 +1,11 @@
-"""Names of the environment variables that carry a call from Airflow into every JAX process.
+"""Names of the environment variables that tell every JAX process where it stands.
 
-Stdlib only, like the rest of the runtime: the launcher writes these, the runtime reads them.
+Stdlib only, like the rest of the runtime: the launcher and the JobSet builder write these,
+the runtime reads them. (The call itself travels as described in ``call.py``.)
 """
 
 from __future__ import annotations
 
-CALL_ENV = "AIRFLOW_JAX_CALL"
 OUTPUT_DIR_ENV = "AIRFLOW_JAX_OUTPUT_DIR"
 TERMINATION_PATH_ENV = "AIRFLOW_JAX_TERMINATION_MESSAGE_PATH"
 DEFAULT_TERMINATION_PATH = "/dev/termination-log"  # Kubernetes' default terminationMessagePath

@@ -11,7 +11,9 @@ import importlib
 import json
 import linecache
 import os
+import subprocess
 import sys
+import tempfile
 import traceback
 import types
 from collections.abc import Callable
@@ -19,8 +21,8 @@ from typing import Any
 
 from airflow_provider_jax import runtime
 from airflow_provider_jax.runtime import storage
+from airflow_provider_jax.runtime.call import decode_call
 from airflow_provider_jax.runtime.env import (
-    CALL_ENV,
     COORDINATOR_ADDRESS_ENV,
     DEFAULT_TERMINATION_PATH,
     NUM_PROCESSES_ENV,
@@ -38,11 +40,12 @@ SOURCE_MODULE = "__airflow_jax_source__"
 
 
 def main() -> int:
-    """Run the call in ``AIRFLOW_JAX_CALL``; 0 on success, 1 on failure."""
+    """Run the call the launcher put in the environment; 0 on success, 1 on failure."""
     termination_path = os.environ.get(TERMINATION_PATH_ENV, DEFAULT_TERMINATION_PATH)
     distributed = None
     try:
-        call = json.loads(os.environ[CALL_ENV])
+        call = decode_call(os.environ)
+        install_packages(call.get("pip_packages") or [])
         if call.get("initialize", True):
             distributed = initialize_distributed()
         function = load_function(call)
@@ -66,6 +69,24 @@ def main() -> int:
         os._exit(1)
     _write(termination_path, message)
     return 0
+
+
+def install_packages(packages: list[str]) -> None:
+    """``pip install`` what the image lacks, into a directory searched *after* the image's
+    site-packages, so the image's accelerator-matched JAX wins even over a dependency's."""
+    if not packages:
+        return
+    target = tempfile.mkdtemp(prefix="airflow-jax-packages-")
+    print(f"airflow-jax: pip install {' '.join(packages)}", flush=True)
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    done = subprocess.run([*command, "--no-input", "--target", target, *packages], check=False)
+    if done.returncode:
+        raise RuntimeError(
+            f"pip install {packages} failed with exit code {done.returncode} (its output is "
+            "above); the image needs pip and access to the package index."
+        )
+    sys.path.append(target)
+    importlib.invalidate_caches()
 
 
 def initialize_distributed() -> Any:

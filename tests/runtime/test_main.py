@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,7 @@ def run_call(tmp_path: Path, process_id: int = 0, **call: Any) -> tuple[int, str
             TERMINATION_PATH_ENV: str(termination),
             "JAX_PROCESS_ID": str(process_id),
             "PYTHONPATH": str(REPO),
+            "TMPDIR": str(tmp_path),  # the bootstrap's zip and pip's target land here
         },
         capture_output=True,
         text=True,
@@ -145,3 +147,36 @@ def test_large_result_goes_to_gcs(tmp_path, gcs_bucket):
     assert code == 0, output
     assert message["result_uri"] == f"{uri}/result.json"
     assert json.loads(storage.read_text(message["result_uri"])) == "x" * 6000
+
+
+def _wheel(directory: Path, name: str, version: str, module_source: str) -> Path:
+    """A minimal pure-Python wheel, so pip installs it offline."""
+    dist = f"{name}-{version}.dist-info"
+    files = {
+        f"{name}.py": module_source,
+        f"{dist}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist}/WHEEL": "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{dist}/RECORD"] = "".join(f"{path},,\n" for path in [*files, f"{dist}/RECORD"])
+    path = directory / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as wheel:
+        for arcname, text in files.items():
+            wheel.writestr(arcname, text)
+    return path
+
+
+def test_pip_packages_install_at_process_start(tmp_path):
+    wheel = _wheel(tmp_path, "airflow_jax_extra", "1.0", "VALUE = 42\n")
+    source = "def use():\n    import airflow_jax_extra\n    return airflow_jax_extra.VALUE\n"
+    code, output, message = run_call(
+        tmp_path, source=source, function="use", pip_packages=[str(wheel)]
+    )
+    assert code == 0, output
+    assert message["result"] == 42
+    assert f"airflow-jax: pip install {wheel}" in output
+
+    code, output, message = run_call(
+        tmp_path, source=source, function="use", pip_packages=[str(tmp_path / "missing.whl")]
+    )
+    assert code == 1
+    assert message["error"].startswith("RuntimeError: pip install")
