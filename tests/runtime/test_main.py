@@ -16,6 +16,7 @@ import pytest
 
 from airflow_provider_jax.launcher import TERMINATION_PATH_ENV, python_call
 from airflow_provider_jax.runtime import storage
+from airflow_provider_jax.runtime.call import CHUNKS_ENV
 from airflow_provider_jax.runtime.messages import REPORT_PREFIX, parse_message
 from tests.support.jobset_schema import REPO
 
@@ -180,3 +181,11 @@ def test_pip_packages_install_at_process_start(tmp_path):
     )
     assert code == 1
     assert message["error"].startswith("RuntimeError: pip install")
+
+
+def test_a_large_call_arrives_in_chunks(tmp_path):
+    source = "# " + "padding " * 10_000 + "\ndef inc(n):\n    return n + 1\n"
+    assert CHUNKS_ENV in python_call(source=source, function="inc")[1]
+    code, output, message = run_call(tmp_path, source=source, function="inc", kwargs={"n": 1})
+    assert code == 0, output
+    assert message["result"] == 2
