@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow.sdk import conf
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
 from airflow_provider_jax.exceptions import JaxJobFailed, ProcessFailure
@@ -62,8 +63,6 @@ def run_local(operator: JaxJobOperator, manifest: Mapping[str, Any], context: Co
 
 def dag_pythonpath(operator: JaxJobOperator) -> list[str]:
     """The DAG file's folder and the DAGs folder, so entrypoint modules beside a DAG import."""
-    from airflow.sdk import conf
-
     folders = []
     if operator.has_dag() and operator.dag.fileloc:
         folders.append(os.path.dirname(os.path.abspath(operator.dag.fileloc)))

@@ -17,6 +17,7 @@ import tempfile
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import IO
 
 from airflow_provider_jax.local.pods import PodPlan
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
@@ -131,7 +132,7 @@ class PodProcess:
         shutil.rmtree(self.scratch, ignore_errors=True)
 
 
-def _pump(stream, plan: PodPlan, name: str, on_line: LineCallback) -> None:
+def _pump(stream: IO[str], plan: PodPlan, name: str, on_line: LineCallback) -> None:
     with stream:
         for line in stream:
             on_line(plan, name, line.rstrip("\n"))
