@@ -53,6 +53,7 @@ RESERVED_ENV = frozenset(
         "JAX_HOSTS_PER_SLICE",
         "JAX_SLICE_INDEX",
         "JAX_HOST_INDEX",
+        "JAX_RESTART_ATTEMPT",
         "MEGASCALE_COORDINATOR_ADDRESS",
         "MEGASCALE_NUM_SLICES",
         "MEGASCALE_SLICE_ID",
@@ -226,6 +227,8 @@ def coordination_env(spec: JaxJobSpec) -> list[dict[str, Any]]:
         {"name": "JAX_HOSTS_PER_SLICE", "value": str(spec.accelerator.hosts)},
         _field_env("JAX_SLICE_INDEX", slice_index),
         _field_env("JAX_HOST_INDEX", f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"),
+        # Lets training code tell a fresh start from a restart (e.g. to resume a checkpoint).
+        _field_env("JAX_RESTART_ATTEMPT", f"metadata.labels['{RESTART_ATTEMPT_LABEL}']"),
     ]
     if spec.num_slices > 1:
         env += [

@@ -16,12 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_jax.runtime.call import CALL_ENV, encode_call
+from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, TERMINATION_PATH_ENV
 
-__all__ = ["CALL_ENV", "python_call", "runtime_bundle", "to_json"]
+__all__ = [
+    "CALL_ENV",
+    "OUTPUT_DIR_ENV",
+    "TERMINATION_PATH_ENV",
+    "python_call",
+    "runtime_bundle",
+    "to_json",
+]
 
 RUNTIME_ENV = "AIRFLOW_JAX_RUNTIME"
-OUTPUT_DIR_ENV = "AIRFLOW_JAX_OUTPUT_DIR"
-TERMINATION_PATH_ENV = "AIRFLOW_JAX_TERMINATION_MESSAGE_PATH"
 
 BOOTSTRAP = (
     "import base64,os,sys,tempfile\n"

@@ -268,3 +268,8 @@ class JaxJobOperator(BaseOperator):
         from airflow_provider_jax.operators.kubernetes import execute_on_kubernetes
 
         return execute_on_kubernetes(self, manifest, context)
+
+    def on_kill(self) -> None:
+        # The local backend keeps its running job here while execute() waits on it.
+        if (local_run := getattr(self, "_local_run", None)) is not None:
+            local_run.kill()
