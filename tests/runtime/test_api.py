@@ -30,7 +30,7 @@ def test_report_rejects_what_is_not_a_scalar(value, error):
 def test_environment(monkeypatch):
     monkeypatch.delenv("AIRFLOW_JAX_OUTPUT_DIR", raising=False)
     monkeypatch.delenv("JAX_PROCESS_ID", raising=False)
-    monkeypatch.delenv("JAX_RESTART_ATTEMPT", raising=False)
+    monkeypatch.delenv("AIRFLOW_JAX_RESTART_ATTEMPT", raising=False)
     assert (runtime.output_dir(), runtime.process_index(), runtime.restart_attempt()) == (
         None,
         0,
@@ -38,7 +38,7 @@ def test_environment(monkeypatch):
     )
     monkeypatch.setenv("AIRFLOW_JAX_OUTPUT_DIR", "gs://b/run")
     monkeypatch.setenv("JAX_PROCESS_ID", "3")
-    monkeypatch.setenv("JAX_RESTART_ATTEMPT", "2")
+    monkeypatch.setenv("AIRFLOW_JAX_RESTART_ATTEMPT", "2")
     assert (runtime.output_dir(), runtime.process_index(), runtime.restart_attempt()) == (
         "gs://b/run",
         3,

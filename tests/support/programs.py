@@ -34,7 +34,7 @@ def collective() -> dict[str, Any]:
     place = [
         jax.process_index(),
         int(os.environ.get("MEGASCALE_SLICE_ID", "0")),
-        int(os.environ["JAX_HOST_INDEX"]),
+        int(os.environ["AIRFLOW_JAX_HOST_INDEX"]),
     ]
     report(step=1, total=total, process=jax.process_index())
     return {
