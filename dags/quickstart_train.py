@@ -10,7 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 
-def train(steps: int = 60, learning_rate: float = 0.05, report_every: int = 10) -> dict[str, Any]:
+def train(
+    steps: int = 60,
+    learning_rate: float = 0.05,
+    report_every: int = 10,
+    checkpoint_dir: str | None = None,
+    checkpoint_every: int = 0,
+) -> dict[str, Any]:
+    """Fit the model; with ``checkpoint_dir``, save an Orbax checkpoint every
+    ``checkpoint_every`` steps and at the end (every process writes its part)."""
     import jax
     import jax.numpy as jnp
     import numpy as np
@@ -46,13 +54,45 @@ def train(steps: int = 60, learning_rate: float = 0.05, report_every: int = 10) 
         updates, opt_state = optimizer.update(grads, opt_state)
         return optax.apply_updates(params, updates), opt_state, loss
 
+    manager = _checkpoints(checkpoint_dir) if checkpoint_dir else None
     for i in range(1, steps + 1):
         params, opt_state, loss = step(params, opt_state, x, y)
         if i % report_every == 0 or i == steps:
             report(step=i, loss=float(loss))
+        if manager and (i == steps or (checkpoint_every and i % checkpoint_every == 0)):
+            import orbax.checkpoint as ocp
+
+            manager.save(i, args=ocp.args.StandardSave(params))
+    if manager:
+        manager.wait_until_finished()
+        manager.close()
     return {
         "loss": float(loss),
         "step": steps,
         "processes": jax.process_count(),
         "devices": jax.device_count(),
     }
+
+
+def evaluate(checkpoint_dir: str, step: int) -> dict[str, Any]:
+    """Restore ``step`` from ``checkpoint_dir`` and measure its loss on fresh data."""
+    import jax
+    import numpy as np
+    import orbax.checkpoint as ocp
+
+    manager = _checkpoints(checkpoint_dir)
+    params = manager.restore(step, args=ocp.args.StandardRestore())
+    manager.close()
+    w, b = np.asarray(params["w"]), float(params["b"])
+    features = len(w)
+    w_true = np.linspace(-1.0, 1.0, features, dtype=np.float32)
+    rng = np.random.default_rng(seed=1_000 + jax.process_index())
+    x = rng.normal(size=(256, features)).astype(np.float32)
+    y = x @ w_true + 1.0
+    return {"step": step, "eval_loss": float(np.mean((x @ w + b - y) ** 2))}
+
+
+def _checkpoints(directory: str) -> Any:
+    import orbax.checkpoint as ocp
+
+    return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(max_to_keep=3))
