@@ -14,6 +14,8 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
 from tests.support.jobset_schema import SCHEMA_PATH, jobset_validator
 
+pytest_plugins = ("tests.support.k8s_fixtures",)
+
 
 @pytest.fixture(scope="session")
 def validate_jobset() -> Callable[[dict[str, Any]], None]:

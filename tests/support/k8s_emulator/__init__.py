@@ -1,0 +1,7 @@
+"""A Kubernetes API emulator for tests: JobSets, their pods, watches and faults, over HTTP."""
+
+from tests.support.k8s_emulator.api import Faults
+from tests.support.k8s_emulator.emulator import Emulator
+from tests.support.k8s_emulator.kubelet import Exit, PodRun, PodScript, ScriptedRunner
+
+__all__ = ["Emulator", "Exit", "Faults", "PodRun", "PodScript", "ScriptedRunner"]
