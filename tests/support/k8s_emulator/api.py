@@ -222,6 +222,8 @@ class Api:
                 seen = len(pod.log)
                 if (namespace, name) not in self.controller.pods:
                     break
+        except ConnectionResetError:  # the client hung up
+            pass
         finally:
             self.streams.discard(task)
         return response
@@ -284,6 +286,8 @@ class Api:
                         await _send(response, "BOOKMARK", _bookmark(kind, self.store.rv))
                     continue
                 await _send(response, event.type, event.obj)
+        except ConnectionResetError:  # the client hung up
+            pass
         finally:
             self.store.unwatch(watcher)
             self.streams.discard(task)

@@ -101,6 +101,15 @@ class Emulator:
         """Make every pod from now on play ``script(pod)``."""
         self.runner = ScriptedRunner(script)
 
+    def release(self) -> None:
+        """Let every scripted pod that waits for it (``duration=math.inf``) end now."""
+
+        def release() -> None:
+            for pod in self.controller.pods.values():
+                pod.released.set()
+
+        self.call(release)
+
     def compact(self) -> None:
         """Forget the watch history: clients resuming an old watch get 410 Gone."""
         self.call(self.store.compact)

@@ -47,6 +47,7 @@ class PodRun:
     log: list[tuple[str, str]] = field(default_factory=list)
     exit: Exit | None = None
     killed: asyncio.Event = field(default_factory=asyncio.Event)
+    released: asyncio.Event = field(default_factory=asyncio.Event)  # ends a scripted pod now
     task: asyncio.Task[Exit] | None = None
     _grew: asyncio.Condition = field(default_factory=asyncio.Condition)
 
@@ -88,8 +89,8 @@ class Runner(Protocol):
 
 @dataclass(frozen=True)
 class PodScript:
-    """What a scripted pod does: print ``logs`` over ``duration`` seconds (``math.inf``: run
-    until killed), then end with ``exit_code`` and termination ``message``."""
+    """What a scripted pod does: print ``logs`` over ``duration`` seconds (``math.inf``: until
+    the test releases it, or it is killed), then end with ``exit_code`` and ``message``."""
 
     exit_code: int = 0
     message: str = ""
@@ -115,8 +116,9 @@ class ScriptedRunner:
 
 
 async def killed_within(pod: PodRun, seconds: float | None) -> bool:
-    try:
-        await asyncio.wait_for(pod.killed.wait(), seconds)
-    except TimeoutError:
-        return False
-    return True
+    """Wait ``seconds`` (None: until released); True if the pod was killed meanwhile."""
+    waits = {asyncio.ensure_future(pod.killed.wait()), asyncio.ensure_future(pod.released.wait())}
+    await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    for waiting in waits:
+        waiting.cancel()
+    return pod.killed.is_set()

@@ -1,0 +1,294 @@
+"""The Kubernetes backend of :class:`~airflow_provider_jax.operators.jax_job.JaxJobOperator`.
+
+submit (or reattach) → defer to :class:`JobSetTrigger`, or await the very same trigger inline
+when ``deferrable=False`` → read the leader's result, or explain the failure → apply
+``on_finish_action``. Each task instance has one JobSet name across all its tries, so a retry
+finds the JobSet of the try before: still running, it reattaches; finished, it is deleted and
+replaced. There is never a second JobSet for one task instance.
+
+Imported only when a task runs, never at DAG parse time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk.exceptions import AirflowTaskTimeout
+
+from airflow_provider_jax import jobset_status as status
+from airflow_provider_jax.exceptions import JobSetConflict, JobSetFailed
+from airflow_provider_jax.hooks.jobset import (
+    JobSetExists,
+    JobSetHook,
+    KubernetesCluster,
+    cluster_from,
+)
+from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
+from airflow_provider_jax.results import read_result, result_uri
+from airflow_provider_jax.runtime.messages import format_report, parse_message
+from airflow_provider_jax.triggers.jobset import FAILED, SUCCESS, TIMEOUT, JobSetTrigger
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_jax.operators.jax_job import JaxJobOperator
+
+XCOM_NAME, XCOM_NAMESPACE = "jobset_name", "jobset_namespace"
+TIMEOUT_GRACE = 60  # Airflow's own trigger timeout, after ours: a backstop only
+MAX_FAILED_PODS = 4  # failed hosts shown in full in an error; the rest are counted
+LOG_TAIL_LINES, LOG_TAIL_BYTES = 30, 8192
+
+
+@dataclass(frozen=True)
+class JobSetRef:
+    """One JobSet, down to its uid: deleting by uid never touches a successor."""
+
+    cluster: KubernetesCluster
+    name: str
+    namespace: str
+    uid: str | None
+
+    @property
+    def where(self) -> str:
+        return f"JobSet {self.namespace}/{self.name}"
+
+
+def cluster_of(op: JaxJobOperator) -> KubernetesCluster:
+    return cluster_from(
+        kubernetes_conn_id=op.kubernetes_conn_id,
+        cluster_name=op.cluster_name,
+        project_id=op.project_id,
+        location=op.location,
+        gcp_conn_id=op.gcp_conn_id,
+        impersonation_chain=op.impersonation_chain,
+    )
+
+
+def execute_on_kubernetes(op: JaxJobOperator, manifest: dict[str, Any], context: Context) -> Any:
+    cluster = cluster_of(op)
+    hook = cluster.hook()
+    ref = submit(hook, cluster, manifest, op.log)
+    op._jobset = ref
+    _remember(op, ref, context)
+    deadline = _deadline(op, context)
+    trigger = JobSetTrigger(
+        name=ref.name,
+        namespace=ref.namespace,
+        uid=ref.uid or "",
+        cluster=cluster.to_dict(),
+        deadline=deadline,
+        poll_interval=op.poll_interval,
+    )
+    if op.deferrable:
+        op.defer(
+            trigger=trigger,
+            method_name="execute_complete",
+            kwargs={"cluster": cluster.to_dict()},
+            timeout=None if deadline is None else deadline - time.time() + TIMEOUT_GRACE,
+        )
+    extras = None if cluster.is_gke else hook.conn_extras
+    event = asyncio.run(trigger.wait(connection_extras=extras))
+    return complete_on_kubernetes(op, context, event, cluster.to_dict())
+
+
+def submit(
+    hook: JobSetHook, cluster: KubernetesCluster, manifest: Mapping[str, Any], log: Any
+) -> JobSetRef:
+    """Create the task instance's JobSet, or reattach to the one an earlier try left running.
+
+    A finished one is deleted first (and waited for), so a new try never runs beside it.
+    """
+    meta = manifest["metadata"]
+    name, namespace = meta["name"], meta["namespace"]
+    for _ in range(3):
+        existing = hook.get_jobset(name, namespace)
+        if existing is not None:
+            uid = status.uid(existing)
+            if not status.owned_by(existing, meta.get("labels") or {}):
+                owner = {
+                    k: existing["metadata"].get("labels", {}).get(k) for k in status.IDENTITY_LABELS
+                }
+                raise JobSetConflict(
+                    f"JobSet {namespace}/{name} exists but was not made for this task instance "
+                    f"(its labels say {owner}). Delete it, or give the operator another name."
+                )
+            state = status.terminal_state(existing)
+            if state is None and not status.is_deleting(existing):
+                log.info(
+                    "Reattaching to JobSet %s/%s (uid %s) left running by an earlier try.",
+                    namespace,
+                    name,
+                    uid,
+                )
+                return JobSetRef(cluster, name, namespace, uid)
+            log.info(
+                "JobSet %s/%s from an earlier try is %s; deleting it to start afresh.",
+                namespace,
+                name,
+                (state or "being deleted").lower(),
+            )
+            hook.delete_jobset(name, namespace, uid)
+            hook.wait_until_gone(name, namespace, uid)
+        try:
+            created = hook.create_jobset(manifest)
+        except JobSetExists:
+            continue  # ours whose reply was lost, or a racing try: look at it again
+        log.info("Created JobSet %s/%s (uid %s).", namespace, name, status.uid(created))
+        return JobSetRef(cluster, name, namespace, status.uid(created))
+    raise JobSetConflict(f"JobSet {namespace}/{name} keeps reappearing; is another try running?")
+
+
+def _remember(op: JaxJobOperator, ref: JobSetRef, context: Context) -> None:
+    """XCom the JobSet's name and namespace (and its logs link on GKE) before waiting."""
+    ti = context["ti"]
+    ti.xcom_push(key=XCOM_NAME, value=ref.name)
+    ti.xcom_push(key=XCOM_NAMESPACE, value=ref.namespace)
+    if op.project_id and op.location and op.cluster_name:
+        url = cloud_logging_url(
+            project_id=op.project_id,
+            location=op.location,
+            cluster_name=op.cluster_name,
+            namespace=ref.namespace,
+            name=ref.name,
+        )
+        ti.xcom_push(key=JobSetLogsLink().xcom_key, value=url)
+
+
+def _deadline(op: JaxJobOperator, context: Context) -> float | None:
+    """When ``execution_timeout`` runs out for this try, as epoch seconds."""
+    if op.execution_timeout is None:
+        return None
+    started = context["ti"].start_date
+    start = started.timestamp() if started is not None else time.time()
+    return start + op.execution_timeout.total_seconds()
+
+
+def complete_on_kubernetes(
+    op: JaxJobOperator,
+    context: Context,
+    event: Mapping[str, Any],
+    cluster: Mapping[str, Any] | None = None,
+) -> Any:
+    """Turn the trigger's event into the task's result or error, reading before deleting."""
+    kubernetes = KubernetesCluster.from_dict(cluster) if cluster else cluster_of(op)
+    ref = JobSetRef(kubernetes, event["name"], event["namespace"], event.get("uid") or None)
+    op._jobset = ref
+    hook = kubernetes.hook()
+    outcome = event["status"]
+    if outcome == SUCCESS:
+        try:
+            return leader_result(op, hook, ref)
+        finally:
+            _finish(op, hook, ref, succeeded=True)
+    if outcome == TIMEOUT:
+        _delete(hook, ref, op.log)
+        raise AirflowTaskTimeout(f"{ref.where} was deleted: {event['message']}.")
+    report = (
+        failure_report(hook, ref, event)
+        if outcome == FAILED
+        else f"{ref.where}: {event['message']}"
+    )
+    _finish(op, hook, ref, succeeded=False)
+    raise JobSetFailed(report)
+
+
+def leader_result(op: JaxJobOperator, hook: JobSetHook, ref: JobSetRef) -> Any:
+    """Process 0's return value: from its termination message, or ``output_dir/result.json``
+    when it was too big for one (or the pod is gone)."""
+    leader = status.leader_pod(hook.list_jobset_pods(ref.name, ref.namespace))
+    message = parse_message(status.termination_message(leader)) if leader else None
+    if message is not None and message["ok"]:
+        if report := message.get("report"):
+            op.log.info("Leader's last report: %s", format_report(report))
+        if uri := message.get("result_uri"):
+            return _read(op, uri)
+        return message.get("result")
+    if op.output_dir:
+        try:
+            return _read(op, result_uri(op.output_dir))
+        except FileNotFoundError:
+            op.log.warning(
+                "No result: the leader left no termination message and no %s.",
+                result_uri(op.output_dir),
+            )
+    return None
+
+
+def _read(op: JaxJobOperator, uri: str) -> Any:
+    op.log.info("Reading the leader's result from %s", uri)
+    return read_result(uri, gcp_conn_id=op.gcp_conn_id, impersonation_chain=op.impersonation_chain)
+
+
+def failure_report(hook: JobSetHook, ref: JobSetRef, event: Mapping[str, Any]) -> str:
+    """Why the JobSet failed: its conditions and restarts, then for each failed host its
+    ``[slice/host]``, termination message (the traceback tail) and a bounded log tail."""
+    lines = [f"{ref.where} failed: {event['reason']}: {event['message']}"]
+    if event.get("jobset"):
+        lines.append(f"JobSet status: {status.describe(event['jobset'])}")
+    pods = hook.list_jobset_pods(ref.name, ref.namespace)
+    failed = status.failed_pods(pods)
+    if not pods:
+        lines.append("Its pods are gone, so no host's error can be shown.")
+    elif not failed:
+        lines.append("No pod of the last attempt failed (the JobSet itself was stopped).")
+    for pod in failed[:MAX_FAILED_PODS]:
+        lines += _pod_failure(hook, ref, pod)
+    if rest := failed[MAX_FAILED_PODS:]:
+        lines.append(
+            f"... and {len(rest)} more failed pods: " + ", ".join(status.tag(p) for p in rest)
+        )
+    return "\n".join(lines)
+
+
+def _pod_failure(hook: JobSetHook, ref: JobSetRef, pod: Mapping[str, Any]) -> list[str]:
+    name = pod["metadata"]["name"]
+    ended = status.termination(pod) or {}
+    head = f"{status.tag(pod)} pod {name} exited with code {ended.get('exitCode', '?')}"
+    message = parse_message(ended.get("message"))
+    lines = []
+    if message is not None and not message["ok"]:
+        lines.append(f"{head}: {message.get('error', '')}")
+        lines += _indent(message.get("traceback", ""))
+    else:
+        lines.append(f"{head} ({ended.get('reason') or 'no reason given'})")
+        lines += _indent(ended.get("message") or "")
+    tail = hook.read_pod_log(
+        name, ref.namespace, tail_lines=LOG_TAIL_LINES, limit_bytes=LOG_TAIL_BYTES
+    )
+    if tail.strip():
+        lines.append("  last lines of its log:")
+        lines += _indent(tail, "    ")
+    return lines
+
+
+def _indent(text: str, prefix: str = "  ") -> list[str]:
+    return [prefix + line for line in text.rstrip().splitlines()]
+
+
+def _finish(op: JaxJobOperator, hook: JobSetHook, ref: JobSetRef, *, succeeded: bool) -> None:
+    action = op.on_finish_action
+    if action == "delete_jobset" or (action == "delete_succeeded_jobset" and succeeded):
+        _delete(hook, ref, op.log)
+    else:
+        op.log.info("Keeping %s (on_finish_action=%s).", ref.where, action)
+
+
+def _delete(hook: JobSetHook, ref: JobSetRef, log: Any) -> None:
+    if hook.delete_jobset(ref.name, ref.namespace, ref.uid):
+        log.info("Deleted %s (Foreground: its pods go first).", ref.where)
+
+
+def kill_on_kubernetes(op: JaxJobOperator, context: Context | None = None) -> None:
+    """Delete the task's JobSet (Foreground): on kill, on a timeout while blocking, and when
+    Airflow fails a deferred task itself (its own trigger timeout, a crashed trigger)."""
+    ref: JobSetRef | None = getattr(op, "_jobset", None)
+    if ref is None:
+        if context is None:
+            return
+        cluster = cluster_of(op)
+        ref = JobSetRef(cluster, op.jobset_name_for(context), op.namespace, None)
+    _delete(ref.cluster.hook(), ref, op.log)
