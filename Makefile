@@ -15,7 +15,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml requirements/constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q "uv==$(UV_VERSION)"
-	$(UV) pip install -q --python $(PY) -c requirements/constraints.txt -e ".[test]"
+	$(UV) pip install -q --python $(PY) -c requirements/constraints.txt -e ".[test,docs]"
 	touch $@
 
 test: $(STAMP)
@@ -39,7 +39,7 @@ bench: $(STAMP)
 
 lock:
 	test -x $(UV) || { $(PYTHON) -m venv $(VENV) && $(PY) -m pip install -q "uv==$(UV_VERSION)"; }
-	$(UV) pip compile -q --python-version 3.11 --extra test --no-header \
+	$(UV) pip compile -q --python-version 3.11 --extra test --extra docs --no-header \
 		pyproject.toml requirements/lock.in -o requirements/constraints.txt
 
 clean:

@@ -33,6 +33,16 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
+        "task-decorators": [
+            {
+                "class-name": "airflow_provider_jax.decorators.jax_tpu.jax_tpu_task",
+                "name": "jax_tpu",
+            },
+            {
+                "class-name": "airflow_provider_jax.decorators.jax_gpu.jax_gpu_task",
+                "name": "jax_gpu",
+            },
+        ],
         "config": {
             "jax": {
                 "description": "Defaults for the JAX provider.",

@@ -15,13 +15,13 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_jax.runtime.call import CALL_ENV, encode_call
+
+__all__ = ["CALL_ENV", "python_call", "runtime_bundle", "to_json"]
+
 RUNTIME_ENV = "AIRFLOW_JAX_RUNTIME"
-CALL_ENV = "AIRFLOW_JAX_CALL"
 OUTPUT_DIR_ENV = "AIRFLOW_JAX_OUTPUT_DIR"
 TERMINATION_PATH_ENV = "AIRFLOW_JAX_TERMINATION_MESSAGE_PATH"
-
-# Each env string must stay under Linux's MAX_ARG_STRLEN (128 KiB) or exec fails in the pod.
-MAX_ENV_VALUE_BYTES = 100 * 1024
 
 BOOTSTRAP = (
     "import base64,os,sys,tempfile\n"
@@ -65,6 +65,7 @@ def python_call(
     kwargs: dict[str, Any] | None = None,
     output_dir: str | None = None,
     initialize: bool = True,
+    pip_packages: list[str] | None = None,
     python: str = "python3",
 ) -> tuple[list[str], dict[str, str]]:
     """Command and env that run ``entrypoint`` (``"pkg.module:function"``) or ``function``
@@ -88,15 +89,33 @@ def python_call(
         "function": function,
         "kwargs": kwargs,
         "initialize": initialize,
+        "pip_packages": list(pip_packages or []),
     }
-    encoded = to_json(call, "the call")
-    if len(encoded.encode()) > MAX_ENV_VALUE_BYTES:
-        raise ValueError(
-            f"the call is {len(encoded.encode())} bytes of JSON; arguments and source travel in "
-            f"the pod spec and must stay under {MAX_ENV_VALUE_BYTES} bytes. Pass large data "
-            "by reference (a gs:// path) instead."
-        )
-    env = {RUNTIME_ENV: runtime_bundle(), CALL_ENV: encoded}
+    env = {RUNTIME_ENV: runtime_bundle(), **encode_call(call)}
     if output_dir:
         env[OUTPUT_DIR_ENV] = output_dir
     return [python, "-c", BOOTSTRAP], env
+
+
+# The image's JAX is built for its accelerator (libtpu, CUDA); a pip install must never shadow it.
+ACCELERATOR_MATCHED = frozenset({"jax", "jaxlib", "libtpu", "libtpu-nightly"})
+
+
+def split_pip_packages(packages: list[str]) -> tuple[list[str], list[str]]:
+    """``(kept, dropped)``: requirements to install at process start, and the accelerator-
+    matched ones (jax, jaxlib, libtpu, jax[...] and friends) left to the image."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    kept, dropped = [], []
+    for spec in packages:
+        if not isinstance(spec, str):
+            raise ValueError(f"pip_packages entries must be strings, got {spec!r}")
+        try:
+            name = canonicalize_name(Requirement(spec).name)
+        except InvalidRequirement:
+            name = None  # a path or URL: pip decides
+        (
+            dropped if name in ACCELERATOR_MATCHED or (name or "").startswith("jax-cuda") else kept
+        ).append(spec)
+    return kept, dropped

@@ -3,7 +3,6 @@ leader's result."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -17,6 +16,7 @@ from airflow_provider_jax.jobset import (
     build_jobset,
     jobset_name,
 )
+from airflow_provider_jax.launcher import python_call, split_pip_packages
 from airflow_provider_jax.links.jobset import JobSetLogsLink
 
 if TYPE_CHECKING:
@@ -58,6 +58,7 @@ class JaxJobOperator(BaseOperator):
         "annotations": "json",
     }
     ui_color = "#e8f0fe"
+    ships_source: ClassVar[bool] = False  # True for the decorators, which ship a function
     operator_extra_links = (JobSetLogsLink(),)
 
     def __init__(
@@ -72,6 +73,7 @@ class JaxJobOperator(BaseOperator):
         env: Mapping[str, str] | None = None,
         output_dir: str | None = None,
         initialize_distributed: bool = True,
+        pip_packages: Sequence[str] = (),
         python: str = "python3",
         name: str | None = None,
         namespace: str = "default",
@@ -103,8 +105,10 @@ class JaxJobOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if (command is None) == (entrypoint is None):
+        if not self.ships_source and (command is None) == (entrypoint is None):
             raise ValueError(f"{self.task_id}: give exactly one of command or entrypoint.")
+        if command is not None and pip_packages:
+            raise ValueError(f"{self.task_id}: pip_packages needs entrypoint, not command.")
         if backend is not None and backend not in BACKENDS:
             raise ValueError(f"{self.task_id}: backend must be one of {BACKENDS}, got {backend!r}.")
         if on_finish_action not in ON_FINISH_ACTIONS:
@@ -121,6 +125,14 @@ class JaxJobOperator(BaseOperator):
         self.env = dict(env or {})
         self.output_dir = output_dir
         self.initialize_distributed = initialize_distributed
+        self.pip_packages, dropped = split_pip_packages(list(pip_packages))
+        if dropped:
+            self.log.warning(
+                "%s: not installing %s at process start; the image's accelerator-matched JAX "
+                "is used instead.",
+                self.task_id,
+                dropped,
+            )
         self.python = python
         self.name = name
         self.namespace = namespace
@@ -154,9 +166,9 @@ class JaxJobOperator(BaseOperator):
 
     def _check_static_spec(self) -> None:
         if self.name is not None and "{{" not in self.name:
-            self.build_spec(name=self.name, check_templates=False)
+            self.build_spec(name=self.name, rendered=False)
         else:
-            self.build_spec(name="x", check_templates=False)
+            self.build_spec(name="x", rendered=False)
 
     @property
     def resolved_backend(self) -> str:
@@ -166,10 +178,10 @@ class JaxJobOperator(BaseOperator):
         return backend
 
     def build_spec(
-        self, *, name: str, labels: Mapping[str, str] | None = None, check_templates: bool = True
+        self, *, name: str, labels: Mapping[str, str] | None = None, rendered: bool = True
     ) -> JaxJobSpec:
         """The job spec from this operator's (rendered) fields."""
-        command, env = self._program(check_templates)
+        command, env = self._program(rendered)
         return JaxJobSpec(
             name=name,
             accelerator=self.accelerator,
@@ -195,21 +207,20 @@ class JaxJobOperator(BaseOperator):
             coordinator_port=self.coordinator_port,
         )
 
-    def _program(self, check_templates: bool) -> tuple[list[str], dict[str, str]]:
+    def _program(self, rendered: bool) -> tuple[list[str], dict[str, str]]:
+        """Command and env of the program. Before rendering, Jinja strings are still strings,
+        which JSON-encodes fine, so every value that is already real gets checked."""
         if self.command is not None:
             return list(self.command), {}
-        from airflow_provider_jax.launcher import python_call
+        return self._python_call(entrypoint=self.entrypoint, kwargs=self.entrypoint_kwargs)
 
-        kwargs = self.entrypoint_kwargs
-        if not check_templates:
-            # Unrendered Jinja is a string, which JSON-encodes fine; real values are checked.
-            kwargs = {k: v for k, v in kwargs.items() if not _is_template(v)}
+    def _python_call(self, **call: Any) -> tuple[list[str], dict[str, str]]:
         return python_call(
-            entrypoint=self.entrypoint,
-            kwargs=kwargs,
             output_dir=self.output_dir,
             initialize=self.initialize_distributed,
+            pip_packages=self.pip_packages,
             python=self.python,
+            **call,
         )
 
     def jobset_name_for(self, context: Context) -> str:
@@ -239,8 +250,14 @@ class JaxJobOperator(BaseOperator):
             dag_id, self.task_id, "dry_run", -1, self.accelerator, self.num_slices
         )
         labels = airflow_labels(dag_id, self.task_id, "dry_run", -1, 0)
-        manifest = build_jobset(self.build_spec(name=name, labels=labels))
-        self.log.info("Dry run of %s:\n%s", name, json.dumps(manifest, indent=2))
+        manifest = build_jobset(self.build_spec(name=name, labels=labels, rendered=False))
+        self.log.info(
+            "Dry run: JobSet %s, %d slice(s) x %d host(s) of %s",
+            name,
+            self.num_slices,
+            self.accelerator.hosts,
+            self.accelerator.name,
+        )
         return manifest
 
     def execute(self, context: Context) -> Any:
@@ -277,7 +294,3 @@ class JaxJobOperator(BaseOperator):
             from airflow_provider_jax.operators.kubernetes import kill_on_kubernetes
 
             kill_on_kubernetes(self)
-
-
-def _is_template(value: object) -> bool:
-    return isinstance(value, str) and "{{" in value

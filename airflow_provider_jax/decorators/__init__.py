@@ -1,0 +1,2 @@
+"""TaskFlow decorators ``@task.jax_tpu`` and ``@task.jax_gpu``, registered through the
+provider's ``task-decorators``."""

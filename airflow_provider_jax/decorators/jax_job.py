@@ -1,0 +1,84 @@
+"""What both JAX decorators share: ship the function's source and its JSON arguments to
+every process, where the runtime calls it after ``jax.distributed.initialize()``."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, ClassVar
+
+from airflow.sdk.bases.decorator import DecoratedOperator
+
+from airflow_provider_jax.launcher import to_json
+from airflow_provider_jax.operators.jax_job import JaxJobOperator
+
+# Context values a function may ask for by name; they travel as JSON like any argument.
+CONTEXT_KEYS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "ds": lambda c: c["ds"],
+    "ds_nodash": lambda c: c["ds_nodash"],
+    "ts": lambda c: c["ts"],
+    "run_id": lambda c: c["run_id"],
+    "params": lambda c: dict(c["params"]),
+    "logical_date": lambda c: c["logical_date"] and c["logical_date"].isoformat(),
+    "data_interval_start": lambda c: (
+        c["data_interval_start"] and c["data_interval_start"].isoformat()
+    ),
+    "data_interval_end": lambda c: c["data_interval_end"] and c["data_interval_end"].isoformat(),
+    "map_index": lambda c: c["ti"].map_index,
+    "try_number": lambda c: c["ti"].try_number,
+}
+
+
+class JaxDecoratedMixin(DecoratedOperator):
+    """Turns a decorated function into the ``source`` form of the runtime's call."""
+
+    template_fields: Sequence[str] = tuple(
+        sorted(
+            {"op_args", "op_kwargs", *JaxJobOperator.template_fields}
+            - {"command", "entrypoint", "entrypoint_kwargs"}
+        )
+    )
+    shallow_copy_attrs: Sequence[str] = ("python_callable",)
+    ships_source: ClassVar[bool] = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        self._context: Mapping[str, Any] | None = None
+        super().__init__(**kwargs)
+
+    def execute(self, context: Any) -> Any:
+        self._context = context
+        return super().execute(context)
+
+    def _program(self, rendered: bool) -> tuple[list[str], dict[str, str]]:
+        return self._python_call(
+            source=self.get_python_source(),
+            function=self.python_callable.__name__,
+            kwargs=self._call_kwargs(rendered),
+        )
+
+    def _call_kwargs(self, rendered: bool) -> dict[str, Any]:
+        """Bind op_args/op_kwargs to parameter names; fill asked-for context keys."""
+        signature = inspect.signature(self.python_callable)
+        bound = signature.bind_partial(*self.op_args, **self.op_kwargs).arguments
+        if not rendered:  # before rendering, upstream XComs are references, not values
+            bound = {k: _placeholder(v) for k, v in bound.items()}
+        kwargs = dict(bound)
+        for name in signature.parameters:
+            if name in CONTEXT_KEYS and name not in kwargs and self._context is not None:
+                kwargs[name] = CONTEXT_KEYS[name](self._context)
+        for name, value in kwargs.items():
+            to_json(value, f"argument {name!r} of {self.python_callable.__name__}()")
+        return kwargs
+
+
+def _placeholder(value: Any) -> Any:
+    """Stand-in for a value that only exists at run time (an upstream XCom)."""
+    from airflow.sdk.definitions._internal.mixins import ResolveMixin
+
+    if isinstance(value, ResolveMixin):
+        return f"<{type(value).__name__}>"
+    if isinstance(value, Mapping):
+        return {k: _placeholder(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_placeholder(v) for v in value]
+    return value

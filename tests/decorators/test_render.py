@@ -1,0 +1,117 @@
+"""Decorator behaviour up to the manifest: what travels, and what fails before anything runs."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pendulum
+import pytest
+from airflow.sdk import dag, task
+
+from airflow_provider_jax.runtime.call import CHUNKS_ENV, PLAIN_LIMIT, decode_call
+
+
+def _env(manifest) -> dict[str, str]:
+    container = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+        "containers"
+    ][0]
+    return {e["name"]: e["value"] for e in container["env"] if "value" in e}
+
+
+def _build(fn_factory):
+    ops = []
+
+    @dag(schedule=None, start_date=pendulum.datetime(2026, 1, 1), catchup=False)
+    def d():
+        ops.append(fn_factory().operator)
+
+    d()
+    return ops[0]
+
+
+def test_source_and_arguments_travel_as_json(validate_jobset):
+    def factory():
+        @task.jax_tpu(accelerator="tpu-v6e-16", image="img", pip_packages=["jax[tpu]", "einops"])
+        def train(steps: int, lr: float = 0.1):
+            import jax
+
+            return {"steps": steps, "devices": jax.device_count()}
+
+        return train(5, lr=0.5)
+
+    op = _build(factory)
+    manifest = op.dry_run()
+    validate_jobset(manifest)
+    call = decode_call(_env(manifest))
+    assert call["function"] == "train"
+    assert call["kwargs"] == {"steps": 5, "lr": 0.5}
+    assert call["source"].startswith("def train(steps: int, lr: float = 0.1):")
+    assert "@task" not in call["source"]
+    assert call["pip_packages"] == ["einops"]  # the image's accelerator-matched JAX wins
+    assert op.pip_packages == ["einops"]
+
+
+def test_gpu_decorator(validate_jobset):
+    def factory():
+        @task.jax_gpu(accelerator="h100", gpus_per_node=8, num_nodes=2, image="img")
+        def train():
+            return 1
+
+        return train()
+
+    manifest = _build(factory).dry_run()
+    validate_jobset(manifest)
+    assert manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["completions"] == 2
+
+
+def test_non_json_argument_fails_at_parse_naming_it():
+    def factory():
+        @task.jax_tpu(accelerator="v6e-4", image="img")
+        def train(data):
+            return data
+
+        return train({1, 2})
+
+    with pytest.raises(ValueError, match=r"argument 'data' of train\(\) must be JSON-serializable"):
+        _build(factory)
+
+
+def test_upstream_xcom_is_a_placeholder_until_run():
+    def factory():
+        @task
+        def upstream() -> int:
+            return 3
+
+        @task.jax_tpu(accelerator="v6e-4", image="img")
+        def train(steps: int):
+            return steps
+
+        return train(upstream())
+
+    call = decode_call(_env(_build(factory).dry_run()))
+    assert call["kwargs"] == {"steps": "<PlainXComArg>"}
+
+
+def test_large_call_round_trips_through_chunks(tmp_path, monkeypatch):
+    # Hex digests compress about 2x, like real code with data tables: several chunks.
+    body = "\n".join(
+        f"    x{i} = '{hashlib.sha256(str(i).encode()).hexdigest()}'" for i in range(6000)
+    )
+    module = tmp_path / "big_train.py"
+    module.write_text(
+        "from airflow.sdk import task\n\n\n"
+        "@task.jax_tpu(accelerator='v6e-4', image='img')\n"
+        f"def train():\n{body}\n    return x5999\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import big_train
+
+    def factory():
+        return big_train.train()
+
+    env = _env(_build(factory).dry_run())
+    assert int(env[CHUNKS_ENV]) >= 2
+    assert all(len(v) < 128 * 1024 for v in env.values())
+    call = decode_call(env)
+    assert len(call["source"]) > PLAIN_LIMIT
+    assert call["source"].rstrip().endswith("return x5999")

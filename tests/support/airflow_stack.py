@@ -1,0 +1,154 @@
+"""A real Airflow for end-to-end tests: api-server, scheduler, dag-processor and triggerer
+with LocalExecutor on SQLite, in a temp AIRFLOW_HOME, driven through the `airflow` CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+AIRFLOW = [sys.executable, "-m", "airflow"]
+COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class AirflowStack:
+    home: Path
+    dags_folder: Path
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    api_port: int = field(default_factory=free_port)
+    log_ports: tuple[int, int] = field(default_factory=lambda: (free_port(), free_port()))
+
+    @property
+    def env(self) -> dict[str, str]:
+        api_port = self.api_port
+        return {
+            **os.environ,
+            "AIRFLOW_HOME": str(self.home),
+            "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",
+            "AIRFLOW__API__PORT": str(api_port),
+            "AIRFLOW__API_AUTH__JWT_SECRET": "airflow-provider-jax-tests-jwt-secret",
+            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
+            "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "3",
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(self.log_ports[0]),
+            "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(self.log_ports[1]),
+            "PYTHONUNBUFFERED": "1",
+            **self.extra_env,
+        }
+
+    def cli(self, *args: str, timeout: float = 120) -> str:
+        out = subprocess.run(
+            [*AIRFLOW, *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+        if out.returncode:
+            raise RuntimeError(f"airflow {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
+        return out.stdout
+
+    def start(self, component: str) -> None:
+        log = open(self.home / f"{component}.log", "ab")  # noqa: SIM115 - owned by the process
+        args = (
+            ["api-server", "--port", str(self.api_port)]
+            if component == "api-server"
+            else [component]
+        )
+        self.procs[component] = subprocess.Popen(
+            [*AIRFLOW, *args],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+    def kill(self, component: str, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
+        proc = self.procs.pop(component)
+        try:
+            os.killpg(proc.pid, sig)
+            proc.wait(timeout)
+        except ProcessLookupError:
+            pass
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def stop(self) -> None:
+        for component in list(self.procs):
+            self.kill(component)
+
+    def wait_for_dag(self, dag_id: str, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            dags = _json_tail(self.cli("dags", "list", "-o", "json"))
+            if any(d["dag_id"] == dag_id for d in dags):
+                self.cli("dags", "unpause", dag_id)
+                return
+            time.sleep(2)
+        raise TimeoutError(
+            f"{dag_id} was not parsed within {timeout}s:\n{self.logs('dag-processor')}"
+        )
+
+    def trigger(self, dag_id: str, conf: Mapping | None = None) -> str:
+        args = ["dags", "trigger", dag_id, "-o", "json"]
+        if conf is not None:
+            args += ["--conf", json.dumps(conf)]
+        return _json_tail(self.cli(*args))[0]["dag_run_id"]
+
+    def runs(self, dag_id: str) -> list[dict]:
+        return _json_tail(self.cli("dags", "list-runs", dag_id, "-o", "json"))
+
+    def wait_for_runs(
+        self, dag_id: str, count: int, timeout: float = 300, poll: float = 3
+    ) -> list[dict]:
+        """Wait until ``count`` runs are finished; return all runs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            runs = self.runs(dag_id)
+            if sum(r["state"] in ("success", "failed") for r in runs) >= count:
+                return runs
+            time.sleep(poll)
+        raise TimeoutError(f"{dag_id}: runs not finished in {timeout}s: {self.runs(dag_id)}")
+
+    def logs(self, component: str) -> str:
+        path = self.home / f"{component}.log"
+        return path.read_text(errors="replace")[-6000:] if path.exists() else ""
+
+
+def _json_tail(text: str) -> list[dict]:
+    """The JSON list the CLI printed after its log lines."""
+    for line in reversed(text.splitlines()):
+        if line.startswith("["):
+            return json.loads(line)
+    return []
+
+
+@contextmanager
+def airflow_stack(
+    home: Path, dags_folder: Path, extra_env: Mapping[str, str] | None = None
+) -> Iterator[AirflowStack]:
+    stack = AirflowStack(home=home, dags_folder=dags_folder, extra_env=dict(extra_env or {}))
+    stack.cli("db", "migrate", timeout=300)
+    try:
+        for component in COMPONENTS:
+            stack.start(component)
+        yield stack
+    finally:
+        stack.stop()
