@@ -1,185 +1,168 @@
-"""The kubernetes backend end to end: real Airflow (``airflow dags test``, triggers run inline)
-against the Kubernetes API emulator, through the provider's own hooks and connection."""
+"""The kubernetes backend's steps against the emulator: submit or reattach, the leader's
+result, the failure report, and on_finish_action. End to end runs are in test_kubernetes_e2e."""
 
 from __future__ import annotations
 
 import json
 import math
-import os
-import signal
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.support.airflow_home import AIRFLOW, airflow_env, dags_test, task_states
-from tests.support.jobsets import fail_host, run_forever, succeed
+from airflow_provider_jax.exceptions import JobSetConflict, JobSetFailed
+from airflow_provider_jax.hooks.jobset import KubernetesCluster
+from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.operators.kubernetes import (
+    JobSetRef,
+    complete_on_kubernetes,
+    failure_report,
+    submit,
+)
+from airflow_provider_jax.runtime.messages import failure_message, success_message
+from tests.support.jobsets import manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
 
-DAGS = Path(__file__).parent / "dags"
-DAG_FILE = DAGS / "kubernetes_dags.py"
-
-SCRIPTS = {
-    "deferred": succeed({"loss": 0.25, "step": 3}),
-    "blocking": succeed({"loss": 0.5, "step": 4}),
-    "outputs": succeed({"loss": 0.125, "step": 9}),
-    "fails": fail_host(1),
-    "timeout_deferred": run_forever,
-    "timeout_blocking": run_forever,
-    "train": succeed({"loss": 1.5}, duration=1),
-}
+CLUSTER = KubernetesCluster()
 
 
-def play(pod: PodRun) -> PodScript:
-    task_id = pod.labels["task_id"]
-    if task_id == "retried":  # the first try's JobSet fails; the retry's succeeds
-        return (fail_host(1) if pod.labels["try_number"] == "1" else succeed("second try"))(pod)
-    return SCRIPTS[task_id](pod)
+def operator(tmp_path: Path, **kwargs) -> JaxTpuSliceOperator:
+    return JaxTpuSliceOperator(
+        task_id="train",
+        accelerator="tpu-v5litepod-8",
+        chips_per_host=4,
+        image="img:1",
+        command=["python3", "-c", "pass"],
+        output_dir=str(tmp_path),
+        **kwargs,
+    )
 
 
-@dataclass
-class Run:
-    proc: subprocess.CompletedProcess[str]
-    out: Path
-    states: dict[str, tuple[str | None, int]]
-    submitted: list[dict[str, Any]]
-    left: list[dict[str, Any]]
-
-    def received(self, name: str) -> Any:
-        return json.loads((self.out / f"{name}.json").read_text())
-
-    def created_for(self, task_id: str) -> int:
-        return sum(1 for m in self.submitted if m["metadata"]["labels"]["task_id"] == task_id)
-
-
-def env(emulator: Emulator, out: Path, **extra: str) -> dict[str, str]:
-    kubeconfig = emulator.kubeconfig(out / "kubeconfig.json")
+def finished(k8s: Emulator, body: dict) -> dict:
+    """Submit ``body`` and wait until it has finished; the trigger's event for it."""
+    ref = submit(CLUSTER.hook(), CLUSTER, body, _log())
+    jobset = k8s.wait_for(lambda: _terminal(k8s, ref.name), 20, "the JobSet to finish")
+    state = jobset["status"]["terminalState"]
+    condition = jobset["status"]["conditions"][-1]
     return {
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT": emulator.connection(kubeconfig),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
-        "JAX_TEST_OUT": str(out),
-        **extra,
+        "status": "success" if state == "Completed" else "failed",
+        "name": ref.name,
+        "namespace": ref.namespace,
+        "uid": ref.uid,
+        "reason": condition["reason"],
+        "message": condition["message"],
+        "jobset": None,
     }
 
 
-def run_dag(emulator: Emulator, out: Path, dag_id: str, **extra: str) -> Run:
-    proc = dags_test(dag_id, "2024-01-01", env(emulator, out, **extra))
-    return Run(proc, out, task_states(dag_id), emulator.submitted, emulator.jobsets())
+def _terminal(k8s: Emulator, name: str) -> dict | None:
+    jobset = k8s.jobset(name)
+    return jobset if jobset and jobset["status"].get("terminalState") else None
 
 
-@pytest.fixture(scope="module")
-def e2e(k8s_emulator: Emulator, airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    """One run of a DAG whose tasks cover success (both modes), multiple_outputs, failure,
-    retry after failure and execution_timeout (both modes)."""
-    k8s_emulator.reset()
-    k8s_emulator.script(play)
-    return run_dag(k8s_emulator, tmp_path_factory.mktemp("e2e"), "jax_k8s_e2e")
+def _log():
+    import logging
+
+    return logging.getLogger("test")
 
 
-def test_downstream_tasks_receive_the_leaders_value_in_both_modes(e2e: Run):
-    assert e2e.states["deferred"][0] == e2e.states["blocking"][0] == "success", e2e.proc.stdout[
-        -3000:
-    ]
-    assert e2e.received("deferred") == {"loss": 0.25, "step": 3}
-    assert e2e.received("blocking") == {"loss": 0.5, "step": 4}
-
-
-def test_multiple_outputs_split_the_leaders_dict(e2e: Run):
-    assert e2e.received("outputs_loss") == 0.125
-
-
-def test_a_failed_jobset_shows_the_failing_hosts_traceback(e2e: Run):
-    assert e2e.states["fails"][0] == "failed"
-    log = e2e.proc.stdout
-    assert "JobSetFailed" in log
-    assert "FailedJobs" in log and "restarts 0/0" in log
-    assert "[0/1] pod fails-" in log
-    assert "ValueError: loss is NaN at step 3 on [0/1]" in log  # the traceback tail
-    assert "last lines of its log" in log
-
-
-def test_a_retry_after_failure_creates_exactly_one_new_jobset(e2e: Run):
-    assert e2e.states["retried"] == ("success", 2)
-    assert e2e.created_for("retried") == 2  # one per try, the first deleted before the second
-
-
-def test_execution_timeout_deletes_the_jobset_in_both_modes(e2e: Run):
-    assert e2e.states["timeout_deferred"][0] == e2e.states["timeout_blocking"][0] == "failed"
-    assert e2e.created_for("timeout_deferred") == e2e.created_for("timeout_blocking") == 1
-
-
-def test_nothing_is_left_behind(e2e: Run, k8s_emulator: Emulator):
-    assert e2e.left == []  # on_finish_action=delete_jobset, whatever the outcome
-    assert k8s_emulator.running_pods() == 0
-    assert all(m["metadata"]["labels"]["app.kubernetes.io/managed-by"] for m in e2e.submitted)
-
-
-def test_api_faults_at_20_percent_fail_no_task(k8s: Emulator, airflow_db: Path, tmp_path: Path):
-    """429/500/503, resets before and after the server acted, watches dropped every second
-    and history compacted: both modes still succeed, with one JobSet each."""
-    k8s.script(play)
-    k8s.faults = Faults(rate=0.2, drop_watch_after=1.0, expire_rate=0.3)
-    run = run_dag(k8s, tmp_path, "jax_k8s_pair")
-    assert run.states["deferred"][0] == run.states["blocking"][0] == "success", run.proc.stdout[
-        -3000:
-    ]
-    assert run.received("deferred") == {"loss": 0.25, "step": 3}
-    assert run.received("blocking") == {"loss": 0.5, "step": 4}
-    assert run.created_for("deferred") == run.created_for("blocking") == 1
-    assert any(r.status != "ok" for r in k8s.requests)
-
-
-def test_kill_while_blocking_deletes_the_jobset(k8s: Emulator, airflow_db: Path, tmp_path: Path):
+def test_submit_reattaches_to_a_running_jobset_of_the_same_task_instance(k8s):
     k8s.script(run_forever)
-    proc = subprocess.Popen(
-        [str(AIRFLOW), "dags", "test", "jax_k8s_one", "2024-01-01"],
-        env=airflow_env(env(k8s, tmp_path, JAX_TEST_DEFERRABLE="0")),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        k8s.wait_for(lambda: k8s.running_pods() == 2, 120, "the slice to run")
-        proc.send_signal(signal.SIGTERM)  # what the supervisor sends a task it kills
-        k8s.wait_for(lambda: not k8s.jobsets(), 5, "the JobSet to be deleted")
-        assert k8s.running_pods() == 0
-        assert k8s.controller.deletions[0][1] == "Foreground"
-    finally:
-        proc.kill()
-        proc.communicate()
-
-
-def test_a_retry_after_a_worker_crash_reattaches(k8s: Emulator, airflow_db: Path, tmp_path: Path):
-    """SIGKILL the worker once its JobSet runs; running the same task instance again picks
-    the JobSet up where it is, and never submits a second one."""
-    k8s.script(succeed({"loss": 1.5}, duration=math.inf))
-    driver = [sys.executable, str(DAG_FILE), "jax_k8s_one"]
-    crashed = subprocess.Popen(driver, env=airflow_env(env(k8s, tmp_path)), start_new_session=True)
-    try:
-        k8s.wait_for(lambda: k8s.running_pods() == 2, 120, "the slice to run")
-    finally:
-        os.killpg(crashed.pid, signal.SIGKILL)
-        crashed.wait()
-    assert len(k8s.jobsets()) == 1
-    restarted = time.monotonic()
-    retry = subprocess.Popen(
-        driver, env=airflow_env(env(k8s, tmp_path)), stdout=subprocess.PIPE, text=True
-    )
-    try:
-        k8s.wait_for(
-            lambda: any(r.watch and r.at > restarted for r in k8s.requests),
-            120,
-            "the retry to wait",
-        )
-        k8s.release()
-        stdout, _ = retry.communicate(timeout=120)
-    finally:
-        retry.kill()
-    assert "Reattaching to JobSet" in stdout, stdout[-3000:]
-    assert json.loads((tmp_path / "train.json").read_text()) == {"loss": 1.5}
+    hook = CLUSTER.hook()
+    first = submit(hook, CLUSTER, manifest(), _log())
+    again = submit(hook, CLUSTER, manifest(), _log())
+    assert again == first
     assert len(k8s.submitted) == 1
-    assert k8s.jobsets() == []
+
+
+def test_submit_replaces_a_finished_jobset_after_it_is_gone(k8s):
+    k8s.script(succeed())
+    event = finished(k8s, manifest())
+    fresh = submit(CLUSTER.hook(), CLUSTER, manifest(), _log())
+    assert fresh.uid != event["uid"]
+    assert len(k8s.submitted) == 2
+    assert k8s.controller.deletions == [(fresh.name, "Foreground")]
+
+
+def test_submit_refuses_a_jobset_made_for_another_task_instance(k8s):
+    k8s.script(run_forever)
+    submit(CLUSTER.hook(), CLUSTER, manifest(run_id="scheduled__1"), _log())
+    with pytest.raises(JobSetConflict, match="not made for this task instance"):
+        submit(CLUSTER.hook(), CLUSTER, manifest(run_id="scheduled__2"), _log())
+    assert len(k8s.jobsets()) == 1 and k8s.controller.deletions == []
+
+
+def test_submit_survives_a_create_whose_reply_was_lost(k8s):
+    k8s.script(run_forever)
+    posts = iter(range(100))
+    k8s.faults = Faults(
+        rate=1.0, kinds=("lost",), only=lambda r: r.method == "POST" and not next(posts)
+    )
+    ref = submit(CLUSTER.hook(), CLUSTER, manifest(), _log())
+    assert ref.uid == k8s.jobsets()[0]["metadata"]["uid"]
+    assert len(k8s.submitted) == 1
+
+
+def test_a_result_too_big_for_the_termination_message_is_read_from_its_uri(k8s, tmp_path):
+    big = {"weights": list(range(2000))}
+    (tmp_path / "result.json").write_text(json.dumps(big))
+
+    def script(pod: PodRun) -> PodScript:
+        leader = pod.slice_index == pod.host_index == 0
+        uri = str(tmp_path / "result.json")
+        return PodScript(message=success_message(result_uri=uri) if leader else "")
+
+    k8s.script(script)
+    event = finished(k8s, manifest())
+    assert complete_on_kubernetes(operator(tmp_path), {}, event, CLUSTER.to_dict()) == big
+
+
+def test_without_a_message_the_result_comes_from_output_dir(k8s, tmp_path):
+    (tmp_path / "result.json").write_text('{"from": "output_dir"}')
+    k8s.script(lambda pod: PodScript())
+    event = finished(k8s, manifest())
+    assert complete_on_kubernetes(operator(tmp_path), {}, event, CLUSTER.to_dict()) == {
+        "from": "output_dir"
+    }
+
+
+def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
+    def script(pod: PodRun) -> PodScript:
+        if pod.host_index == 1:
+            trace = "Traceback (most recent call last):\n" + "  frame\n" * 500 + "KeyError: 'w'\n"
+            return PodScript(1, failure_message("KeyError: 'w'", trace), ["x" * 50] * 500, 0.1)
+        return PodScript(logs=["waiting"], duration=math.inf)  # taken down with it
+
+    k8s.script(script)
+    event = finished(k8s, manifest(hosts=8))
+    report = failure_report(
+        CLUSTER.hook(), JobSetRef(CLUSTER, event["name"], "default", None), event
+    )
+    lines = report.splitlines()
+    assert lines[0].startswith(f"JobSet default/{event['name']} failed: FailedJobs")
+    assert lines[1].startswith("[0/1] pod") and "KeyError: 'w'" in lines[1]
+    assert "... and 4 more failed pods" in report
+    assert len(report) < 40_000
+
+
+@pytest.mark.parametrize(
+    ("action", "outcome", "kept"),
+    [
+        ("keep_jobset", "success", True),
+        ("delete_succeeded_jobset", "success", False),
+        ("delete_succeeded_jobset", "failed", True),
+        ("delete_jobset", "failed", False),
+    ],
+)
+def test_on_finish_action(k8s, tmp_path, action, outcome, kept):
+    k8s.script(succeed() if outcome == "success" else lambda pod: PodScript(exit_code=1))
+    event = finished(k8s, manifest(hosts=1))
+    op = operator(tmp_path, on_finish_action=action)
+    if outcome == "success":
+        complete_on_kubernetes(op, {}, event, CLUSTER.to_dict())
+    else:
+        with pytest.raises(JobSetFailed):
+            complete_on_kubernetes(op, {}, event, CLUSTER.to_dict())
+    if kept:
+        assert "deletionTimestamp" not in k8s.jobset(event["name"])["metadata"]
+    else:
+        k8s.wait_for(lambda: k8s.jobset(event["name"]) is None, 5, "the JobSet to go")

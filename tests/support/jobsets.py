@@ -18,8 +18,12 @@ def manifest(
     task_id: str = "train",
     run_id: str = "manual__1",
 ) -> dict[str, Any]:
-    """A ``hosts``-host TPU v5e JobSet labelled for task ``task_id`` of run ``run_id``."""
-    accelerator = parse_tpu("tpu-v5litepod-8", chips_per_host=8 // hosts)
+    """A ``hosts``-host (1, 2 or 8) TPU v5e JobSet for task ``task_id`` of run ``run_id``."""
+    slice_type, per_host = {1: ("tpu-v5litepod-8", 8), 2: ("tpu-v5litepod-8", 4)}.get(
+        hosts, ("tpu-v5litepod-32", 4)
+    )
+    accelerator = parse_tpu(slice_type, chips_per_host=per_host)
+    assert accelerator.hosts == hosts, accelerator
     labels = airflow_labels("dag", task_id, run_id, -1, 1)
     spec = JaxJobSpec(
         name=name,

@@ -64,6 +64,7 @@ class Api:
     tokens: set[str] = field(default_factory=lambda: {"emulator-token"})
     bookmark_interval: float = 5.0
     requests: list[Request] = field(default_factory=list)
+    minted: list[str] = field(default_factory=list)  # OAuth tokens handed out at /token
     submitted: list[dict[str, Any]] = field(default_factory=list)
     streams: set[asyncio.Task[Any]] = field(default_factory=set)
 
@@ -72,6 +73,7 @@ class Api:
         app.add_routes(
             [
                 web.get("/version", self.version),
+                web.post("/token", self.token),
                 web.get(JOBSETS_PATH, self.list_jobsets),
                 web.post(JOBSETS_PATH, self.create_jobset),
                 web.get(JOBSETS_PATH + "/{name}", self.get_jobset),
@@ -98,7 +100,7 @@ class Api:
             watch=streaming,
         )
         auth = request.headers.get("Authorization", "")
-        if auth.removeprefix("Bearer ").strip() not in self.tokens:
+        if request.path != "/token" and auth.removeprefix("Bearer ").strip() not in self.tokens:
             self.requests.append(Request(**record, status=401))
             return status(401, "Unauthorized", "Unauthorized")
         faults = self.faults
@@ -126,6 +128,19 @@ class Api:
         if fault == "lost":
             return _reset(request)
         return response
+
+    async def token(self, request: web.Request) -> web.Response:
+        """A Google OAuth token endpoint, as a service account key's ``token_uri`` sees it:
+        every JWT-bearer grant gets a new access token, valid for an hour."""
+        form = await request.post()
+        if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            return web.json_response({"error": "unsupported_grant_type"}, status=400)
+        token = f"minted-{len(self.minted)}"
+        self.minted.append(token)
+        self.tokens.add(token)
+        return web.json_response(
+            {"access_token": token, "expires_in": 3600, "token_type": "Bearer"}
+        )
 
     async def version(self, request: web.Request) -> web.Response:
         return web.json_response({"major": "1", "minor": "31", "gitVersion": "v1.31.0-emulator"})

@@ -86,6 +86,8 @@ class Emulator:
         self.api.faults = Faults()
         self.api.requests.clear()
         self.api.submitted.clear()
+        self.api.minted.clear()
+        self.api.tokens = {TOKEN}
 
     # steering ------------------------------------------------------------------------------
 

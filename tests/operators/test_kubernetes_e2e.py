@@ -1,0 +1,185 @@
+"""The kubernetes backend end to end: real Airflow (``airflow dags test``, triggers run inline)
+against the Kubernetes API emulator, through the provider's own hooks and connection."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.airflow_home import AIRFLOW, airflow_env, dags_test, task_states
+from tests.support.jobsets import fail_host, run_forever, succeed
+from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
+
+DAGS = Path(__file__).parent / "dags"
+DAG_FILE = DAGS / "kubernetes_dags.py"
+
+SCRIPTS = {
+    "deferred": succeed({"loss": 0.25, "step": 3}),
+    "blocking": succeed({"loss": 0.5, "step": 4}),
+    "outputs": succeed({"loss": 0.125, "step": 9}),
+    "fails": fail_host(1),
+    "timeout_deferred": run_forever,
+    "timeout_blocking": run_forever,
+    "train": succeed({"loss": 1.5}, duration=1),
+}
+
+
+def play(pod: PodRun) -> PodScript:
+    task_id = pod.labels["task_id"]
+    if task_id == "retried":  # the first try's JobSet fails; the retry's succeeds
+        return (fail_host(1) if pod.labels["try_number"] == "1" else succeed("second try"))(pod)
+    return SCRIPTS[task_id](pod)
+
+
+@dataclass
+class Run:
+    proc: subprocess.CompletedProcess[str]
+    out: Path
+    states: dict[str, tuple[str | None, int]]
+    submitted: list[dict[str, Any]]
+    left: list[dict[str, Any]]
+
+    def received(self, name: str) -> Any:
+        return json.loads((self.out / f"{name}.json").read_text())
+
+    def created_for(self, task_id: str) -> int:
+        return sum(1 for m in self.submitted if m["metadata"]["labels"]["task_id"] == task_id)
+
+
+def env(emulator: Emulator, out: Path, **extra: str) -> dict[str, str]:
+    kubeconfig = emulator.kubeconfig(out / "kubeconfig.json")
+    return {
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT": emulator.connection(kubeconfig),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "JAX_TEST_OUT": str(out),
+        **extra,
+    }
+
+
+def run_dag(emulator: Emulator, out: Path, dag_id: str, **extra: str) -> Run:
+    proc = dags_test(dag_id, "2024-01-01", env(emulator, out, **extra))
+    return Run(proc, out, task_states(dag_id), emulator.submitted, emulator.jobsets())
+
+
+@pytest.fixture(scope="module")
+def e2e(k8s_emulator: Emulator, airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """One run of a DAG whose tasks cover success (both modes), multiple_outputs, failure,
+    retry after failure and execution_timeout (both modes)."""
+    k8s_emulator.reset()
+    k8s_emulator.script(play)
+    return run_dag(k8s_emulator, tmp_path_factory.mktemp("e2e"), "jax_k8s_e2e")
+
+
+def test_downstream_tasks_receive_the_leaders_value_in_both_modes(e2e: Run):
+    assert e2e.states["deferred"][0] == e2e.states["blocking"][0] == "success", e2e.proc.stdout[
+        -3000:
+    ]
+    assert e2e.received("deferred") == {"loss": 0.25, "step": 3}
+    assert e2e.received("blocking") == {"loss": 0.5, "step": 4}
+
+
+def test_multiple_outputs_split_the_leaders_dict(e2e: Run):
+    assert e2e.received("outputs_loss") == 0.125
+
+
+def test_a_failed_jobset_shows_the_failing_hosts_traceback(e2e: Run):
+    assert e2e.states["fails"][0] == "failed"
+    log = e2e.proc.stdout
+    assert "JobSetFailed" in log
+    assert "FailedJobs" in log and "restarts 0/0" in log
+    assert "[0/1] pod fails-" in log
+    assert "ValueError: loss is NaN at step 3 on [0/1]" in log  # the traceback tail
+    assert "last lines of its log" in log
+
+
+def test_a_retry_after_failure_creates_exactly_one_new_jobset(e2e: Run):
+    assert e2e.states["retried"] == ("success", 2)
+    assert e2e.created_for("retried") == 2  # one per try, the first deleted before the second
+
+
+def test_execution_timeout_deletes_the_jobset_in_both_modes(e2e: Run):
+    assert e2e.states["timeout_deferred"][0] == e2e.states["timeout_blocking"][0] == "failed"
+    assert e2e.created_for("timeout_deferred") == e2e.created_for("timeout_blocking") == 1
+
+
+def test_nothing_is_left_behind(e2e: Run, k8s_emulator: Emulator):
+    assert e2e.left == []  # on_finish_action=delete_jobset, whatever the outcome
+    assert k8s_emulator.running_pods() == 0
+    assert all(m["metadata"]["labels"]["app.kubernetes.io/managed-by"] for m in e2e.submitted)
+
+
+def test_api_faults_at_20_percent_fail_no_task(k8s: Emulator, airflow_db: Path, tmp_path: Path):
+    """429/500/503, resets before and after the server acted, watches dropped every second
+    and history compacted: both modes still succeed, with one JobSet each."""
+    k8s.script(play)
+    k8s.faults = Faults(rate=0.2, drop_watch_after=1.0, expire_rate=0.3)
+    run = run_dag(k8s, tmp_path, "jax_k8s_pair")
+    assert run.states["deferred"][0] == run.states["blocking"][0] == "success", run.proc.stdout[
+        -3000:
+    ]
+    assert run.received("deferred") == {"loss": 0.25, "step": 3}
+    assert run.received("blocking") == {"loss": 0.5, "step": 4}
+    assert run.created_for("deferred") == run.created_for("blocking") == 1
+    assert any(r.status != "ok" for r in k8s.requests)
+
+
+def test_kill_while_blocking_deletes_the_jobset(k8s: Emulator, airflow_db: Path, tmp_path: Path):
+    k8s.script(run_forever)
+    proc = subprocess.Popen(
+        [str(AIRFLOW), "dags", "test", "jax_k8s_one", "2024-01-01"],
+        env=airflow_env(env(k8s, tmp_path, JAX_TEST_DEFERRABLE="0")),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        k8s.wait_for(lambda: k8s.running_pods() == 2, 120, "the slice to run")
+        proc.send_signal(signal.SIGTERM)  # what the supervisor sends a task it kills
+        k8s.wait_for(lambda: not k8s.jobsets(), 5, "the JobSet to be deleted")
+        assert k8s.running_pods() == 0
+        assert k8s.controller.deletions[0][1] == "Foreground"
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def test_a_retry_after_a_worker_crash_reattaches(k8s: Emulator, airflow_db: Path, tmp_path: Path):
+    """SIGKILL the worker once its JobSet runs; running the same task instance again picks
+    the JobSet up where it is, and never submits a second one."""
+    k8s.script(succeed({"loss": 1.5}, duration=math.inf))
+    driver = [sys.executable, str(DAG_FILE), "jax_k8s_one"]
+    crashed = subprocess.Popen(driver, env=airflow_env(env(k8s, tmp_path)), start_new_session=True)
+    try:
+        k8s.wait_for(lambda: k8s.running_pods() == 2, 120, "the slice to run")
+    finally:
+        os.killpg(crashed.pid, signal.SIGKILL)
+        crashed.wait()
+    assert len(k8s.jobsets()) == 1
+    restarted = time.monotonic()
+    retry = subprocess.Popen(
+        driver, env=airflow_env(env(k8s, tmp_path)), stdout=subprocess.PIPE, text=True
+    )
+    try:
+        k8s.wait_for(
+            lambda: any(r.watch and r.at > restarted for r in k8s.requests),
+            120,
+            "the retry to wait",
+        )
+        k8s.release()
+        stdout, _ = retry.communicate(timeout=120)
+    finally:
+        retry.kill()
+    assert "Reattaching to JobSet" in stdout, stdout[-3000:]
+    assert json.loads((tmp_path / "train.json").read_text()) == {"loss": 1.5}
+    assert len(k8s.submitted) == 1
+    assert k8s.jobsets() == []
