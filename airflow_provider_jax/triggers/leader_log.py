@@ -19,6 +19,7 @@ from airflow_provider_jax.runtime.messages import format_report, parse_report
 
 MAX_LINE = 1000  # characters of one log line shown in the task log
 RETRY_DELAYS = (2, 5, 10, 30, 60)  # waits while the leader's container is not up yet
+STREAM_RECHECK = 10  # seconds after a log stream ends before looking whether it only dropped
 
 
 class LeaderLog:
@@ -61,31 +62,40 @@ class LeaderLog:
         await asyncio.gather(self._task, return_exceptions=True)
 
     async def _next_change(self, delay: float | None = None) -> None:
+        """Until the JobSet changes (or ``delay`` passes); at once when closing."""
         self._changed.clear()
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), delay)
+        if not self._closing:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), delay)
 
     async def _run(self) -> None:
-        drained: set[str] = set()  # leader pods whose log was read after they ended
+        ended: set[str] = set()  # leader pods whose log stream ran to its end
+        leader_name: str | None = None
         waits = iter(RETRY_DELAYS)
         try:
             while self.lines_left > 0:
+                if self._closing and (leader_name is None or leader_name in ended):
+                    return  # the finished leader's log is all shown
                 pods = await self.hook.list_jobset_pods(self.name, self.namespace)
                 leader = status.leader_pod(pods) or {}
-                name = leader.get("metadata", {}).get("name")
+                leader_name = leader.get("metadata", {}).get("name")
                 phase = leader.get("status", {}).get("phase")
-                if self._closing and (name is None or name in drained):
-                    return
-                if name is None or name in drained or phase in (None, "Pending"):
-                    # Not up yet (re-check now and then: a container can take a while), or
-                    # this attempt's log is all shown: wait for the JobSet to change.
-                    await self._next_change(None if name in drained else next(waits, None))
+                if leader_name is None or phase in (None, "Pending"):
+                    # Not up yet; re-check now and then, as a container can take a while.
+                    await self._next_change(next(waits, None))
                     continue
+                if leader_name in ended:
+                    if phase in ("Succeeded", "Failed"):
+                        await self._next_change()  # all shown: wait for a restart
+                        continue
+                    ended.discard(leader_name)  # still running: the stream had dropped
                 waits = iter(RETRY_DELAYS)
-                if await self._follow(leader) and phase in ("Succeeded", "Failed"):
-                    drained.add(name)
+                if await self._follow(leader):
+                    ended.add(leader_name)
+                    # Usually the container exited, which the JobSet's status soon shows.
+                    await self._next_change(STREAM_RECHECK)
                 else:
-                    await asyncio.sleep(1)  # the container exited, or the stream dropped
+                    await asyncio.sleep(1)
         except asyncio.CancelledError:
             raise
         except Exception as err:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import random
 import string
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,6 +57,7 @@ class Controller:
         self.runs: dict[tuple[str, str], JobSetRun] = {}
         self.pods: dict[tuple[str, str], PodRun] = {}
         self.deletions: list[tuple[str, str]] = []  # (name, propagation policy)
+        self.finished_at: dict[str, float] = {}  # JobSet name -> monotonic time it finished
         self._background: set[asyncio.Task[None]] = set()
 
     # JobSets -------------------------------------------------------------------------------
@@ -250,6 +252,7 @@ class Controller:
         _set_condition(status, state, reason, message)
         status["terminalState"] = state
         self.store.update(JOBSET, jobset)
+        self.finished_at[run.name] = time.monotonic()
         self._update_status(run)
 
     async def delete(self, namespace: str, name: str, policy: str) -> dict[str, Any] | None:

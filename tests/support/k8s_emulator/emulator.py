@@ -76,6 +76,7 @@ class Emulator:
             await self.controller.shutdown()
             self.controller.pods.clear()
             self.controller.deletions.clear()
+            self.controller.finished_at.clear()
             for task in list(self.api.streams):
                 task.cancel()
             self.store.objects.clear()
