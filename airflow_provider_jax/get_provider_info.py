@@ -33,6 +33,22 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
+        "hooks": [
+            {
+                "integration-name": "JAX",
+                "python-modules": [
+                    "airflow_provider_jax.hooks.jobset",
+                    "airflow_provider_jax.hooks.gke",
+                ],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "JAX",
+                "python-modules": ["airflow_provider_jax.triggers.jobset"],
+            }
+        ],
+        "extra-links": ["airflow_provider_jax.links.jobset.JobSetLogsLink"],
         "task-decorators": [
             {
                 "class-name": "airflow_provider_jax.decorators.jax_tpu.jax_tpu_task",
