@@ -59,6 +59,12 @@ def get_provider_info() -> dict[str, Any]:
                 "name": "jax_gpu",
             },
         ],
+        "sensors": [
+            {"integration-name": "JAX", "python-modules": ["airflow_provider_jax.sensors.orbax"]}
+        ],
+        "triggers": [
+            {"integration-name": "JAX", "python-modules": ["airflow_provider_jax.triggers.orbax"]}
+        ],
         "config": {
             "jax": {
                 "description": "Defaults for the JAX provider.",

@@ -94,7 +94,7 @@ class JaxJobOperator(BaseOperator):
         coordinator_port: int = DEFAULT_COORDINATOR_PORT,
         backend: str | None = None,
         kubernetes_conn_id: str | None = "kubernetes_default",
-        deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
+        deferrable: bool | None = None,
         on_finish_action: str = "delete_jobset",
         poll_interval: float = 10.0,
         project_id: str | None = None,
@@ -153,6 +153,8 @@ class JaxJobOperator(BaseOperator):
         self.coordinator_port = coordinator_port
         self.backend = backend
         self.kubernetes_conn_id = kubernetes_conn_id
+        if deferrable is None:  # read at construction, so config changes need no re-import
+            deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
         self.deferrable = deferrable
         self.on_finish_action = on_finish_action
         self.poll_interval = poll_interval

@@ -1,0 +1,1 @@
+"""Triggers for deferrable JAX provider operators and sensors; import them from their modules."""

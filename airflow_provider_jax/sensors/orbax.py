@@ -1,0 +1,140 @@
+"""Sensor that waits for a finalized Orbax checkpoint step in GCS or a local directory."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from airflow_provider_jax.checkpoints import (
+    CheckpointDirError,
+    CheckpointQuery,
+    FinalizedStep,
+    StepNameFormat,
+    StorageUnavailableError,
+    find_newest_finalized,
+)
+from airflow_provider_jax.triggers.orbax import OrbaxCheckpointTrigger
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+
+class OrbaxCheckpointSensor(BaseSensorOperator):
+    """Wait until the newest *finalized* Orbax checkpoint step is ``>= min_step``; return it.
+
+    A step counts only once its top-level ``commit_success.txt`` exists (GCS, and local disk
+    since orbax 0.12.3) and it still holds an item directory, so a half-written step, a step
+    with only item-level markers, a temporary directory or a step whose deletion has removed
+    its items is never reported. Prefix-based GCS sensors cannot tell these apart.
+
+    Pushes ``{"step": N, "path": ".../N", "finalized_at": "<ISO-8601 UTC>"}`` as the return
+    value XCom. A missing ``checkpoint_dir`` means "not yet"; a missing bucket or a 403 fails
+    the task at once (it is skipped instead under ``soft_fail`` or ``never_fail``).
+
+    :param checkpoint_dir: The ``CheckpointManager`` directory: ``gs://bucket/path`` or a local
+        path (templated). In deferrable mode a local path must be readable by the triggerer.
+    :param min_step: Wait for a finalized step at least this large (default: any step).
+    :param step_prefix: ``CheckpointManagerOptions.step_prefix`` the run was saved with.
+    :param step_format_fixed_length: ``CheckpointManagerOptions.step_format_fixed_length``.
+    :param gcp_conn_id: Google Cloud connection used for GCS.
+    :param deferrable: Wait in the triggerer instead of a worker slot. Defaults to
+        ``[operators] default_deferrable``.
+    """
+
+    template_fields: Sequence[str] = ("checkpoint_dir",)
+    ui_color = "#f9e0c7"
+
+    def __init__(
+        self,
+        *,
+        checkpoint_dir: str,
+        min_step: int | None = None,
+        step_prefix: str | None = None,
+        step_format_fixed_length: int | None = None,
+        gcp_conn_id: str = "google_cloud_default",
+        deferrable: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if min_step is not None and (not isinstance(min_step, int) or min_step < 0):
+            raise ValueError(f"min_step must be a non-negative int or None, got {min_step!r}")
+        StepNameFormat(step_prefix, step_format_fixed_length)  # validates early, at parse time
+        self.checkpoint_dir = checkpoint_dir
+        self.min_step = min_step
+        self.step_prefix = step_prefix
+        self.step_format_fixed_length = step_format_fixed_length
+        self.gcp_conn_id = gcp_conn_id
+        if deferrable is None:
+            deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
+        self.deferrable = deferrable
+
+    def _query(self) -> CheckpointQuery:
+        return CheckpointQuery(
+            checkpoint_dir=self.checkpoint_dir,
+            min_step=self.min_step or 0,
+            step_prefix=self.step_prefix,
+            step_format_fixed_length=self.step_format_fixed_length,
+            gcp_conn_id=self.gcp_conn_id,
+        )
+
+    def _check(self) -> FinalizedStep | None:
+        try:
+            found = find_newest_finalized(self._query())
+        except CheckpointDirError as exc:
+            # Waiting out the timeout cannot fix a missing bucket or a permission problem.
+            raise AirflowFailException(str(exc)) from exc
+        except StorageUnavailableError as exc:
+            self.log.warning("Could not check %s, will try again: %s", self.checkpoint_dir, exc)
+            return None
+        if found is None:
+            self.log.info(
+                "No finalized step >= %d in %s yet", self.min_step or 0, self.checkpoint_dir
+            )
+        else:
+            self.log.info("Step %d is finalized at %s", found.step, found.path)
+        return found
+
+    def poke(self, context: Context) -> PokeReturnValue:
+        found = self._check()
+        return PokeReturnValue(found is not None, found.to_xcom() if found else None)
+
+    def execute(self, context: Context) -> Any:
+        if not self.deferrable:
+            return super().execute(context)
+        # Check once here: a checkpoint that is already there needs no trip to the triggerer.
+        try:
+            found = self._check()
+        except AirflowFailException as exc:
+            self._skip_or_raise(exc)
+        if found is not None:
+            return found.to_xcom()
+        query = self._query()
+        self.defer(
+            trigger=OrbaxCheckpointTrigger(
+                checkpoint_dir=query.checkpoint_dir,
+                min_step=query.min_step,
+                step_prefix=query.step_prefix,
+                step_format_fixed_length=query.step_format_fixed_length,
+                gcp_conn_id=query.gcp_conn_id,
+                poke_interval=self.poke_interval,
+            ),
+            method_name="execute_complete",
+            timeout=timedelta(seconds=self.timeout),
+        )
+
+    def execute_complete(self, context: Context, event: dict[str, Any]) -> dict[str, Any]:
+        """Return the trigger's step; errors raise, and ``resume_execution`` applies soft_fail."""
+        if event.get("status") == "success":
+            checkpoint: dict[str, Any] = event["checkpoint"]
+            self.log.info("Step %s is finalized at %s", checkpoint["step"], checkpoint["path"])
+            return checkpoint
+        raise AirflowFailException(event.get("message", f"Unexpected trigger event: {event!r}"))
+
+    def _skip_or_raise(self, exc: AirflowFailException) -> NoReturn:
+        if self.soft_fail or self.never_fail:
+            raise AirflowSkipException(f"Skipping: {exc}") from exc
+        raise exc

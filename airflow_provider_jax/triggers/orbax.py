@@ -1,0 +1,76 @@
+"""Trigger that polls for a finalized Orbax checkpoint from the triggerer's event loop."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import asdict
+from typing import Any
+
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+from airflow_provider_jax.checkpoints import (
+    CheckpointDirError,
+    CheckpointQuery,
+    StorageUnavailableError,
+    afind_newest_finalized,
+)
+
+
+class OrbaxCheckpointTrigger(BaseTrigger):
+    """Fire once the newest finalized step in ``checkpoint_dir`` is ``>= min_step``.
+
+    Holds plain data only and has no side effects, so the triggerer may restart it at will.
+    Yields exactly one event: ``{"status": "success", "checkpoint": {...}}`` or, when waiting
+    cannot help (missing bucket, 403), ``{"status": "error", "message": ...}``. Transient storage
+    errors are retried with backoff inside each check and otherwise just wait for the next one.
+    """
+
+    def __init__(
+        self,
+        *,
+        checkpoint_dir: str,
+        min_step: int = 0,
+        step_prefix: str | None = None,
+        step_format_fixed_length: int | None = None,
+        gcp_conn_id: str = "google_cloud_default",
+        poke_interval: float = 60.0,
+    ) -> None:
+        super().__init__()
+        self.query = CheckpointQuery(
+            checkpoint_dir=checkpoint_dir,
+            min_step=min_step,
+            step_prefix=step_prefix,
+            step_format_fixed_length=step_format_fixed_length,
+            gcp_conn_id=gcp_conn_id,
+        )
+        self.poke_interval = float(poke_interval)
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {**asdict(self.query), "poke_interval": self.poke_interval},
+        )
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        where = self.query.checkpoint_dir
+        while True:
+            try:
+                found = await afind_newest_finalized(self.query)
+            except CheckpointDirError as exc:
+                yield TriggerEvent({"status": "error", "message": str(exc)})
+                return
+            except StorageUnavailableError as exc:
+                self.log.warning("Could not check %s, will try again: %s", where, exc)
+            else:
+                if found is not None:
+                    self.log.info("Step %d is finalized at %s", found.step, found.path)
+                    yield TriggerEvent({"status": "success", "checkpoint": found.to_xcom()})
+                    return
+                self.log.info(
+                    "No finalized step >= %d in %s yet; next check in %.0fs",
+                    self.query.min_step,
+                    where,
+                    self.poke_interval,
+                )
+            await asyncio.sleep(self.poke_interval)
