@@ -45,7 +45,10 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": "JAX",
-                "python-modules": ["airflow_provider_jax.triggers.jobset"],
+                "python-modules": [
+                    "airflow_provider_jax.triggers.jobset",
+                    "airflow_provider_jax.triggers.orbax",
+                ],
             }
         ],
         "extra-links": ["airflow_provider_jax.links.jobset.JobSetLogsLink"],
@@ -61,9 +64,6 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "sensors": [
             {"integration-name": "JAX", "python-modules": ["airflow_provider_jax.sensors.orbax"]}
-        ],
-        "triggers": [
-            {"integration-name": "JAX", "python-modules": ["airflow_provider_jax.triggers.orbax"]}
         ],
         "config": {
             "jax": {

@@ -6,7 +6,7 @@ test cluster, so every part agrees on what "finished", "leader" and "failed pod"
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow_provider_jax.jobset import (
@@ -20,8 +20,6 @@ from airflow_provider_jax.jobset import (
 from airflow_provider_jax.runtime.messages import parse_message
 
 COMPLETED, FAILED = "Completed", "Failed"
-# Kubernetes sets this label too (1.28+), but the annotation is what JobSet documents.
-COMPLETION_INDEX_LABEL = COMPLETION_INDEX_ANNOTATION
 IDENTITY_LABELS = ("dag_id", "task_id", "run_id", "map_index")
 
 
@@ -104,9 +102,10 @@ def restart_attempt(pod: Mapping[str, Any]) -> int:
 
 def position(pod: Mapping[str, Any]) -> tuple[int, int]:
     """(slice, host) of a pod: its Job's index in the replicated job and its completion index."""
+    # Kubernetes 1.28+ also sets a label of the same name; older clusters only the annotation.
     host = _meta(pod, "annotations").get(COMPLETION_INDEX_ANNOTATION)
     if host is None:
-        host = _meta(pod, "labels").get(COMPLETION_INDEX_LABEL)
+        host = _meta(pod, "labels").get(COMPLETION_INDEX_ANNOTATION)
     return _int(_meta(pod, "labels").get(JOB_INDEX_LABEL)), _int(host)
 
 
@@ -169,11 +168,3 @@ def failed_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
         return (not reported, (termination(pod) or {}).get("finishedAt") or "~", position(pod))
 
     return sorted((p for p in latest_attempt(pods) if has_failed(p)), key=order)
-
-
-def pod_names(pods: Sequence[Mapping[str, Any]]) -> list[str]:
-    return [_meta_name(p) for p in pods]
-
-
-def _meta_name(pod: Mapping[str, Any]) -> str:
-    return (pod.get("metadata") or {}).get("name", "?")

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -166,3 +167,20 @@ def test_on_finish_action(k8s, tmp_path, action, outcome, kept):
         assert "deletionTimestamp" not in k8s.jobset(event["name"])["metadata"]
     else:
         k8s.wait_for(lambda: k8s.jobset(event["name"]) is None, 5, "the JobSet to go")
+
+
+def test_when_airflow_fails_a_deferred_task_itself_the_jobset_goes(k8s, tmp_path):
+    """Airflow's own trigger timeout (a backstop behind ours) resumes the task with
+    ``__fail__``; the JobSet must not outlive the task."""
+    from airflow.sdk.exceptions import TaskDeferralTimeout
+
+    k8s.script(run_forever)
+    op = operator(tmp_path)
+    ti = SimpleNamespace(
+        dag_id="dag", task_id="train", run_id="manual__1", map_index=-1, try_number=1
+    )
+    context = {"ti": ti}
+    ref = submit(CLUSTER.hook(), CLUSTER, op.build_manifest(context), _log())
+    with pytest.raises(TaskDeferralTimeout):
+        op.resume_execution("__fail__", {"error": "Trigger timeout"}, context)
+    k8s.wait_for(lambda: k8s.jobset(ref.name) is None, 5, "the JobSet to go")

@@ -122,7 +122,7 @@ def test_api_faults_at_20_percent_fail_no_task(k8s: Emulator, airflow_db: Path, 
     """429/500/503, resets before and after the server acted, watches dropped every second
     and history compacted: both modes still succeed, with one JobSet each."""
     k8s.script(play)
-    k8s.faults = Faults(rate=0.2, drop_watch_after=1.0, expire_rate=0.3)
+    k8s.faults = Faults(rate=0.2, latency=0.05, drop_watch_after=1.0, expire_rate=0.3)
     run = run_dag(k8s, tmp_path, "jax_k8s_pair")
     assert run.states["deferred"][0] == run.states["blocking"][0] == "success", run.proc.stdout[
         -3000:
