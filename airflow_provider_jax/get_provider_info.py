@@ -46,8 +46,8 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "JAX",
                 "python-modules": [
-                    "airflow_provider_jax.triggers.jobset",
                     "airflow_provider_jax.triggers.orbax",
+                    "airflow_provider_jax.triggers.jobset",
                 ],
             }
         ],
