@@ -119,7 +119,7 @@ def submit(
             state = status.terminal_state(existing)
             if state is None and not status.is_deleting(existing):
                 log.info(
-                    "Reattaching to JobSet %s/%s (uid %s) left running by an earlier try.",
+                    "Reattaching to JobSet %s/%s (uid %s): it is still running.",
                     namespace,
                     name,
                     uid,

@@ -12,7 +12,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.hooks.jobset import KubernetesCluster
+from airflow_provider_jax.hooks.jobset import KubernetesCluster, api_status, explain
 from airflow_provider_jax.triggers.informer import (
     ABSENT,
     ApiUnavailable,
@@ -99,6 +99,11 @@ class JobSetTrigger(BaseTrigger):
             return self._event(TIMEOUT, "ExecutionTimeout", "the task's execution_timeout passed")
         except ApiUnavailable as err:
             return self._event(ERROR, "ApiUnavailable", str(err))
+        except Exception as err:
+            if api_status(err) is None:
+                raise
+            # Not transient (401, 403, ...): waiting longer will not help.
+            return self._event(ERROR, "ApiError", f"Kubernetes API refused a call: {explain(err)}")
 
     async def _watch(self, connection_extras: dict[str, Any] | None) -> dict[str, Any]:
         cluster = self.kubernetes

@@ -160,3 +160,12 @@ async def test_gives_up_with_an_error_event_when_the_api_stays_down(k8s):
     (event,) = await asyncio.wait_for(events(trigger), 20)
     assert event["status"] == "error"
     assert "503" in event["message"]
+
+
+async def test_a_refusal_is_an_error_event_at_once(k8s):
+    k8s.script(run_forever)
+    trigger = submit(k8s)
+    k8s.faults = Faults(rate=1.0, kinds=(403,))
+    (event,) = await asyncio.wait_for(events(trigger), 10)
+    assert event["status"] == "error"
+    assert "403" in event["message"]

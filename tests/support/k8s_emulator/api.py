@@ -314,6 +314,7 @@ class Api:
 _REASONS = {
     400: "BadRequest",
     401: "Unauthorized",
+    403: "Forbidden",
     404: "NotFound",
     409: "Conflict",
     410: "Expired",
