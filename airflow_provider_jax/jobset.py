@@ -36,7 +36,7 @@ DEFAULT_MEGASCALE_PORT = 8080
 
 # `$$` is Kubernetes' escape for `$` in command/args; sh then sees `$((...))`.
 PROCESS_ID_PRELUDE = (
-    'export JAX_PROCESS_ID="$$((JAX_SLICE_INDEX * JAX_HOSTS_PER_SLICE + JAX_HOST_INDEX))"; '
+    'export JAX_PROCESS_ID="$$((AIRFLOW_JAX_SLICE_INDEX * AIRFLOW_JAX_HOSTS_PER_SLICE + AIRFLOW_JAX_HOST_INDEX))"; '
     'exec "$$@"'
 )
 PRELUDE_ARGV0 = "jax-launch"
@@ -50,9 +50,10 @@ RESERVED_ENV = frozenset(
         "JAX_COORDINATOR_ADDRESS",
         "JAX_NUM_PROCESSES",
         "JAX_PROCESS_ID",
-        "JAX_HOSTS_PER_SLICE",
-        "JAX_SLICE_INDEX",
-        "JAX_HOST_INDEX",
+        "AIRFLOW_JAX_HOSTS_PER_SLICE",
+        "AIRFLOW_JAX_SLICE_INDEX",
+        "AIRFLOW_JAX_HOST_INDEX",
+        "AIRFLOW_JAX_RESTART_ATTEMPT",
         "MEGASCALE_COORDINATOR_ADDRESS",
         "MEGASCALE_NUM_SLICES",
         "MEGASCALE_SLICE_ID",
@@ -223,9 +224,13 @@ def coordination_env(spec: JaxJobSpec) -> list[dict[str, Any]]:
             "value": f"{spec.leader_host}:{spec.coordinator_port}",
         },
         {"name": "JAX_NUM_PROCESSES", "value": str(spec.num_processes)},
-        {"name": "JAX_HOSTS_PER_SLICE", "value": str(spec.accelerator.hosts)},
-        _field_env("JAX_SLICE_INDEX", slice_index),
-        _field_env("JAX_HOST_INDEX", f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"),
+        {"name": "AIRFLOW_JAX_HOSTS_PER_SLICE", "value": str(spec.accelerator.hosts)},
+        _field_env("AIRFLOW_JAX_SLICE_INDEX", slice_index),
+        _field_env(
+            "AIRFLOW_JAX_HOST_INDEX", f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
+        ),
+        # Lets training code tell a fresh start from a restart (e.g. to resume a checkpoint).
+        _field_env("AIRFLOW_JAX_RESTART_ATTEMPT", f"metadata.labels['{RESTART_ATTEMPT_LABEL}']"),
     ]
     if spec.num_slices > 1:
         env += [

@@ -16,12 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_jax.runtime.call import CALL_ENV, encode_call
+from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, TERMINATION_PATH_ENV
 
-__all__ = ["CALL_ENV", "python_call", "runtime_bundle", "to_json"]
+__all__ = [
+    "CALL_ENV",
+    "OUTPUT_DIR_ENV",
+    "TERMINATION_PATH_ENV",
+    "python_call",
+    "runtime_bundle",
+    "to_json",
+]
 
 RUNTIME_ENV = "AIRFLOW_JAX_RUNTIME"
-OUTPUT_DIR_ENV = "AIRFLOW_JAX_OUTPUT_DIR"
-TERMINATION_PATH_ENV = "AIRFLOW_JAX_TERMINATION_MESSAGE_PATH"
 
 BOOTSTRAP = (
     "import base64,os,sys,tempfile\n"
@@ -33,13 +39,18 @@ BOOTSTRAP = (
 )
 
 
+_BUNDLE_INIT = "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n"
+
+
 @functools.cache
 def runtime_bundle() -> str:
     """The runtime package, zipped and base64-encoded. Deterministic, so manifests are too."""
     package = Path(__file__).parent
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr(zipfile.ZipInfo("airflow_provider_jax/__init__.py"), "")
+        # Extend, not shadow: with the provider installed in the image, its other modules
+        # (say, operators imported by a DAG-side entrypoint module) stay importable.
+        zf.writestr(zipfile.ZipInfo("airflow_provider_jax/__init__.py"), _BUNDLE_INIT)
         for path in sorted((package / "runtime").rglob("*.py")):
             arcname = path.relative_to(package.parent).as_posix()
             zf.writestr(zipfile.ZipInfo(arcname), path.read_bytes())

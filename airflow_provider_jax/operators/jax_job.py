@@ -292,7 +292,10 @@ class JaxJobOperator(BaseOperator):
         return super().resume_execution(next_method, next_kwargs, context)
 
     def on_kill(self) -> None:
-        if self.resolved_backend == "kubernetes":
+        # The local backend keeps its running job here while execute() waits on it.
+        if (local_run := getattr(self, "_local_run", None)) is not None:
+            local_run.kill()
+        elif self.resolved_backend == "kubernetes":
             from airflow_provider_jax.operators.kubernetes import kill_on_kubernetes
 
             kill_on_kubernetes(self)

@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.exceptions import JobSetConflict, JobSetFailed
+from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict, ProcessFailure
 from airflow_provider_jax.hooks.jobset import (
     JobSetExists,
     JobSetHook,
@@ -28,6 +28,7 @@ from airflow_provider_jax.hooks.jobset import (
     cluster_from,
 )
 from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
+from airflow_provider_jax.local.backend import LAST_REPORT_XCOM_KEY
 from airflow_provider_jax.results import read_result, result_uri
 from airflow_provider_jax.runtime.messages import format_report, parse_message
 from airflow_provider_jax.triggers.jobset import FAILED, SUCCESS, TIMEOUT, JobSetTrigger
@@ -181,41 +182,47 @@ def complete_on_kubernetes(
     outcome = event["status"]
     if outcome == SUCCESS:
         try:
-            return leader_result(op, hook, ref)
+            result, report = leader_result(op, hook, ref)
         finally:
             _finish(op, hook, ref, succeeded=True)
+        if report is not None and context:
+            context["ti"].xcom_push(key=LAST_REPORT_XCOM_KEY, value=report)
+        return result
     if outcome == TIMEOUT:
         _delete(hook, ref, op.log)
         raise AirflowTaskTimeout(f"{ref.where} was deleted: {event['message']}.")
-    report = (
-        failure_report(hook, ref, event)
+    error = (
+        failure(hook, ref, event)
         if outcome == FAILED
-        else f"{ref.where}: {event['message']}"
+        else JaxJobFailed(f"{ref.where}: {event['message']}")
     )
     _finish(op, hook, ref, succeeded=False)
-    raise JobSetFailed(report)
+    raise error
 
 
-def leader_result(op: JaxJobOperator, hook: JobSetHook, ref: JobSetRef) -> Any:
-    """Process 0's return value: from its termination message, or ``output_dir/result.json``
-    when it was too big for one (or the pod is gone)."""
+def leader_result(
+    op: JaxJobOperator, hook: JobSetHook, ref: JobSetRef
+) -> tuple[Any, dict[str, Any] | None]:
+    """Process 0's return value and last progress report: from its termination message, or
+    ``output_dir/result.json`` when the value was too big for one (or the pod is gone)."""
     leader = status.leader_pod(hook.list_jobset_pods(ref.name, ref.namespace))
     message = parse_message(status.termination_message(leader)) if leader else None
     if message is not None and message["ok"]:
-        if report := message.get("report"):
+        report = message.get("report")
+        if report:
             op.log.info("Leader's last report: %s", format_report(report))
         if uri := message.get("result_uri"):
-            return _read(op, uri)
-        return message.get("result")
+            return _read(op, uri), report
+        return message.get("result"), report
     if op.output_dir:
         try:
-            return _read(op, result_uri(op.output_dir))
+            return _read(op, result_uri(op.output_dir)), None
         except FileNotFoundError:
             op.log.warning(
                 "No result: the leader left no termination message and no %s.",
                 result_uri(op.output_dir),
             )
-    return None
+    return None, None
 
 
 def _read(op: JaxJobOperator, uri: str) -> Any:
@@ -223,50 +230,42 @@ def _read(op: JaxJobOperator, uri: str) -> Any:
     return read_result(uri, gcp_conn_id=op.gcp_conn_id, impersonation_chain=op.impersonation_chain)
 
 
-def failure_report(hook: JobSetHook, ref: JobSetRef, event: Mapping[str, Any]) -> str:
+def failure(hook: JobSetHook, ref: JobSetRef, event: Mapping[str, Any]) -> JaxJobFailed:
     """Why the JobSet failed: its conditions and restarts, then for each failed host its
-    ``[slice/host]``, termination message (the traceback tail) and a bounded log tail."""
-    lines = [f"{ref.where} failed: {event['reason']}: {event['message']}"]
+    ``[slice/host]``, traceback tail and last log lines, culprits first."""
+    summary = [f"{ref.where} failed: {event['reason']}: {event['message']}"]
     if event.get("jobset"):
-        lines.append(f"JobSet status: {status.describe(event['jobset'])}")
+        summary.append(f"JobSet status: {status.describe(event['jobset'])}")
     pods = hook.list_jobset_pods(ref.name, ref.namespace)
     failed = status.failed_pods(pods)
     if not pods:
-        lines.append("Its pods are gone, so no host's error can be shown.")
+        summary.append("Its pods are gone, so no host's error can be shown.")
     elif not failed:
-        lines.append("No pod of the last attempt failed (the JobSet itself was stopped).")
-    for pod in failed[:MAX_FAILED_PODS]:
-        lines += _pod_failure(hook, ref, pod)
+        summary.append("No pod of its last attempt failed: the JobSet itself was stopped.")
     if rest := failed[MAX_FAILED_PODS:]:
-        lines.append(
-            f"... and {len(rest)} more failed pods: " + ", ".join(status.tag(p) for p in rest)
+        summary.append(
+            f"Not shown: {len(rest)} more failed pods, " + " ".join(map(status.tag, rest))
         )
-    return "\n".join(lines)
-
-
-def _pod_failure(hook: JobSetHook, ref: JobSetRef, pod: Mapping[str, Any]) -> list[str]:
-    name = pod["metadata"]["name"]
-    ended = status.termination(pod) or {}
-    head = f"{status.tag(pod)} pod {name} exited with code {ended.get('exitCode', '?')}"
-    message = parse_message(ended.get("message"))
-    lines = []
-    if message is not None and not message["ok"]:
-        lines.append(f"{head}: {message.get('error', '')}")
-        lines += _indent(message.get("traceback", ""))
-    else:
-        lines.append(f"{head} ({ended.get('reason') or 'no reason given'})")
-        lines += _indent(ended.get("message") or "")
-    tail = hook.read_pod_log(
-        name, ref.namespace, tail_lines=LOG_TAIL_LINES, limit_bytes=LOG_TAIL_BYTES
+    return JaxJobFailed(
+        "\n".join(summary), [_failure(hook, ref, p) for p in failed[:MAX_FAILED_PODS]]
     )
-    if tail.strip():
-        lines.append("  last lines of its log:")
-        lines += _indent(tail, "    ")
-    return lines
 
 
-def _indent(text: str, prefix: str = "  ") -> list[str]:
-    return [prefix + line for line in text.rstrip().splitlines()]
+def _failure(hook: JobSetHook, ref: JobSetRef, pod: Mapping[str, Any]) -> ProcessFailure:
+    ended = status.termination(pod) or {}
+    message = ended.get("message")
+    tail = hook.read_pod_log(
+        pod["metadata"]["name"],
+        ref.namespace,
+        tail_lines=LOG_TAIL_LINES,
+        limit_bytes=LOG_TAIL_BYTES,
+    )
+    failure = ProcessFailure.from_exit(status.tag(pod), message, ended.get("exitCode", 1), tail)
+    if (body := parse_message(message)) is not None and not body["ok"]:
+        return replace(failure, log_tail=tail)  # its own traceback, then what it printed last
+    if (reason := ended.get("reason")) not in (None, "Error"):
+        return replace(failure, error=f"{failure.error} ({reason})")  # e.g. OOMKilled
+    return failure
 
 
 def _finish(op: JaxJobOperator, hook: JobSetHook, ref: JobSetRef, *, succeeded: bool) -> None:

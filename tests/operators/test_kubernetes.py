@@ -10,13 +10,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from airflow_provider_jax.exceptions import JobSetConflict, JobSetFailed
+from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
 from airflow_provider_jax.hooks.jobset import KubernetesCluster
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.operators.kubernetes import (
     JobSetRef,
     complete_on_kubernetes,
-    failure_report,
+    failure,
     submit,
 )
 from airflow_provider_jax.runtime.messages import failure_message, success_message
@@ -135,14 +135,15 @@ def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
 
     k8s.script(script)
     event = finished(k8s, manifest(hosts=8))
-    report = failure_report(
-        CLUSTER.hook(), JobSetRef(CLUSTER, event["name"], "default", None), event
-    )
+    error = failure(CLUSTER.hook(), JobSetRef(CLUSTER, event["name"], "default", None), event)
+    report = str(error)
     lines = report.splitlines()
     assert lines[0].startswith(f"JobSet default/{event['name']} failed: FailedJobs")
-    assert lines[1].startswith("[0/1] pod") and "KeyError: 'w'" in lines[1]
-    assert "... and 4 more failed pods" in report
-    assert len(report) < 40_000
+    assert lines[1] == "Not shown: 4 more failed pods, [0/4] [0/5] [0/6] [0/7]"
+    assert lines[2] == "[0/1] KeyError: 'w'"  # the culprit first, then those stopped with it
+    assert [f.tag for f in error.failures] == ["[0/1]", "[0/0]", "[0/2]", "[0/3]"]
+    assert error.failures[0].log_tail.count("\n") <= 30
+    assert len(report) < 20_000
 
 
 @pytest.mark.parametrize(
@@ -161,7 +162,7 @@ def test_on_finish_action(k8s, tmp_path, action, outcome, kept):
     if outcome == "success":
         complete_on_kubernetes(op, {}, event, CLUSTER.to_dict())
     else:
-        with pytest.raises(JobSetFailed):
+        with pytest.raises(JaxJobFailed):
             complete_on_kubernetes(op, {}, event, CLUSTER.to_dict())
     if kept:
         assert "deletionTimestamp" not in k8s.jobset(event["name"])["metadata"]

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -16,12 +17,13 @@ from typing import Any
 
 import pytest
 
-from tests.support.airflow_home import AIRFLOW, airflow_env, dags_test, task_states
+from tests.support.airflow_home import AirflowHome
 from tests.support.jobsets import fail_host, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
 
 DAGS = Path(__file__).parent / "dags"
 DAG_FILE = DAGS / "kubernetes_dags.py"
+AIRFLOW = [sys.executable, "-m", "airflow"]
 
 SCRIPTS = {
     "deferred": succeed({"loss": 0.25, "step": 3}),
@@ -56,28 +58,48 @@ class Run:
         return sum(1 for m in self.submitted if m["metadata"]["labels"]["task_id"] == task_id)
 
 
-def env(emulator: Emulator, out: Path, **extra: str) -> dict[str, str]:
+def env(home: AirflowHome, emulator: Emulator, out: Path, **extra: str) -> dict[str, str]:
+    """The env of an Airflow process whose ``kubernetes_default`` is the emulator."""
     kubeconfig = emulator.kubeconfig(out / "kubeconfig.json")
-    return {
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT": emulator.connection(kubeconfig),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
-        "JAX_TEST_OUT": str(out),
+    return home.env(
+        DAGS,
+        AIRFLOW_CONN_KUBERNETES_DEFAULT=emulator.connection(kubeconfig),
+        JAX_TEST_OUT=str(out),
         **extra,
-    }
+    )
 
 
-def run_dag(emulator: Emulator, out: Path, dag_id: str, **extra: str) -> Run:
-    proc = dags_test(dag_id, "2024-01-01", env(emulator, out, **extra))
-    return Run(proc, out, task_states(dag_id), emulator.submitted, emulator.jobsets())
+def task_states(home: AirflowHome, dag_id: str) -> dict[str, tuple[str | None, int]]:
+    """{task_id: (state, try_number)} from the metadata DB."""
+    with sqlite3.connect(home.path / "airflow.db") as db:
+        rows = db.execute(
+            "SELECT task_id, state, try_number FROM task_instance WHERE dag_id = ?", (dag_id,)
+        )
+        return {task_id: (state, tries) for task_id, state, tries in rows}
+
+
+def run_dag(home: AirflowHome, emulator: Emulator, out: Path, dag_id: str) -> Run:
+    """``airflow dags test`` (it runs triggers inline, as a triggerer would)."""
+    proc = subprocess.run(
+        [*AIRFLOW, "dags", "test", dag_id, "2024-01-01"],
+        env=env(home, emulator, out),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    return Run(proc, out, task_states(home, dag_id), emulator.submitted, emulator.jobsets())
 
 
 @pytest.fixture(scope="module")
-def e2e(k8s_emulator: Emulator, airflow_db: Path, tmp_path_factory: pytest.TempPathFactory) -> Run:
+def e2e(
+    k8s_emulator: Emulator, airflow_home: AirflowHome, tmp_path_factory: pytest.TempPathFactory
+) -> Run:
     """One run of a DAG whose tasks cover success (both modes), multiple_outputs, failure,
     retry after failure and execution_timeout (both modes)."""
     k8s_emulator.reset()
     k8s_emulator.script(play)
-    return run_dag(k8s_emulator, tmp_path_factory.mktemp("e2e"), "jax_k8s_e2e")
+    return run_dag(airflow_home, k8s_emulator, tmp_path_factory.mktemp("e2e"), "jax_k8s_e2e")
 
 
 def test_downstream_tasks_receive_the_leaders_value_in_both_modes(e2e: Run):
@@ -95,9 +117,9 @@ def test_multiple_outputs_split_the_leaders_dict(e2e: Run):
 def test_a_failed_jobset_shows_the_failing_hosts_traceback(e2e: Run):
     assert e2e.states["fails"][0] == "failed"
     log = e2e.proc.stdout
-    assert "JobSetFailed" in log
+    assert "JaxJobFailed" in log
     assert "FailedJobs" in log and "restarts 0/0" in log
-    assert "[0/1] pod fails-" in log
+    assert "[0/1] ValueError: loss is NaN at step 3" in log
     assert "ValueError: loss is NaN at step 3 on [0/1]" in log  # the traceback tail
     assert "last lines of its log" in log
 
@@ -118,12 +140,14 @@ def test_nothing_is_left_behind(e2e: Run, k8s_emulator: Emulator):
     assert all(m["metadata"]["labels"]["app.kubernetes.io/managed-by"] for m in e2e.submitted)
 
 
-def test_api_faults_at_20_percent_fail_no_task(k8s: Emulator, airflow_db: Path, tmp_path: Path):
+def test_api_faults_at_20_percent_fail_no_task(
+    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path
+):
     """429/500/503, resets before and after the server acted, watches dropped every second
     and history compacted: both modes still succeed, with one JobSet each."""
     k8s.script(play)
     k8s.faults = Faults(rate=0.2, latency=0.05, drop_watch_after=1.0, expire_rate=0.3)
-    run = run_dag(k8s, tmp_path, "jax_k8s_pair")
+    run = run_dag(airflow_home, k8s, tmp_path, "jax_k8s_pair")
     assert run.states["deferred"][0] == run.states["blocking"][0] == "success", run.proc.stdout[
         -3000:
     ]
@@ -133,11 +157,13 @@ def test_api_faults_at_20_percent_fail_no_task(k8s: Emulator, airflow_db: Path, 
     assert any(r.status != "ok" for r in k8s.requests)
 
 
-def test_kill_while_blocking_deletes_the_jobset(k8s: Emulator, airflow_db: Path, tmp_path: Path):
+def test_kill_while_blocking_deletes_the_jobset(
+    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path
+):
     k8s.script(run_forever)
     proc = subprocess.Popen(
-        [str(AIRFLOW), "dags", "test", "jax_k8s_one", "2024-01-01"],
-        env=airflow_env(env(k8s, tmp_path, JAX_TEST_DEFERRABLE="0")),
+        [*AIRFLOW, "dags", "test", "jax_k8s_one", "2024-01-01"],
+        env=env(airflow_home, k8s, tmp_path, JAX_TEST_DEFERRABLE="0"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -153,12 +179,14 @@ def test_kill_while_blocking_deletes_the_jobset(k8s: Emulator, airflow_db: Path,
         proc.communicate()
 
 
-def test_a_retry_after_a_worker_crash_reattaches(k8s: Emulator, airflow_db: Path, tmp_path: Path):
+def test_a_retry_after_a_worker_crash_reattaches(
+    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path
+):
     """SIGKILL the worker once its JobSet runs; running the same task instance again picks
     the JobSet up where it is, and never submits a second one."""
     k8s.script(succeed({"loss": 1.5}, duration=math.inf))
     driver = [sys.executable, str(DAG_FILE), "jax_k8s_one"]
-    crashed = subprocess.Popen(driver, env=airflow_env(env(k8s, tmp_path)), start_new_session=True)
+    crashed = subprocess.Popen(driver, env=env(airflow_home, k8s, tmp_path), start_new_session=True)
     try:
         k8s.wait_for(lambda: k8s.running_pods() == 2, 120, "the slice to run")
     finally:
@@ -167,7 +195,7 @@ def test_a_retry_after_a_worker_crash_reattaches(k8s: Emulator, airflow_db: Path
     assert len(k8s.jobsets()) == 1
     restarted = time.monotonic()
     retry = subprocess.Popen(
-        driver, env=airflow_env(env(k8s, tmp_path)), stdout=subprocess.PIPE, text=True
+        driver, env=env(airflow_home, k8s, tmp_path), stdout=subprocess.PIPE, text=True
     )
     try:
         k8s.wait_for(

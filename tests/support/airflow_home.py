@@ -1,67 +1,61 @@
-"""The test session's Airflow: its AIRFLOW_HOME with a metadata DB migrated once, and a way to
-run ``airflow`` CLI commands (``dags test``) against it with this worktree's code."""
+"""A migrated Airflow home (SQLite) shared by every test that runs the ``airflow`` CLI.
+
+``airflow db migrate`` takes seconds, so one session fixture pays for it once. Each call picks
+its own DAGs folder and extra env; commands run in a subprocess with this repository first on
+PYTHONPATH, so they use the working tree's provider.
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-AIRFLOW = Path(sys.executable).with_name("airflow")
+from tests.support.jobset_schema import REPO
 
 
-def airflow_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for an ``airflow`` subprocess: this worktree first on the path."""
-    path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
-    return {
-        **os.environ,
-        "PYTHONPATH": path,
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        **(extra or {}),
-    }
+@dataclass(frozen=True)
+class AirflowHome:
+    path: Path
+
+    def env(self, dags_folder: Path | str | None = None, **extra: str) -> dict[str, str]:
+        env = {
+            **os.environ,
+            "AIRFLOW_HOME": str(self.path),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or self.path / "dags"),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+            **extra,
+        }
+        return env
+
+    def airflow(
+        self,
+        *args: str,
+        dags_folder: Path | str | None = None,
+        env: dict[str, str] | None = None,
+        timeout: float = 240,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run ``airflow *args``; stdout and stderr together in ``.stdout``."""
+        return subprocess.run(
+            [sys.executable, "-m", "airflow", *args],
+            env=self.env(dags_folder, **(env or {})),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
 
 
 @pytest.fixture(scope="session")
-def airflow_db() -> Path:
-    """AIRFLOW_HOME (set by the root conftest) with its SQLite DB migrated, once a session."""
-    home = Path(os.environ["AIRFLOW_HOME"])
-    subprocess.run(
-        [str(AIRFLOW), "db", "migrate"],
-        env=airflow_env(),
-        check=True,
-        capture_output=True,
-        timeout=300,
-    )
+def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> AirflowHome:
+    home = AirflowHome(tmp_path_factory.mktemp("airflow-home"))
+    (home.path / "dags").mkdir()
+    migrated = home.airflow("db", "migrate")
+    assert migrated.returncode == 0, migrated.stdout[-4000:]
     return home
-
-
-def dags_test(
-    dag_id: str,
-    logical_date: str,
-    env: Mapping[str, str],
-    timeout: float = 300,
-) -> subprocess.CompletedProcess[str]:
-    """``airflow dags test`` in a subprocess (triggers run inline, as a triggerer would)."""
-    return subprocess.run(
-        [str(AIRFLOW), "dags", "test", dag_id, logical_date],
-        env=airflow_env(env),
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def task_states(dag_id: str) -> dict[str, tuple[str | None, int]]:
-    """{task_id: (state, try_number)} of the DAG's latest run, from the metadata DB."""
-    from airflow.models.taskinstance import TaskInstance
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        rows = session.query(TaskInstance).filter(TaskInstance.dag_id == dag_id).all()
-        return {ti.task_id: (ti.state, ti.try_number) for ti in rows}

@@ -1,0 +1,255 @@
+"""The local backend: run the JobSet the Kubernetes path would submit, as local processes.
+
+It behaves like a slice, so a DAG that works here works on GKE: one process per pod, the
+coordinator on 127.0.0.1, every line in the task log as ``[slice/host] ...``, and when one
+process fails all are stopped and the whole set restarts, up to ``failurePolicy.maxRestarts``.
+Processes are stopped with SIGKILL: once ``jax.distributed`` runs, JAX's preemption notifier
+catches SIGTERM, so a grace period would only be a delay.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import queue
+import socket
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import conf
+from airflow.sdk.exceptions import AirflowTaskTimeout
+
+from airflow_provider_jax.exceptions import JaxJobFailed, ProcessFailure
+from airflow_provider_jax.local.pods import PodPlan, plan_pods
+from airflow_provider_jax.local.processes import PodProcess
+from airflow_provider_jax.runtime import storage
+from airflow_provider_jax.runtime.env import COORDINATOR_ADDRESS_ENV
+from airflow_provider_jax.runtime.messages import format_report, parse_message, parse_report
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+    from airflow.sdk.types import Logger
+
+    from airflow_provider_jax.operators.jax_job import JaxJobOperator
+
+LOCALHOST = "127.0.0.1"
+LAST_REPORT_XCOM_KEY = "last_report"
+LOG_TAIL_LINES = 40
+_TICK_S = 0.05
+
+
+def run_local(operator: JaxJobOperator, manifest: Mapping[str, Any], context: Context) -> Any:
+    """Run ``manifest`` for ``operator``; return the leader's result and push its last
+    progress report as XCom ``last_report``."""
+    timeout = operator.execution_timeout
+    jobset = LocalJobSet(
+        manifest,
+        log=operator.log,
+        pythonpath=dag_pythonpath(operator),
+        timeout_s=timeout.total_seconds() if timeout else None,
+    )
+    operator._local_run = jobset  # for on_kill
+    try:
+        result, report = jobset.run()
+    finally:
+        operator._local_run = None
+    if report is not None:
+        context["ti"].xcom_push(key=LAST_REPORT_XCOM_KEY, value=report)
+    return result
+
+
+def dag_pythonpath(operator: JaxJobOperator) -> list[str]:
+    """The DAG file's folder and the DAGs folder, so entrypoint modules beside a DAG import."""
+    folders = []
+    if operator.has_dag() and operator.dag.fileloc:
+        folders.append(os.path.dirname(os.path.abspath(operator.dag.fileloc)))
+    if dags_folder := conf.get("core", "dags_folder", fallback=None):
+        folders.append(os.path.abspath(os.path.expanduser(dags_folder)))
+    return [f for f in dict.fromkeys(folders) if os.path.isdir(f)]
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free on 127.0.0.1 right now (held together, so they differ)."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind((LOCALHOST, 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def localize(
+    manifest: Mapping[str, Any], coordinator_port: int, megascale_port: int
+) -> dict[str, Any]:
+    """A copy of ``manifest`` whose coordinators are on 127.0.0.1, at the given ports."""
+    rewrites = {
+        COORDINATOR_ADDRESS_ENV: f"{LOCALHOST}:{coordinator_port}",
+        "MEGASCALE_COORDINATOR_ADDRESS": LOCALHOST,
+        "MEGASCALE_PORT": str(megascale_port),
+    }
+    local = copy.deepcopy(dict(manifest))
+    for rjob in local["spec"]["replicatedJobs"]:
+        for container in rjob["template"]["spec"]["template"]["spec"]["containers"]:
+            for item in container.get("env", []):
+                if item["name"] in rewrites:
+                    item["value"] = rewrites[item["name"]]
+    return local
+
+
+class LocalJobSet:
+    """One run of a JobSet manifest as local processes, restarts included."""
+
+    def __init__(
+        self,
+        manifest: Mapping[str, Any],
+        *,
+        log: Logger,
+        pythonpath: Sequence[str] = (),
+        timeout_s: float | None = None,
+    ) -> None:
+        self.manifest = manifest
+        self.name: str = manifest["metadata"]["name"]
+        self.max_restarts: int = manifest["spec"].get("failurePolicy", {}).get("maxRestarts", 0)
+        self.log = log
+        self.pythonpath = list(pythonpath)
+        self.timeout_s = timeout_s
+        self._processes: list[PodProcess] = []
+        self._killed = False
+        self._deadline: float | None = None
+
+    def run(self) -> tuple[Any, dict[str, Any] | None]:
+        """Run to the end: the leader's result and its last progress report."""
+        if self.timeout_s is not None:
+            self._deadline = time.monotonic() + self.timeout_s
+        for attempt in range(self.max_restarts + 1):
+            outcome = _Attempt(self, attempt)
+            failures = outcome.run()
+            if self._killed:
+                raise JaxJobFailed(f"JAX job {self.name} was killed; all its processes stopped.")
+            if not failures:
+                return outcome.result()
+            if attempt < self.max_restarts:
+                self.log.warning(
+                    "Restarting all processes of %s (restart %d of %d) after:\n%s",
+                    self.name,
+                    attempt + 1,
+                    self.max_restarts,
+                    "\n".join(f.render() for f in failures),
+                )
+        restarts = f" after {self.max_restarts} restart(s)" if self.max_restarts else ""
+        raise JaxJobFailed(f"JAX job {self.name} failed{restarts}:", failures)
+
+    def kill(self) -> None:
+        """Stop every process now. Safe from a signal handler (it only sends signals); the
+        running :meth:`run` notices, reaps and raises."""
+        self._killed = True
+        for process in list(self._processes):
+            process.kill()
+
+
+class _Attempt:
+    """One start of every pod (one JobSet restart attempt)."""
+
+    def __init__(self, jobset: LocalJobSet, attempt: int) -> None:
+        self.jobset = jobset
+        coordinator_port, megascale_port = free_ports(2)
+        local = localize(jobset.manifest, coordinator_port, megascale_port)
+        self.plans = plan_pods(local, restart_attempt=attempt)
+        self.leader = next(p for p in self.plans if (p.slice_index, p.host_index) == (0, 0))
+        self.lines: queue.SimpleQueue[tuple[PodPlan, str, str]] = queue.SimpleQueue()
+        self.attempt = attempt
+        self.tails: dict[str, deque[str]] = {
+            p.name: deque(maxlen=LOG_TAIL_LINES) for p in self.plans
+        }
+        self.last_report: dict[str, Any] | None = None
+        self.leader_message: str | None = None
+
+    def run(self) -> list[ProcessFailure]:
+        """Start every pod and wait for them; the processes that failed on their own (not
+        those stopped because of them)."""
+        jobset, log = self.jobset, self.jobset.log
+        log.info(
+            "Starting %d local JAX process(es) for %s (restart attempt %d).",
+            len(self.plans),
+            jobset.name,
+            self.attempt,
+        )
+        processes = jobset._processes = []
+        try:
+            for plan in self.plans:
+                if jobset._killed:
+                    break
+                processes.append(PodProcess.start(plan, self._on_line, jobset.pythonpath))
+            failed = self._wait(processes)
+        finally:
+            for process in processes:
+                process.kill()
+            for process in processes:
+                process.close()
+            jobset._processes = []
+            self._log_lines()
+        leader = next((p for p in processes if p.plan is self.leader), None)
+        self.leader_message = leader.termination_message() if leader else None
+        return [
+            ProcessFailure.from_exit(
+                p.plan.tag,
+                p.termination_message(),
+                p.popen.returncode,
+                "\n".join(self.tails[p.plan.name]),
+            )
+            for p in failed
+        ]
+
+    def _wait(self, processes: list[PodProcess]) -> list[PodProcess]:
+        """Until all exit 0, one fails, or the job is killed or times out."""
+        jobset = self.jobset
+        while not jobset._killed:
+            self._log_lines(_TICK_S)
+            codes = {p: p.poll() for p in processes}
+            if failed := [p for p, code in codes.items() if code not in (None, 0)]:
+                return failed
+            if all(code == 0 for code in codes.values()):
+                return []
+            if jobset._deadline is not None and time.monotonic() > jobset._deadline:
+                raise AirflowTaskTimeout(
+                    f"JAX job {jobset.name} ran past its execution_timeout of "
+                    f"{jobset.timeout_s:g}s; all its processes were stopped."
+                )
+        return []
+
+    def _on_line(self, plan: PodPlan, stream: str, line: str) -> None:
+        self.lines.put((plan, stream, line))  # logged by the waiting thread, in order
+
+    def _log_lines(self, wait_s: float = 0.0) -> None:
+        log = self.jobset.log
+        try:
+            item = self.lines.get(timeout=wait_s) if wait_s else self.lines.get_nowait()
+            while True:
+                plan, stream, line = item
+                report = parse_report(line) if stream == "stdout" else None
+                if report is None:
+                    self.tails[plan.name].append(line)
+                    log.info("%s %s", plan.tag, line)
+                elif plan is self.leader:
+                    self.last_report = report
+                    log.info("%s %s", plan.tag, format_report(report))
+                else:  # every process reports the same; the leader speaks for them
+                    log.debug("%s %s", plan.tag, format_report(report))
+                item = self.lines.get_nowait()
+        except queue.Empty:
+            pass
+
+    def result(self) -> tuple[Any, dict[str, Any] | None]:
+        """The leader's result (read from ``result_uri`` when it did not fit the message)
+        and its last report."""
+        body = parse_message(self.leader_message) or {}
+        if "result_uri" in body:
+            result = json.loads(storage.read_text(body["result_uri"]))
+        else:
+            result = body.get("result")
+        return result, body.get("report") or self.last_report

@@ -1,0 +1,197 @@
+"""The program every JAX process runs: initialize jax.distributed, call the user's function,
+and leave a termination message that says how it ended.
+
+The launcher's bootstrap calls :func:`main`. Process 0 (the leader) reports the return value;
+every process that fails reports its traceback tail, so the operator can name the failing host.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import linecache
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+import types
+from collections.abc import Callable
+from typing import Any
+
+from airflow_provider_jax import runtime
+from airflow_provider_jax.runtime import storage
+from airflow_provider_jax.runtime.call import decode_call
+from airflow_provider_jax.runtime.env import (
+    COORDINATOR_ADDRESS_ENV,
+    DEFAULT_TERMINATION_PATH,
+    NUM_PROCESSES_ENV,
+    PROCESS_ID_ENV,
+    TERMINATION_PATH_ENV,
+)
+from airflow_provider_jax.runtime.messages import (
+    RESULT_FILE,
+    TERMINATION_MESSAGE_LIMIT,
+    failure_message,
+    success_message,
+)
+
+SOURCE_MODULE = "__airflow_jax_source__"
+
+
+def main() -> int:
+    """Run the call the launcher put in the environment; 0 on success, 1 on failure."""
+    termination_path = os.environ.get(TERMINATION_PATH_ENV, DEFAULT_TERMINATION_PATH)
+    distributed = None
+    try:
+        call = decode_call(os.environ)
+        install_packages(call.get("pip_packages") or [])
+        if call.get("initialize", True):
+            distributed = initialize_distributed()
+        function = load_function(call)
+        result = function(**(call.get("kwargs") or {}))
+        if runtime.process_index() == 0:
+            message = leader_message(result, runtime._last_report, runtime.output_dir())
+        else:
+            message = success_message()
+        if distributed is not None:
+            distributed.shutdown()  # a barrier: every process returned
+    except BaseException as err:
+        text = traceback.format_exc()
+        sys.stderr.write(text)
+        _write(termination_path, failure_message(_describe(err), text))
+        if "jax" not in sys.modules:
+            return 1
+        # A normal exit would shut jax.distributed down, which waits for peers that may be
+        # stuck in a collective with us, for minutes. The JobSet (or local backend) stops them.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
+    _write(termination_path, message)
+    return 0
+
+
+def install_packages(packages: list[str]) -> None:
+    """``pip install`` what the image lacks, into a directory searched *after* the image's
+    site-packages, so the image's accelerator-matched JAX wins even over a dependency's."""
+    if not packages:
+        return
+    target = tempfile.mkdtemp(prefix="airflow-jax-packages-")
+    print(f"airflow-jax: pip install {' '.join(packages)}", flush=True)
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    done = subprocess.run([*command, "--no-input", "--target", target, *packages], check=False)
+    if done.returncode:
+        raise RuntimeError(
+            f"pip install {packages} failed with exit code {done.returncode} (its output is "
+            "above); the image needs pip and access to the package index."
+        )
+    sys.path.append(target)
+    importlib.invalidate_caches()
+
+
+def initialize_distributed() -> Any:
+    """``jax.distributed.initialize`` with all three values explicit: JAX itself reads only the
+    coordinator address from the environment."""
+    import jax
+
+    jax.distributed.initialize(
+        coordinator_address=os.environ[COORDINATOR_ADDRESS_ENV],
+        num_processes=int(os.environ[NUM_PROCESSES_ENV]),
+        process_id=int(os.environ[PROCESS_ID_ENV]),
+    )
+    return jax.distributed
+
+
+def load_function(call: dict[str, Any]) -> Callable[..., Any]:
+    """The function to call: ``"pkg.module:attr"``, or ``function`` from shipped ``source``."""
+    if call.get("entrypoint"):
+        what = f"entrypoint {call['entrypoint']!r}"
+        module_name, _, attr = call["entrypoint"].partition(":")
+        try:
+            target: Any = importlib.import_module(module_name)
+        except ModuleNotFoundError as err:
+            if not err.name or not f"{module_name}.".startswith(f"{err.name}."):
+                raise  # the module exists, one of its imports is missing
+            raise ModuleNotFoundError(
+                f"{what}: no module named {err.name!r}. It must be importable in every "
+                "process: in the image on Kubernetes, next to the DAG file locally.",
+                name=err.name,
+            ) from None
+        for part in attr.split("."):
+            if not hasattr(target, part):
+                raise AttributeError(f"{what}: {target!r} has no attribute {part!r}")
+            target = getattr(target, part)
+    else:
+        target = _exec_source(call["source"]).__dict__.get(call["function"])
+        what = f"function {call['function']!r} of the shipped source"
+        if target is None:
+            raise NameError(f"the shipped source defines no {call['function']!r}")
+    if not callable(target):
+        raise TypeError(f"{what} is a {type(target).__name__}, not a function")
+    return target
+
+
+def _exec_source(source: str) -> types.ModuleType:
+    """Run shipped source as a real module, so dataclasses and tracebacks work as in a file."""
+    filename = f"<{SOURCE_MODULE}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    module = types.ModuleType(SOURCE_MODULE)
+    module.__file__ = filename
+    sys.modules[SOURCE_MODULE] = module
+    exec(compile(source, filename, "exec"), module.__dict__)
+    return module
+
+
+def leader_message(result: Any, report: Any, output_dir: str | None) -> str:
+    """The leader's termination message: the result inline if it fits, else in
+    ``<output_dir>/result.json``. The last report rides along when there is room."""
+    text = result_json(result)
+    for candidate in (report, None):
+        try:
+            return success_message(result, candidate)
+        except ValueError:
+            pass
+    if not output_dir:
+        raise ValueError(
+            f"the result is {len(text.encode())} bytes of JSON, too big for the "
+            f"{TERMINATION_MESSAGE_LIMIT}-byte termination message. Set output_dir on the "
+            f"operator so it goes to <output_dir>/{RESULT_FILE}, or return less."
+        )
+    uri = storage.join(output_dir, RESULT_FILE)
+    storage.write_text(uri, text)
+    for candidate in (report, None):
+        try:
+            return success_message(result_uri=uri, report=candidate)
+        except ValueError:
+            pass
+    raise ValueError(f"result URI {uri!r} does not fit in a termination message")
+
+
+def result_json(result: Any) -> str:
+    """The result as JSON, or an error that names what is not JSON."""
+    try:
+        return json.dumps(result, allow_nan=False, sort_keys=True, separators=(",", ":"))
+    except TypeError as err:
+        raise TypeError(
+            f"the function returned a {type(result).__module__}.{type(result).__qualname__} "
+            f"that is not JSON-serializable ({err}). Results travel as JSON, never pickled: "
+            "return dicts, lists, strings and numbers (e.g. float(loss), array.tolist())."
+        ) from None
+    except ValueError as err:
+        raise ValueError(
+            f"the result contains NaN or infinity, which JSON cannot carry: {err}"
+        ) from None
+
+
+def _describe(err: BaseException) -> str:
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as err:  # e.g. no /dev/termination-log outside Kubernetes
+        print(
+            f"airflow-jax: cannot write the termination message to {path}: {err}", file=sys.stderr
+        )

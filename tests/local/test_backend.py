@@ -1,0 +1,182 @@
+"""The local backend running real multi-process JAX jobs, and its failure drills.
+
+JAX start-up is the cost here (seconds per process on two cores), so the programs are tiny and
+the drills that do not need JAX run with ``initialize_distributed=False``.
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.sdk.exceptions import AirflowTaskTimeout
+
+from airflow_provider_jax.exceptions import JaxJobFailed
+from airflow_provider_jax.jobset import build_jobset
+from airflow_provider_jax.local.backend import LocalJobSet, localize, run_local
+from airflow_provider_jax.operators import JaxTpuSliceOperator
+from tests.support.jobset_schema import REPO
+from tests.support.processes import wait_gone
+
+LOG = logging.getLogger("tests.local")
+
+
+def operator(program: str, **kwargs: Any) -> JaxTpuSliceOperator:
+    kwargs.setdefault("accelerator", "tpu-v5litepod-8")
+    kwargs.setdefault("chips_per_host", 4 if kwargs["accelerator"] == "tpu-v5litepod-8" else None)
+    return JaxTpuSliceOperator(
+        task_id="train",
+        name="job",
+        image="ignored-locally",
+        entrypoint=f"tests.support.programs:{program}",
+        **kwargs,
+    )
+
+
+def manifest(program: str, **kwargs: Any) -> dict[str, Any]:
+    return build_jobset(operator(program, **kwargs).build_spec(name="job"))
+
+
+def run(program: str, timeout_s: float | None = None, **kwargs: Any) -> tuple[Any, Any]:
+    job = LocalJobSet(
+        manifest(program, **kwargs), log=LOG, pythonpath=[str(REPO)], timeout_s=timeout_s
+    )
+    return job.run()
+
+
+@pytest.fixture(autouse=True)
+def _info_logs(caplog):
+    caplog.set_level(logging.INFO, logger=LOG.name)
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "num_slices", "places"),
+    [
+        ("tpu-v5litepod-8", 1, [[0, 0, 0], [1, 0, 1]]),
+        ("tpu-v5litepod-16", 1, [[0, 0, 0], [1, 0, 1], [2, 0, 2], [3, 0, 3]]),
+        # Multislice: slice-major process ids, MEGASCALE_SLICE_ID per slice.
+        ("tpu-v5litepod-8", 2, [[0, 0, 0], [1, 0, 1], [2, 1, 0], [3, 1, 1]]),
+    ],
+    ids=["2-processes", "4-processes", "2-slices"],
+)
+def test_multi_process_jax(caplog, accelerator, num_slices, places):
+    result, report = run("collective", accelerator=accelerator, num_slices=num_slices)
+    processes, local_devices = len(places), 4
+    assert result["process_index"] == 0  # only the leader's value comes back
+    assert result["process_count"] == processes
+    assert result["device_count"] == processes * local_devices  # the slices' chips
+    assert result["local_device_count"] == local_devices
+    assert result["total"] == local_devices * processes * (processes + 1) / 2
+    assert result["places"] == places
+    assert report == {"step": 1, "total": result["total"], "process": 0}
+    assert f"[0/0] step 1: process=0 total={result['total']:g}" in caplog.messages
+    assert not any("step 1:" in m for m in caplog.messages if not m.startswith("[0/0]"))
+
+
+def test_a_failing_host_fails_the_job_with_its_traceback(caplog):
+    with pytest.raises(JaxJobFailed) as failed:
+        run("fail_on", entrypoint_kwargs={"process": 1})
+    message = str(failed.value)
+    assert "[0/1] ValueError: boom from process 1" in message
+    assert 'raise ValueError(f"boom from process {process}")' in message
+    assert [f.tag for f in failed.value.failures if "boom" in f.error] == ["[0/1]"]
+    # Its traceback also reached the log, line by line, tagged.
+    assert any(m.startswith("[0/1] ValueError: boom from process 1") for m in caplog.messages)
+
+
+def test_max_restarts_restarts_the_whole_set(caplog):
+    result, _ = run("crash_on_first_attempt", max_restarts=1)
+    assert result["restart_attempt"] == 1
+    assert result["process_count"] == 2
+    restarted = [m for m in caplog.messages if m.startswith("Restarting all processes")]
+    assert len(restarted) == 1
+    assert "[0/1] RuntimeError: crash on the first attempt" in restarted[0]
+
+
+def _pids(pid_dir: Path) -> list[int]:
+    return [int(p) for f in pid_dir.glob("*.pid") for p in f.read_text().split()]
+
+
+def test_timeout_leaves_no_process(tmp_path):
+    with pytest.raises(AirflowTaskTimeout, match="execution_timeout of 3s"):
+        run(
+            "hang",
+            timeout_s=3,
+            initialize_distributed=False,
+            entrypoint_kwargs={"pid_dir": str(tmp_path)},
+        )
+    pids = _pids(tmp_path)
+    assert len(pids) == 4  # 2 processes, each with a child
+    assert wait_gone(pids) == []
+
+
+class _TI:
+    """The part of a task instance run_local touches."""
+
+    def __init__(self) -> None:
+        self.xcom: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.xcom[key] = value
+
+
+def test_on_kill_from_a_signal_handler_leaves_no_process(tmp_path, monkeypatch):
+    """Airflow calls on_kill from its SIGTERM handler, on the thread that runs execute()."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    op = operator(
+        "hang", initialize_distributed=False, entrypoint_kwargs={"pid_dir": str(tmp_path)}
+    )
+    previous = signal.signal(signal.SIGALRM, lambda *_: op.on_kill())
+    signal.setitimer(signal.ITIMER_REAL, 2.0)
+    try:
+        with pytest.raises(JaxJobFailed, match="was killed"):
+            run_local(op, build_jobset(op.build_spec(name="job")), {"ti": _TI()})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    pids = _pids(tmp_path)
+    assert len(pids) == 4
+    assert wait_gone(pids) == []
+    assert op.on_kill() is None  # nothing left to kill
+
+
+def test_non_json_result_is_a_clear_error():
+    with pytest.raises(JaxJobFailed) as failed:
+        run("not_json", initialize_distributed=False)
+    assert "[0/0] TypeError: the function returned a builtins.set that is not JSON" in str(
+        failed.value
+    )
+
+
+@pytest.mark.parametrize("where", ["local", "gcs"])
+def test_large_result_comes_back_through_output_dir(tmp_path, request, where):
+    output_dir = (
+        str(tmp_path / "out")
+        if where == "local"
+        else f"gs://{request.getfixturevalue('gcs_bucket')}/run"
+    )
+    result, _ = run(
+        "large",
+        initialize_distributed=False,
+        output_dir=output_dir,
+        entrypoint_kwargs={"size": 10_000},
+    )
+    assert result == "x" * 10_000
+
+
+def test_localize_rewrites_only_the_coordinators():
+    original = manifest("collective", num_slices=2)
+    local = localize(original, 1234, 5678)
+    env = {
+        e["name"]: e.get("value")
+        for e in local["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+            "containers"
+        ][0]["env"]
+    }
+    assert env["JAX_COORDINATOR_ADDRESS"] == "127.0.0.1:1234"
+    assert env["MEGASCALE_COORDINATOR_ADDRESS"] == "127.0.0.1"
+    assert env["MEGASCALE_PORT"] == "5678"
+    assert original != local and original == manifest("collective", num_slices=2)

@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from airflow_provider_jax import runtime
+from airflow_provider_jax.runtime.messages import parse_report
+
+
+def test_report_prints_a_line_and_keeps_the_last(capsys):
+    runtime.report(
+        step=np.int32(5), loss=np.float32(0.5), lr=1e-3, phase="warmup", bad=float("nan")
+    )
+    report = parse_report(capsys.readouterr().out)
+    assert report == {"step": 5, "loss": 0.5, "lr": 1e-3, "phase": "warmup", "bad": "nan"}
+    assert runtime._last_report == report
+    runtime.report(accuracy=1)
+    assert parse_report(capsys.readouterr().out) == {"accuracy": 1}
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [(np.zeros(3), "must be a scalar"), (object(), "must be a number or a string, got object")],
+)
+def test_report_rejects_what_is_not_a_scalar(value, error):
+    with pytest.raises(TypeError, match=error):
+        runtime.report(step=1, metric=value)
+
+
+def test_environment(monkeypatch):
+    monkeypatch.delenv("AIRFLOW_JAX_OUTPUT_DIR", raising=False)
+    monkeypatch.delenv("JAX_PROCESS_ID", raising=False)
+    monkeypatch.delenv("AIRFLOW_JAX_RESTART_ATTEMPT", raising=False)
+    assert (runtime.output_dir(), runtime.process_index(), runtime.restart_attempt()) == (
+        None,
+        0,
+        0,
+    )
+    monkeypatch.setenv("AIRFLOW_JAX_OUTPUT_DIR", "gs://b/run")
+    monkeypatch.setenv("JAX_PROCESS_ID", "3")
+    monkeypatch.setenv("AIRFLOW_JAX_RESTART_ATTEMPT", "2")
+    assert (runtime.output_dir(), runtime.process_index(), runtime.restart_attempt()) == (
+        "gs://b/run",
+        3,
+        2,
+    )
+
+
+def test_importing_the_runtime_is_light():
+    import subprocess
+    import sys
+
+    code = "import sys, airflow_provider_jax.runtime; print(sorted(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    loaded = out.stdout
+    assert "'airflow'" not in loaded and "'jax'" not in loaded and "'urllib.request'" not in loaded

@@ -1,0 +1,95 @@
+"""Functions the tests run inside JAX processes, by entrypoint ``tests.support.programs:<name>``.
+
+Processes import this module with the repository root on PYTHONPATH; the runtime itself comes
+from the launcher's zip, as it would in a pod.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_jax.runtime import process_index, report, restart_attempt
+
+
+def collective() -> dict[str, Any]:
+    """Sum a global array sharded over every device, and gather each process's place."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.experimental import multihost_utils
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(np.array(jax.devices()), ("devices",))
+    # Every device of process p holds p + 1, so the sum is local_devices * P * (P + 1) / 2.
+    local = np.full(jax.local_device_count(), jax.process_index() + 1, np.float32)
+    global_array = jax.make_array_from_process_local_data(
+        NamedSharding(mesh, PartitionSpec("devices")), local
+    )
+    total = float(jax.jit(jnp.sum)(global_array))
+    place = [
+        jax.process_index(),
+        int(os.environ.get("MEGASCALE_SLICE_ID", "0")),
+        int(os.environ["AIRFLOW_JAX_HOST_INDEX"]),
+    ]
+    report(step=1, total=total, process=jax.process_index())
+    return {
+        "process_index": jax.process_index(),
+        "process_count": jax.process_count(),
+        "device_count": jax.device_count(),
+        "local_device_count": jax.local_device_count(),
+        "total": total,
+        "places": multihost_utils.process_allgather(np.array(place)).tolist(),
+        "restart_attempt": restart_attempt(),
+    }
+
+
+def fail_on(process: int) -> None:
+    """Process ``process`` raises; the others wait for it in a collective, forever."""
+    import jax
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    if jax.process_index() == process:
+        raise ValueError(f"boom from process {process}")
+    multihost_utils.process_allgather(np.zeros(1))
+
+
+def crash_on_first_attempt() -> dict[str, Any]:
+    """Process 1 crashes on a fresh start; after a restart everything succeeds."""
+    if restart_attempt() == 0 and process_index() == 1:
+        raise RuntimeError("crash on the first attempt")
+    return collective()
+
+
+def hang(pid_dir: str) -> None:
+    """Record this process's pid and a child's, then hang (no JAX needed)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    Path(pid_dir, f"{os.getpid()}.pid").write_text(f"{os.getpid()} {child.pid}")
+    while True:
+        time.sleep(1)
+
+
+def echo(**kwargs: Any) -> dict[str, Any]:
+    report(step=3, loss=0.25)
+    return {"kwargs": kwargs, "process": process_index()}
+
+
+def large(size: int) -> str:
+    return "x" * size
+
+
+def not_json() -> set[int]:
+    return {1, 2}
+
+
+def nan() -> float:
+    return float("nan")
+
+
+def broken() -> None:
+    raise KeyError("missing-key")
