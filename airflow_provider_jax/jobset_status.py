@@ -21,6 +21,7 @@ from airflow_provider_jax.runtime.messages import parse_message
 
 COMPLETED, FAILED = "Completed", "Failed"
 IDENTITY_LABELS = ("dag_id", "task_id", "run_id", "map_index")
+TRY_NUMBER_LABEL = "try_number"
 
 
 def terminal_state(jobset: Mapping[str, Any]) -> str | None:
@@ -83,6 +84,12 @@ def owned_by(jobset: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     return have.get(MANAGED_BY_LABEL) == MANAGED_BY and all(
         have.get(k) == labels.get(k) for k in IDENTITY_LABELS
     )
+
+
+def same_try(jobset: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether ``jobset`` was made by the very try that ``labels`` describe."""
+    have = (jobset.get("metadata") or {}).get("labels") or {}
+    return have.get(TRY_NUMBER_LABEL) == labels.get(TRY_NUMBER_LABEL)
 
 
 def _meta(pod: Mapping[str, Any], kind: str) -> Mapping[str, str]:

@@ -99,17 +99,16 @@ def execute_on_kubernetes(op: JaxJobOperator, manifest: dict[str, Any], context:
 def submit(
     hook: JobSetHook, cluster: KubernetesCluster, manifest: Mapping[str, Any], log: Any
 ) -> JobSetRef:
-    """Create the task instance's JobSet, or reattach to the one an earlier try left running.
-
-    A finished one is deleted first (and waited for), so a new try never runs beside it.
-    """
+    """Create the task instance's JobSet, or attach to the one there: still running (an
+    earlier try's, after a worker crash) or made by this very try. One an earlier try left
+    finished is deleted first, and waited for, so a new try never runs beside it."""
     meta = manifest["metadata"]
-    name, namespace = meta["name"], meta["namespace"]
+    name, namespace, labels = meta["name"], meta["namespace"], meta.get("labels") or {}
     for _ in range(3):
         existing = hook.get_jobset(name, namespace)
         if existing is not None:
             uid = status.uid(existing)
-            if not status.owned_by(existing, meta.get("labels") or {}):
+            if not status.owned_by(existing, labels):
                 owner = {
                     k: existing["metadata"].get("labels", {}).get(k) for k in status.IDENTITY_LABELS
                 }
@@ -118,19 +117,18 @@ def submit(
                     f"(its labels say {owner}). Delete it, or give the operator another name."
                 )
             state = status.terminal_state(existing)
-            if state is None and not status.is_deleting(existing):
-                log.info(
-                    "Reattaching to JobSet %s/%s (uid %s): it is still running.",
-                    namespace,
-                    name,
-                    uid,
-                )
+            deleting = status.is_deleting(existing)
+            if not deleting and (state is None or status.same_try(existing, labels)):
+                # Running, or this very try's own (a create whose reply was lost, then
+                # retried): wait on it rather than run the job twice.
+                why = "still running" if state is None else "made by this try"
+                log.info("Reattaching to JobSet %s/%s (uid %s): %s.", namespace, name, uid, why)
                 return JobSetRef(cluster, name, namespace, uid)
             log.info(
                 "JobSet %s/%s from an earlier try is %s; deleting it to start afresh.",
                 namespace,
                 name,
-                (state or "being deleted").lower(),
+                "being deleted" if deleting else state.lower(),
             )
             hook.delete_jobset(name, namespace, uid)
             hook.wait_until_gone(name, namespace, uid)

@@ -75,10 +75,11 @@ def test_submit_reattaches_to_a_running_jobset_of_the_same_task_instance(k8s):
     assert len(k8s.submitted) == 1
 
 
-def test_submit_replaces_a_finished_jobset_after_it_is_gone(k8s):
+def test_a_later_try_replaces_a_finished_jobset_once_it_is_gone(k8s):
     k8s.script(succeed())
-    event = finished(k8s, manifest())
-    fresh = submit(CLUSTER.hook(), CLUSTER, manifest(), _log())
+    event = finished(k8s, manifest(try_number=1))
+    assert submit(CLUSTER.hook(), CLUSTER, manifest(try_number=1), _log()).uid == event["uid"]
+    fresh = submit(CLUSTER.hook(), CLUSTER, manifest(try_number=2), _log())
     assert fresh.uid != event["uid"]
     assert len(k8s.submitted) == 2
     assert k8s.controller.deletions == [(fresh.name, "Foreground")]
@@ -92,8 +93,11 @@ def test_submit_refuses_a_jobset_made_for_another_task_instance(k8s):
     assert len(k8s.jobsets()) == 1 and k8s.controller.deletions == []
 
 
-def test_submit_survives_a_create_whose_reply_was_lost(k8s):
-    k8s.script(run_forever)
+@pytest.mark.parametrize("script", [run_forever, succeed(duration=0.01)], ids=["runs", "done"])
+def test_submit_survives_a_create_whose_reply_was_lost(k8s, script):
+    """The retried create meets our own JobSet (409): running or already done, it is ours to
+    wait on; the job never runs twice."""
+    k8s.script(script)
     posts = iter(range(100))
     k8s.faults = Faults(
         rate=1.0, kinds=("lost",), only=lambda r: r.method == "POST" and not next(posts)

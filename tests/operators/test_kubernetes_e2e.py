@@ -153,7 +153,8 @@ def test_api_faults_at_20_percent_fail_no_task(
     ]
     assert run.received("deferred") == {"loss": 0.25, "step": 3}
     assert run.received("blocking") == {"loss": 0.5, "step": 4}
-    assert run.created_for("deferred") == run.created_for("blocking") == 1
+    story = [line for line in run.proc.stdout.splitlines() if "JobSet" in line]
+    assert run.created_for("deferred") == run.created_for("blocking") == 1, story
     assert any(r.status != "ok" for r in k8s.requests)
 
 

@@ -17,6 +17,7 @@ def manifest(
     max_restarts: int = 0,
     task_id: str = "train",
     run_id: str = "manual__1",
+    try_number: int = 1,
 ) -> dict[str, Any]:
     """A ``hosts``-host (1, 2 or 8) TPU v5e JobSet for task ``task_id`` of run ``run_id``."""
     slice_type, per_host = {1: ("tpu-v5litepod-8", 8), 2: ("tpu-v5litepod-8", 4)}.get(
@@ -24,7 +25,7 @@ def manifest(
     )
     accelerator = parse_tpu(slice_type, chips_per_host=per_host)
     assert accelerator.hosts == hosts, accelerator
-    labels = airflow_labels("dag", task_id, run_id, -1, 1)
+    labels = airflow_labels("dag", task_id, run_id, -1, try_number)
     spec = JaxJobSpec(
         name=name,
         accelerator=accelerator,
