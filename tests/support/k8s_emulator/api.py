@@ -33,7 +33,8 @@ class Faults:
     (dropped after it acted, so the client never hears). Watches end after about
     ``drop_watch_after`` seconds; with probability ``expire_rate`` the history they would
     resume from is compacted first, so the client meets 410 Gone and must list again.
-    ``forbid_watch`` answers every watch with 403, as RBAC without the ``watch`` verb does."""
+    ``forbid_watch`` answers every watch with 403, as RBAC without the ``watch`` verb does.
+    ``seed`` fixes which requests fail, counted in arrival order."""
 
     rate: float = 0.0
     kinds: tuple[int | str, ...] = (429, 500, 503, "reset", "lost")
@@ -43,6 +44,16 @@ class Faults:
     expire_rate: float = 0.0
     forbid_watch: bool = False
     only: Callable[[web.Request], bool] = lambda request: True
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def pick(self, request: web.Request) -> int | str | None:
+        """The fault for this request, if it gets one."""
+        if self.rate and self.only(request) and self._rng.random() < self.rate:
+            return self._rng.choice(self.kinds)
+        return None
 
 
 @dataclass(frozen=True)
@@ -106,11 +117,7 @@ class Api:
         faults = self.faults
         if faults.latency:
             await asyncio.sleep(random.uniform(0, faults.latency))
-        fault = (
-            random.choice(faults.kinds)
-            if faults.rate and faults.only(request) and random.random() < faults.rate
-            else None
-        )
+        fault = faults.pick(request)
         if faults.forbid_watch and flag(request, "watch"):
             self.requests.append(Request(**record, status=403))
             return status(403, "Forbidden", "watch is forbidden by RBAC")
