@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -18,8 +19,9 @@ from typing import Any
 import pytest
 
 from tests.support.airflow_home import AirflowHome
+from tests.support.jobset_schema import REPO
 from tests.support.jobsets import fail_host, run_forever, succeed
-from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
+from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript, ProcessRunner
 
 DAGS = Path(__file__).parent / "dags"
 DAG_FILE = DAGS / "kubernetes_dags.py"
@@ -58,11 +60,13 @@ class Run:
         return sum(1 for m in self.submitted if m["metadata"]["labels"]["task_id"] == task_id)
 
 
-def env(home: AirflowHome, emulator: Emulator, out: Path, **extra: str) -> dict[str, str]:
+def env(
+    home: AirflowHome, emulator: Emulator, out: Path, dags: Path = DAGS, **extra: str
+) -> dict[str, str]:
     """The env of an Airflow process whose ``kubernetes_default`` is the emulator."""
     kubeconfig = emulator.kubeconfig(out / "kubeconfig.json")
     return home.env(
-        DAGS,
+        dags,
         AIRFLOW_CONN_KUBERNETES_DEFAULT=emulator.connection(kubeconfig),
         JAX_TEST_OUT=str(out),
         **extra,
@@ -78,11 +82,13 @@ def task_states(home: AirflowHome, dag_id: str) -> dict[str, tuple[str | None, i
         return {task_id: (state, tries) for task_id, state, tries in rows}
 
 
-def run_dag(home: AirflowHome, emulator: Emulator, out: Path, dag_id: str) -> Run:
+def run_dag(
+    home: AirflowHome, emulator: Emulator, out: Path, dag_id: str, *date: str, **env_kwargs: Any
+) -> Run:
     """``airflow dags test`` (it runs triggers inline, as a triggerer would)."""
     proc = subprocess.run(
-        [*AIRFLOW, "dags", "test", dag_id, "2024-01-01"],
-        env=env(home, emulator, out),
+        [*AIRFLOW, "dags", "test", dag_id, *(date or ["2024-01-01"])],
+        env=env(home, emulator, out, **env_kwargs),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -138,6 +144,35 @@ def test_nothing_is_left_behind(e2e: Run, k8s_emulator: Emulator):
     assert e2e.left == []  # on_finish_action=delete_jobset, whatever the outcome
     assert k8s_emulator.running_pods() == 0
     assert all(m["metadata"]["labels"]["app.kubernetes.io/managed-by"] for m in e2e.submitted)
+
+
+@pytest.mark.parametrize("deferrable", ["True", "False"], ids=["deferred", "blocking"])
+def test_the_quickstart_trains_for_real_through_kubernetes(
+    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path, deferrable: str
+):
+    """The quickstart DAG, unchanged, on the kubernetes backend: its two pods run as real JAX
+    processes (a sharded batch, an all-reduce every step) and the leader's result comes back
+    through its termination message to the downstream task."""
+    dags = REPO / "dags"
+    k8s.runner = ProcessRunner(pythonpath=[str(dags)])  # the image would hold the module
+    run = run_dag(
+        airflow_home,
+        k8s,
+        tmp_path,
+        "quickstart",
+        "2026-01-01",  # on or after its start_date
+        dags=dags,
+        AIRFLOW__JAX__DEFAULT_BACKEND="kubernetes",
+        AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE=deferrable,
+    )
+    assert run.states.get("train", (None,))[0] == "success", run.proc.stdout[-6000:]
+    assert "[0/0] step 60: loss=" in run.proc.stdout  # streamed from the leader's pod log
+    banner = re.search(
+        r"QUICKSTART RESULT: loss=(\S+) at step 60 \(2 processes, 8 devices\)", run.proc.stdout
+    )
+    assert banner, run.proc.stdout[-6000:]
+    assert float(banner[1]) < 0.1
+    assert len(run.submitted) == 1 and run.left == []
 
 
 def test_api_faults_at_20_percent_fail_no_task(

@@ -2,6 +2,12 @@
 
 from tests.support.k8s_emulator.api import Faults
 from tests.support.k8s_emulator.emulator import Emulator
-from tests.support.k8s_emulator.kubelet import Exit, PodRun, PodScript, ScriptedRunner
+from tests.support.k8s_emulator.kubelet import (
+    Exit,
+    PodRun,
+    PodScript,
+    ProcessRunner,
+    ScriptedRunner,
+)
 
-__all__ = ["Emulator", "Exit", "Faults", "PodRun", "PodScript", "ScriptedRunner"]
+__all__ = ["Emulator", "Exit", "Faults", "PodRun", "PodScript", "ProcessRunner", "ScriptedRunner"]

@@ -110,6 +110,7 @@ class Controller:
                 attempt=attempt,
                 plan=plan,
                 container=containers[rjob],
+                manifest=jobset,
             )
             job_name = f"{run.name}-{rjob}-{plan.slice_index}"
             self.store.create(
@@ -191,7 +192,7 @@ class Controller:
         }
         if message:
             terminated["message"] = message
-        await pod.ended(exit)
+        pod.ended(exit)
         self._pod_status(
             pod, "Succeeded" if exit.code == 0 else "Failed", {"terminated": terminated}, False
         )
