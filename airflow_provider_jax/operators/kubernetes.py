@@ -21,12 +21,8 @@ from airflow.sdk.exceptions import AirflowTaskTimeout
 
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict, ProcessFailure
-from airflow_provider_jax.hooks.jobset import (
-    JobSetExists,
-    JobSetHook,
-    KubernetesCluster,
-    cluster_from,
-)
+from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from
+from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
 from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
 from airflow_provider_jax.local.backend import LAST_REPORT_XCOM_KEY
 from airflow_provider_jax.results import read_result, result_uri

@@ -12,7 +12,8 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.hooks.jobset import KubernetesCluster, api_status, explain
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.jobset import api_status, explain
 from airflow_provider_jax.triggers.informer import (
     ABSENT,
     ApiUnavailable,

@@ -7,11 +7,13 @@ import json
 import math
 from pathlib import Path
 from types import SimpleNamespace
+from urllib.parse import unquote
 
 import pytest
 
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
-from airflow_provider_jax.hooks.jobset import KubernetesCluster
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.links.jobset import cloud_logging_url
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.operators.kubernetes import (
     JobSetRef,
@@ -64,6 +66,17 @@ def _log():
     import logging
 
     return logging.getLogger("test")
+
+
+def test_the_logs_link_is_cloud_logging_filtered_by_jobset_name():
+    url = cloud_logging_url(
+        project_id="proj", location="us-central2", cluster_name="tpu", namespace="ml", name="t-1"
+    )
+    query = unquote(url.split(";query=")[1].split("?")[0])
+    assert 'labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="t-1"' in query.splitlines()
+    assert 'resource.labels.cluster_name="tpu"' in query.splitlines()
+    assert url.startswith("https://console.cloud.google.com/logs/query;query=")
+    assert url.endswith("?project=proj")
 
 
 def test_submit_reattaches_to_a_running_jobset_of_the_same_task_instance(k8s):

@@ -116,6 +116,17 @@ def test_downstream_tasks_receive_the_leaders_value_in_both_modes(e2e: Run):
     assert e2e.received("blocking") == {"loss": 0.5, "step": 4}
 
 
+def test_the_jobset_is_named_in_xcom_before_the_wait(e2e: Run, airflow_home: AirflowHome):
+    with sqlite3.connect(airflow_home.path / "airflow.db") as db:
+        rows = db.execute(
+            "SELECT key, value FROM xcom WHERE dag_id = 'jax_k8s_e2e' AND task_id = 'deferred'"
+        ).fetchall()
+    xcom = {key: json.loads(value) for key, value in rows}
+    assert xcom["jobset_namespace"] == "default"
+    assert xcom["jobset_name"].startswith("deferred-")
+    assert xcom["jobset_name"] in {m["metadata"]["name"] for m in e2e.submitted}
+
+
 def test_multiple_outputs_split_the_leaders_dict(e2e: Run):
     assert e2e.received("outputs_loss") == 0.125
 
