@@ -16,11 +16,13 @@ TRACEBACK_LINES = 40
 @dataclass(frozen=True)
 class ProcessFailure:
     """Why one JAX process (one pod) failed: its ``[slice/host]`` tag, the error, and the
-    tail of its traceback (or of its log, when it died without a word)."""
+    tail of its traceback (or of its log, when it died without a word). ``log_tail``, when
+    set, adds its last log lines after a traceback (pods' logs are not in the task log)."""
 
     tag: str
     error: str
     traceback: str = ""
+    log_tail: str = ""
 
     @classmethod
     def from_exit(
@@ -35,7 +37,10 @@ class ProcessFailure:
 
     def render(self) -> str:
         tail = self.traceback.rstrip().splitlines()[-TRACEBACK_LINES:]
-        return "\n".join([f"{self.tag} {self.error}", *(f"    {line}" for line in tail)])
+        lines = [f"{self.tag} {self.error}", *(f"    {line}" for line in tail)]
+        if log := self.log_tail.rstrip().splitlines()[-TRACEBACK_LINES:]:
+            lines += ["  last lines of its log:", *(f"    {line}" for line in log)]
+        return "\n".join(lines)
 
 
 def describe_exit(exit_code: int) -> str:
@@ -55,3 +60,7 @@ class JaxJobFailed(AirflowException):
         self.summary = summary
         self.failures = tuple(failures)
         super().__init__("\n".join([summary, *(f.render() for f in self.failures)]))
+
+
+class JobSetConflict(AirflowException):
+    """A JobSet of the task instance's name exists but was not made for it."""

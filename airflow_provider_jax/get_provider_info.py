@@ -33,6 +33,26 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
+        "hooks": [
+            {
+                "integration-name": "JAX",
+                "python-modules": [
+                    "airflow_provider_jax.hooks.cluster",
+                    "airflow_provider_jax.hooks.jobset",
+                    "airflow_provider_jax.hooks.gke",
+                ],
+            }
+        ],
+        "triggers": [
+            {
+                "integration-name": "JAX",
+                "python-modules": [
+                    "airflow_provider_jax.triggers.orbax",
+                    "airflow_provider_jax.triggers.jobset",
+                ],
+            }
+        ],
+        "extra-links": ["airflow_provider_jax.links.jobset.JobSetLogsLink"],
         "task-decorators": [
             {
                 "class-name": "airflow_provider_jax.decorators.jax_tpu.jax_tpu_task",
@@ -45,9 +65,6 @@ def get_provider_info() -> dict[str, Any]:
         ],
         "sensors": [
             {"integration-name": "JAX", "python-modules": ["airflow_provider_jax.sensors.orbax"]}
-        ],
-        "triggers": [
-            {"integration-name": "JAX", "python-modules": ["airflow_provider_jax.triggers.orbax"]}
         ],
         "config": {
             "jax": {

@@ -15,7 +15,11 @@ os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
 from tests.support.jobset_schema import SCHEMA_PATH, jobset_validator
 
-pytest_plugins = ["tests.support.airflow_home", "tests.support.orbax_fixtures"]
+pytest_plugins = [
+    "tests.support.airflow_home",
+    "tests.support.k8s_fixtures",
+    "tests.support.orbax_fixtures",
+]
 
 
 @pytest.fixture(scope="session")

@@ -17,11 +17,13 @@ from airflow_provider_jax.jobset import (
     jobset_name,
 )
 from airflow_provider_jax.launcher import python_call, split_pip_packages
+from airflow_provider_jax.links.jobset import JobSetLogsLink
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 BACKENDS = ("kubernetes", "local")
+TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
 ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
 
 
@@ -57,6 +59,7 @@ class JaxJobOperator(BaseOperator):
     }
     ui_color = "#e8f0fe"
     ships_source: ClassVar[bool] = False  # True for the decorators, which ship a function
+    operator_extra_links = (JobSetLogsLink(),)
 
     def __init__(
         self,
@@ -269,7 +272,30 @@ class JaxJobOperator(BaseOperator):
 
         return execute_on_kubernetes(self, manifest, context)
 
+    def execute_complete(
+        self, context: Context, event: dict[str, Any], cluster: dict[str, Any] | None = None
+    ) -> Any:
+        """Resume after the JobSet trigger fired: the leader's result, or the failure."""
+        from airflow_provider_jax.operators.kubernetes import complete_on_kubernetes
+
+        return complete_on_kubernetes(self, context, event, cluster)
+
+    def resume_execution(
+        self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context
+    ) -> Any:
+        if next_method == TRIGGER_FAIL_REPR and self.resolved_backend == "kubernetes":
+            # Airflow failed the deferred task itself (its trigger timeout, or the trigger
+            # crashed): the JobSet must not outlive it.
+            from airflow_provider_jax.operators.kubernetes import kill_on_kubernetes
+
+            kill_on_kubernetes(self, context)
+        return super().resume_execution(next_method, next_kwargs, context)
+
     def on_kill(self) -> None:
         # The local backend keeps its running job here while execute() waits on it.
         if (local_run := getattr(self, "_local_run", None)) is not None:
             local_run.kill()
+        elif self.resolved_backend == "kubernetes":
+            from airflow_provider_jax.operators.kubernetes import kill_on_kubernetes
+
+            kill_on_kubernetes(self)

@@ -1,0 +1,310 @@
+"""Hooks for JobSets and their pods, on the cncf provider's Kubernetes hooks and connection.
+
+Objects travel as the API server's own JSON (dicts), never as generated client models, so the
+sync and async clients, the trigger and the operator all read them with the same helpers
+(:mod:`airflow_provider_jax.jobset_status`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import tenacity
+from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
+from airflow.providers.cncf.kubernetes.kubernetes_helper_functions import (
+    API_RETRIES,
+    TRANSIENT_CONNECTION_ERRORS,
+    TRANSIENT_STATUS_CODES,
+    WaitRetryAfterOrExponential,
+)
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+from kubernetes_asyncio import client as async_client
+from kubernetes_asyncio import watch as async_watch
+from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
+
+from airflow_provider_jax.jobset import (
+    CONTAINER_NAME,
+    GROUP,
+    JOBSET_NAME_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    PLURAL,
+    VERSION,
+)
+
+log = logging.getLogger(__name__)
+
+OUR_JOBSETS = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
+# A log stream may sit idle for a long time; reconnect only after 10 silent minutes.
+LOG_STREAM_TIMEOUT = (30, 600)
+
+
+class JobSetExists(Exception):
+    """Create found a JobSet of that name already there (HTTP 409)."""
+
+
+def api_status(exc: BaseException) -> int | None:
+    """The HTTP status of a Kubernetes API error from either client, else None."""
+    return exc.status if isinstance(exc, ApiException | AsyncApiException) else None
+
+
+def explain(exc: BaseException) -> str:
+    """A short account of an API error (the clients' own ``repr`` is empty)."""
+    status = api_status(exc)
+    if status is None:
+        return repr(exc)
+    body = getattr(exc, "body", None)
+    try:
+        message = json.loads(body).get("message") if body else None
+    except (TypeError, ValueError, AttributeError):
+        message = None
+    return f"HTTP {status} {getattr(exc, 'reason', '') or ''}: {message or ''}".strip(" :")
+
+
+def is_transient(exc: BaseException) -> bool:
+    """429, 5xx and lost connections: worth another try. 409 is not (the cncf helper's set
+    includes it for updates; for create it means "exists", for deletes "not that object")."""
+    status = api_status(exc)
+    if status is not None:
+        return status in TRANSIENT_STATUS_CODES and status != 409
+    return isinstance(exc, (*TRANSIENT_CONNECTION_ERRORS, TimeoutError, ConnectionError))
+
+
+def api_retry() -> Any:
+    """The cncf provider's policy (Retry-After on 429, else exponential), for our calls."""
+    return tenacity.retry(
+        stop=tenacity.stop_after_attempt(API_RETRIES),
+        wait=WaitRetryAfterOrExponential(),
+        retry=tenacity.retry_if_exception(is_transient),
+        reraise=True,
+        before_sleep=tenacity.before_sleep_log(log, logging.WARNING),
+    )
+
+
+def _delete_options(uid: str | None) -> dict[str, Any]:
+    # Foreground: the JobSet stays visible until its Jobs and pods are gone, so "gone" means
+    # nothing is left running. The uid precondition keeps a late delete off a newer JobSet.
+    body: dict[str, Any] = {"propagationPolicy": "Foreground"}
+    if uid:
+        body["preconditions"] = {"uid": uid}
+    return body
+
+
+def pods_selector(name: str) -> str:
+    return f"{JOBSET_NAME_LABEL}={name}"
+
+
+class JobSetOperations:
+    """JobSet calls for any hook that has ``custom_object_client`` and ``core_v1_client``."""
+
+    custom_object_client: client.CustomObjectsApi
+    core_v1_client: client.CoreV1Api
+
+    def create_jobset(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Submit ``manifest``; raises :class:`JobSetExists` if the name is taken.
+
+        A create whose reply was lost is retried like any other call; the retry then meets
+        its own JobSet as a 409, which the caller sees as "exists" and inspects.
+        """
+        namespace = manifest["metadata"]["namespace"]
+
+        @api_retry()
+        def create() -> dict[str, Any]:
+            return self.custom_object_client.create_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, dict(manifest)
+            )
+
+        try:
+            return create()
+        except ApiException as err:
+            if err.status == 409:
+                raise JobSetExists(manifest["metadata"]["name"]) from err
+            raise
+
+    @api_retry()
+    def get_jobset(self, name: str, namespace: str) -> dict[str, Any] | None:
+        """The JobSet, or None if there is none of that name."""
+        try:
+            return self.custom_object_client.get_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+
+    @api_retry()
+    def delete_jobset(self, name: str, namespace: str, uid: str | None = None) -> bool:
+        """Delete with Foreground propagation; False if it (or that ``uid``) was already gone."""
+        try:
+            self.custom_object_client.delete_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, body=_delete_options(uid)
+            )
+        except ApiException as err:
+            if err.status in (404, 409):  # gone, or the name now belongs to another uid
+                return False
+            raise
+        return True
+
+    def wait_until_gone(
+        self, name: str, namespace: str, uid: str | None, timeout: float = 600, interval: float = 1
+    ) -> None:
+        """Block until the JobSet ``uid`` (with its pods, under Foreground) no longer exists."""
+        deadline = time.monotonic() + timeout
+        while (current := self.get_jobset(name, namespace)) is not None:
+            if uid and current["metadata"].get("uid") != uid:
+                return
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"JobSet {namespace}/{name} still exists after {timeout:.0f}s")
+            time.sleep(interval)
+
+    @api_retry()
+    def list_jobset_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
+        response = self.core_v1_client.list_namespaced_pod(
+            namespace, label_selector=pods_selector(name), _preload_content=False
+        )
+        return json.loads(response.data)["items"]
+
+    @api_retry()
+    def read_pod_log(
+        self,
+        pod_name: str,
+        namespace: str,
+        *,
+        container: str = CONTAINER_NAME,
+        tail_lines: int | None = None,
+        limit_bytes: int | None = None,
+    ) -> str:
+        """A container's log (its tail, if asked), decoded leniently; "" if the pod is gone."""
+        kwargs: dict[str, Any] = {"container": container, "_preload_content": False}
+        if tail_lines is not None:
+            kwargs["tail_lines"] = tail_lines
+        if limit_bytes is not None:
+            kwargs["limit_bytes"] = limit_bytes
+        try:
+            response = self.core_v1_client.read_namespaced_pod_log(pod_name, namespace, **kwargs)
+        except ApiException as err:
+            if err.status in (400, 404):  # not started yet, or gone
+                return ""
+            raise
+        return response.data.decode("utf-8", errors="replace")
+
+
+class JobSetHook(JobSetOperations, KubernetesHook):
+    """Create, read, delete and inspect JobSets on a ``kubernetes`` connection (in-cluster,
+    kubeconfig file, or kubeconfig in the connection)."""
+
+    hook_name = "JobSet (Kubernetes)"
+
+
+class AsyncJobSetOperations:
+    """Async JobSet calls for any hook whose ``get_conn()`` yields an async ``ApiClient``."""
+
+    get_conn: Any
+
+    @api_retry()
+    async def get_jobset(self, name: str, namespace: str) -> dict[str, Any] | None:
+        async with self.get_conn() as api:
+            try:
+                return await async_client.CustomObjectsApi(api).get_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURAL, name
+                )
+            except AsyncApiException as err:
+                if err.status == 404:
+                    return None
+                raise
+
+    @api_retry()
+    async def delete_jobset(self, name: str, namespace: str, uid: str | None = None) -> bool:
+        async with self.get_conn() as api:
+            try:
+                await async_client.CustomObjectsApi(api).delete_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURAL, name, body=_delete_options(uid)
+                )
+            except AsyncApiException as err:
+                if err.status in (404, 409):
+                    return False
+                raise
+        return True
+
+    async def list_jobsets(
+        self, namespace: str, label_selector: str = OUR_JOBSETS
+    ) -> tuple[list[dict[str, Any]], str]:
+        """(items, resourceVersion) of one consistent list. Not retried: the caller decides."""
+        async with self.get_conn() as api:
+            listing = await async_client.CustomObjectsApi(api).list_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, label_selector=label_selector
+            )
+        return listing["items"], listing["metadata"]["resourceVersion"]
+
+    async def watch_jobsets(
+        self,
+        namespace: str,
+        resource_version: str,
+        *,
+        label_selector: str = OUR_JOBSETS,
+        timeout_seconds: int = 300,
+    ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        """(type, object) events after ``resource_version``, BOOKMARKs included, until the
+        server ends the watch. A 410 (history compacted) raises; the caller re-lists."""
+        async with self.get_conn() as api:
+            custom = async_client.CustomObjectsApi(api)
+            stream = async_watch.Watch().stream(
+                custom.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                namespace,
+                PLURAL,
+                label_selector=label_selector,
+                resource_version=resource_version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=timeout_seconds,
+            )
+            async with stream:
+                async for event in stream:
+                    yield event["type"], event["raw_object"]
+
+    @api_retry()
+    async def list_jobset_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
+        async with self.get_conn() as api:
+            response = await async_client.CoreV1Api(api).list_namespaced_pod(
+                namespace, label_selector=pods_selector(name), _preload_content=False
+            )
+            return json.loads(await response.read())["items"]
+
+    async def follow_pod_log(
+        self,
+        pod_name: str,
+        namespace: str,
+        *,
+        container: str = CONTAINER_NAME,
+        since_seconds: int | None = None,
+    ) -> AsyncIterator[str]:
+        """Lines of a running container's log (with RFC 3339 timestamps) as they come."""
+        kwargs: dict[str, Any] = {
+            "container": container,
+            "follow": True,
+            "timestamps": True,
+            "_preload_content": False,
+            "_request_timeout": LOG_STREAM_TIMEOUT,
+        }
+        if since_seconds is not None:
+            kwargs["since_seconds"] = since_seconds
+        async with self.get_conn() as api:
+            response = await async_client.CoreV1Api(api).read_namespaced_pod_log(
+                pod_name, namespace, **kwargs
+            )
+            try:
+                async for raw in response.content:
+                    yield raw.decode("utf-8", errors="replace").rstrip("\n")
+            finally:
+                response.release()
+
+
+class AsyncJobSetHook(AsyncJobSetOperations, AsyncKubernetesHook):
+    """The async twin of :class:`JobSetHook`, for triggers."""

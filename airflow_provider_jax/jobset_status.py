@@ -1,0 +1,177 @@
+"""Read what a JobSet and its pods say about a run. Pure: raw API dicts in, plain values out.
+
+Shared by the trigger (is it over?), the operator (whose result, which host failed) and the
+test cluster, so every part agrees on what "finished", "leader" and "failed pod" mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from airflow_provider_jax.jobset import (
+    COMPLETION_INDEX_ANNOTATION,
+    CONTAINER_NAME,
+    JOB_INDEX_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    RESTART_ATTEMPT_LABEL,
+)
+from airflow_provider_jax.runtime.messages import parse_message
+
+COMPLETED, FAILED = "Completed", "Failed"
+IDENTITY_LABELS = ("dag_id", "task_id", "run_id", "map_index")
+TRY_NUMBER_LABEL = "try_number"
+
+
+def terminal_state(jobset: Mapping[str, Any]) -> str | None:
+    """``"Completed"`` or ``"Failed"`` once the JobSet has finished, else None."""
+    status = jobset.get("status") or {}
+    if status.get("terminalState") in (COMPLETED, FAILED):
+        return status["terminalState"]
+    for condition in status.get("conditions") or ():
+        if condition.get("type") in (COMPLETED, FAILED) and condition.get("status") == "True":
+            return condition["type"]
+    return None
+
+
+def is_deleting(jobset: Mapping[str, Any]) -> bool:
+    return bool((jobset.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def uid(obj: Mapping[str, Any] | None) -> str | None:
+    return ((obj or {}).get("metadata") or {}).get("uid")
+
+
+def summary(jobset: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a JobSet's status worth carrying in a trigger event or an error."""
+    status = jobset.get("status") or {}
+    return {
+        "terminalState": status.get("terminalState"),
+        "restarts": status.get("restarts", 0),
+        "maxRestarts": ((jobset.get("spec") or {}).get("failurePolicy") or {}).get(
+            "maxRestarts", 0
+        ),
+        "conditions": [
+            {k: c[k] for k in ("type", "status", "reason", "message") if c.get(k) is not None}
+            for c in status.get("conditions") or ()
+        ],
+    }
+
+
+def describe(info: Mapping[str, Any]) -> str:
+    """One line from :func:`summary`: conditions, then restarts used of those allowed."""
+    conditions = "; ".join(
+        f"{c['type']}={c.get('status')}"
+        + (f" ({c['reason']}: {c['message']})" if c.get("reason") else "")
+        for c in info.get("conditions") or ()
+    )
+    restarts = f"restarts {info.get('restarts', 0)}/{info.get('maxRestarts', 0)}"
+    return f"{conditions or 'no conditions'}; {restarts}"
+
+
+def has_started(jobset: Mapping[str, Any]) -> bool:
+    """Whether any child Job has pods running or done: the moment a leader's log can exist."""
+    for rjob in (jobset.get("status") or {}).get("replicatedJobsStatus") or ():
+        if any(rjob.get(k) for k in ("active", "ready", "succeeded", "failed")):
+            return True
+    return False
+
+
+def owned_by(jobset: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether ``jobset`` was made by this provider for the task instance ``labels`` name."""
+    have = (jobset.get("metadata") or {}).get("labels") or {}
+    return have.get(MANAGED_BY_LABEL) == MANAGED_BY and all(
+        have.get(k) == labels.get(k) for k in IDENTITY_LABELS
+    )
+
+
+def same_try(jobset: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
+    """Whether ``jobset`` was made by the very try that ``labels`` describe."""
+    have = (jobset.get("metadata") or {}).get("labels") or {}
+    return have.get(TRY_NUMBER_LABEL) == labels.get(TRY_NUMBER_LABEL)
+
+
+def _meta(pod: Mapping[str, Any], kind: str) -> Mapping[str, str]:
+    return (pod.get("metadata") or {}).get(kind) or {}
+
+
+def _int(value: str | None, default: int = 0) -> int:
+    try:
+        return int(value) if value is not None else default
+    except ValueError:
+        return default
+
+
+def restart_attempt(pod: Mapping[str, Any]) -> int:
+    return _int(_meta(pod, "labels").get(RESTART_ATTEMPT_LABEL))
+
+
+def position(pod: Mapping[str, Any]) -> tuple[int, int]:
+    """(slice, host) of a pod: its Job's index in the replicated job and its completion index."""
+    # Kubernetes 1.28+ also sets a label of the same name; older clusters only the annotation.
+    host = _meta(pod, "annotations").get(COMPLETION_INDEX_ANNOTATION)
+    if host is None:
+        host = _meta(pod, "labels").get(COMPLETION_INDEX_ANNOTATION)
+    return _int(_meta(pod, "labels").get(JOB_INDEX_LABEL)), _int(host)
+
+
+def tag(pod: Mapping[str, Any]) -> str:
+    """``[slice/host]``, as the local backend names processes."""
+    slice_index, host_index = position(pod)
+    return f"[{slice_index}/{host_index}]"
+
+
+def latest_attempt(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The pods of the newest restart attempt, slice-major."""
+    pods = list(pods)
+    if not pods:
+        return []
+    newest = max(restart_attempt(p) for p in pods)
+    return sorted((p for p in pods if restart_attempt(p) == newest), key=position)
+
+
+def leader_pod(pods: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
+    """Process 0: job-index 0, completion index 0, of the latest restart attempt."""
+    current = latest_attempt(pods)
+    return next((p for p in current if position(p) == (0, 0)), None)
+
+
+def container_status(
+    pod: Mapping[str, Any], container: str = CONTAINER_NAME
+) -> Mapping[str, Any] | None:
+    statuses = (pod.get("status") or {}).get("containerStatuses") or ()
+    return next((s for s in statuses if s.get("name") == container), None)
+
+
+def termination(
+    pod: Mapping[str, Any], container: str = CONTAINER_NAME
+) -> Mapping[str, Any] | None:
+    """The container's ``terminated`` state (exitCode, reason, message), if it has ended."""
+    status = container_status(pod, container) or {}
+    return (status.get("state") or {}).get("terminated") or (status.get("lastState") or {}).get(
+        "terminated"
+    )
+
+
+def termination_message(pod: Mapping[str, Any], container: str = CONTAINER_NAME) -> str | None:
+    return (termination(pod, container) or {}).get("message")
+
+
+def has_failed(pod: Mapping[str, Any]) -> bool:
+    ended = termination(pod)
+    if ended is not None:
+        return ended.get("exitCode", 0) != 0
+    return (pod.get("status") or {}).get("phase") == "Failed"
+
+
+def failed_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Failed pods of the latest attempt, culprits first: a pod whose own runtime reported an
+    error comes before pods that were merely taken down with it, then by when each ended."""
+
+    def order(pod: Mapping[str, Any]) -> tuple[bool, str, tuple[int, int]]:
+        message = parse_message(termination_message(pod))
+        reported = message is not None and message["ok"] is False
+        return (not reported, (termination(pod) or {}).get("finishedAt") or "~", position(pod))
+
+    return sorted((p for p in latest_attempt(pods) if has_failed(p)), key=order)

@@ -1,0 +1,272 @@
+"""One list+watch of JobSets per (cluster, namespace) per event loop, shared by every trigger
+that waits on a JobSet there.
+
+A triggerer running a thousand JAX jobs then holds one watch per namespace instead of a
+thousand polls: about one request per five minutes per namespace while nothing fails, plus a
+list whenever the watch has to start over. The watch resumes from the last resourceVersion it
+saw (BOOKMARKs included); on 410 Gone it lists again and tells each waiter the current state,
+so nothing that happened during the gap is missed. Where RBAC forbids watching it polls with
+lists instead. Transient API errors (429, 5xx, lost connections) are retried with backoff until
+they have lasted ``retry_budget`` seconds; then every waiter gets the error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+import weakref
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.jobset import (
+    OUR_JOBSETS,
+    AsyncJobSetHook,
+    api_status,
+    explain,
+    is_transient,
+)
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+WATCH_TIMEOUT = 300  # seconds a watch stays open before it is renewed
+ABSENT = "ABSENT"  # not in a fresh list: deleted while we were not watching, or never there
+
+
+class ApiUnavailable(Exception):
+    """The Kubernetes API kept failing past the retry budget, or refused us outright."""
+
+
+class Backoff:
+    """Exponential backoff with jitter that honours ``Retry-After``, within a time budget
+    counted from the first failure since the last :meth:`reset`."""
+
+    def __init__(self, budget: float, first: float = 1.0, cap: float = 30.0) -> None:
+        self.budget, self.first, self.cap = budget, first, cap
+        self.reset()
+
+    def reset(self) -> None:
+        self.failures = 0
+        self.since: float | None = None
+
+    async def wait(self, err: BaseException) -> None:
+        """Sleep before the next try, or raise :class:`ApiUnavailable` once over budget."""
+        now = time.monotonic()
+        self.since = self.since or now
+        if now - self.since >= self.budget:
+            raise ApiUnavailable(
+                f"the Kubernetes API has been failing for {now - self.since:.0f}s: {explain(err)}"
+            ) from err
+        delay = min(self.cap, self.first * 2**self.failures) * random.uniform(0.5, 1.0)
+        headers = getattr(err, "headers", None) or {}
+        if retry_after := headers.get("Retry-After"):
+            with contextlib.suppress(ValueError):
+                delay = max(delay, float(retry_after))
+        self.failures += 1
+        await asyncio.sleep(min(delay, self.budget - (now - self.since)))
+
+
+async def with_retries(call: Callable[[], Awaitable[T]], budget: float) -> T:
+    """``call()``, retried on transient API errors until they have lasted ``budget`` seconds."""
+    backoff = Backoff(budget)
+    while True:
+        try:
+            return await call()
+        except Exception as err:
+            if not is_transient(err):
+                raise
+            log.warning("Kubernetes API call failed, retrying: %s", explain(err))
+            await backoff.wait(err)
+
+
+@dataclass(frozen=True)
+class Change:
+    """What a waiter learns: ``type`` is ADDED/MODIFIED/DELETED from the watch, or ABSENT
+    (with ``obj`` None) when a list did not have the object."""
+
+    type: str
+    obj: dict[str, Any] | None
+
+
+class Subscription:
+    """The changes to one JobSet, in order, starting with its state when subscribed."""
+
+    def __init__(self, informer: JobSetInformer, name: str) -> None:
+        self.informer, self.name = informer, name
+        self._queue: asyncio.Queue[Change | BaseException] = asyncio.Queue()
+
+    def put(self, item: Change | BaseException) -> None:
+        self._queue.put_nowait(item)
+
+    async def next(self) -> Change:
+        item = await self._queue.get()
+        if isinstance(item, BaseException):
+            raise item
+        return item
+
+
+class JobSetInformer:
+    """The shared list+watch loop; use it through :func:`subscribe`."""
+
+    def __init__(
+        self,
+        hook: AsyncJobSetHook,
+        namespace: str,
+        *,
+        poll_interval: float = 10.0,
+        retry_budget: float = 600.0,
+        label_selector: str = OUR_JOBSETS,
+    ) -> None:
+        self.hook, self.namespace = hook, namespace
+        self.poll_interval, self.retry_budget = poll_interval, retry_budget
+        self.label_selector = label_selector
+        self.cache: dict[str, dict[str, Any]] = {}
+        self.synced = False
+        self.polling = False
+        self.subscribers: dict[str, set[Subscription]] = {}
+        self.task: asyncio.Task[None] | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.task is not None and not self.task.done()
+
+    def start(self) -> None:
+        self.task = asyncio.create_task(self._run(), name=f"jobset-informer-{self.namespace}")
+
+    def subscribe(self, name: str) -> Subscription:
+        sub = Subscription(self, name)
+        self.subscribers.setdefault(name, set()).add(sub)
+        if self.synced:
+            obj = self.cache.get(name)
+            sub.put(Change("ADDED", obj) if obj is not None else Change(ABSENT, None))
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> bool:
+        """Drop ``sub``; True when it was the last one and the informer has stopped."""
+        subs = self.subscribers.get(sub.name, set())
+        subs.discard(sub)
+        if not subs:
+            self.subscribers.pop(sub.name, None)
+        if self.subscribers:
+            return False
+        if self.task is not None:
+            self.task.cancel()
+        return True
+
+    def _tell(self, name: str, change: Change | BaseException) -> None:
+        for sub in self.subscribers.get(name, ()):
+            sub.put(change)
+
+    async def _list(self) -> str:
+        items, resource_version = await self.hook.list_jobsets(self.namespace, self.label_selector)
+        fresh = {obj["metadata"]["name"]: obj for obj in items}
+        old, self.cache, self.synced = self.cache, fresh, True
+        for name in list(self.subscribers):
+            obj = fresh.get(name)
+            if obj is None:
+                self._tell(name, Change(ABSENT, None))
+            elif not self._same(old.get(name), obj):
+                self._tell(name, Change("MODIFIED", obj))
+        return resource_version
+
+    @staticmethod
+    def _same(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
+        return (
+            a is not None and a["metadata"]["resourceVersion"] == b["metadata"]["resourceVersion"]
+        )
+
+    def _apply(self, kind: str, obj: dict[str, Any]) -> None:
+        name = obj["metadata"]["name"]
+        if kind == "DELETED":
+            self.cache.pop(name, None)
+        else:
+            self.cache[name] = obj
+        self._tell(name, Change(kind, obj))
+
+    async def _run(self) -> None:
+        backoff = Backoff(self.retry_budget)
+        resource_version: str | None = None
+        while True:
+            try:
+                if resource_version is None or self.polling:
+                    resource_version = await self._list()
+                    backoff.reset()
+                if self.polling:
+                    await asyncio.sleep(self.poll_interval)
+                    continue
+                async for kind, obj in self.hook.watch_jobsets(
+                    self.namespace,
+                    resource_version,
+                    label_selector=self.label_selector,
+                    timeout_seconds=WATCH_TIMEOUT,
+                ):
+                    backoff.reset()
+                    resource_version = obj["metadata"]["resourceVersion"]
+                    if kind in ("ADDED", "MODIFIED", "DELETED"):
+                        self._apply(kind, obj)
+                backoff.reset()  # the server closed the watch; open the next one
+            except asyncio.CancelledError:
+                raise
+            except Exception as err:
+                status = api_status(err)
+                if status == 410:
+                    log.info("JobSet watch in %s expired (410); listing again", self.namespace)
+                    resource_version = None
+                elif status in (403, 405) and resource_version is not None and not self.polling:
+                    log.warning("Watching JobSets is not allowed (%s); polling instead", status)
+                    self.polling = True
+                elif is_transient(err):
+                    try:
+                        await backoff.wait(err)
+                    except ApiUnavailable as gave_up:
+                        return self._fail(gave_up)
+                else:
+                    return self._fail(ApiUnavailable(f"JobSet list/watch failed: {explain(err)}"))
+
+    def _fail(self, err: ApiUnavailable) -> None:
+        log.error("%s", err)
+        for name in list(self.subscribers):
+            self._tell(name, err)
+
+
+_informers: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[KubernetesCluster, str], JobSetInformer]
+] = weakref.WeakKeyDictionary()
+
+
+@contextlib.asynccontextmanager
+async def subscribe(
+    cluster: KubernetesCluster,
+    namespace: str,
+    name: str,
+    *,
+    poll_interval: float = 10.0,
+    retry_budget: float = 600.0,
+    connection_extras: dict[str, Any] | None = None,
+) -> AsyncIterator[Subscription]:
+    """Wait on JobSet ``name`` through the informer for (cluster, namespace) in this event
+    loop, starting it if needed (the first subscriber's settings apply) and stopping it when
+    its last subscriber leaves."""
+    informers = _informers.setdefault(asyncio.get_running_loop(), {})
+    key = (cluster, namespace)
+    informer = informers.get(key)
+    if informer is None or not informer.running:
+        informer = JobSetInformer(
+            cluster.async_hook(connection_extras),
+            namespace,
+            poll_interval=poll_interval,
+            retry_budget=retry_budget,
+        )
+        informers[key] = informer
+        informer.start()
+    sub = informer.subscribe(name)
+    try:
+        yield sub
+    finally:
+        if informer.unsubscribe(sub) and informers.get(key) is informer:
+            del informers[key]

@@ -1,0 +1,210 @@
+"""``JobSetTrigger``: wait in the triggerer until a JobSet has finished, then fire once."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from airflow import __version__ as airflow_version
+from airflow.triggers.base import BaseTrigger, TriggerEvent
+from packaging.version import Version
+
+from airflow_provider_jax import jobset_status as status
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.jobset import api_status, explain
+from airflow_provider_jax.triggers.informer import (
+    ABSENT,
+    ApiUnavailable,
+    Change,
+    subscribe,
+    with_retries,
+)
+from airflow_provider_jax.triggers.leader_log import LeaderLog
+
+SUCCESS, FAILED, TIMEOUT, ERROR = "success", "failed", "timeout", "error"
+LOG_GRACE = 5.0  # seconds to show the end of a finished leader's log before firing
+# From 3.3 the triggerer calls on_kill() for user actions only; before, cleanup() must ask.
+_TRIGGER_ON_KILL = Version(Version(airflow_version).base_version) >= Version("3.3.0")
+
+
+class JobSetTrigger(BaseTrigger):
+    """Fire exactly one event when JobSet ``name`` (with ``uid``) completes, fails, vanishes,
+    or runs past ``deadline`` (epoch seconds: the task's ``execution_timeout``).
+
+    Holds plain data only, including the cluster (:class:`KubernetesCluster` as a dict: a
+    connection id, or a GKE endpoint and Google connection), and has no side effect while
+    it waits, so running it twice is harmless. Waiting costs almost nothing: the JobSet is
+    watched through the informer shared by every trigger on that (cluster, namespace). The
+    leader's log lines and progress reports go to the task log, at most ``log_lines`` of each.
+
+    The event: ``status`` (success / failed / timeout / error), ``name``, ``namespace``,
+    ``uid``, ``reason``, ``message`` and ``jobset`` (conditions and restarts).
+    """
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        namespace: str,
+        uid: str,
+        cluster: dict[str, Any],
+        deadline: float | None = None,
+        poll_interval: float = 10.0,
+        retry_budget: float = 600.0,
+        log_lines: int = 1000,
+    ) -> None:
+        super().__init__()
+        self.name, self.namespace, self.uid = name, namespace, uid
+        self.cluster = dict(cluster)
+        self.deadline = deadline
+        self.poll_interval = poll_interval
+        self.retry_budget = retry_budget
+        self.log_lines = log_lines
+        self._fired = False
+
+    def serialize(self) -> tuple[str, dict[str, Any]]:
+        return (
+            f"{type(self).__module__}.{type(self).__qualname__}",
+            {
+                "name": self.name,
+                "namespace": self.namespace,
+                "uid": self.uid,
+                "cluster": self.cluster,
+                "deadline": self.deadline,
+                "poll_interval": self.poll_interval,
+                "retry_budget": self.retry_budget,
+                "log_lines": self.log_lines,
+            },
+        )
+
+    @property
+    def kubernetes(self) -> KubernetesCluster:
+        return KubernetesCluster.from_dict(self.cluster)
+
+    async def run(self) -> AsyncIterator[TriggerEvent]:
+        event = await self.wait()
+        self._fired = True
+        yield TriggerEvent(event)
+
+    async def wait(self, connection_extras: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The event this trigger fires; the operator's blocking mode awaits it directly."""
+        limit = asyncio.timeout(None if self.deadline is None else self.deadline - time.time())
+        try:
+            async with limit:
+                return await self._watch(connection_extras)
+        except TimeoutError:
+            if not limit.expired():
+                raise
+            return self._event(TIMEOUT, "ExecutionTimeout", "the task's execution_timeout passed")
+        except ApiUnavailable as err:
+            return self._event(ERROR, "ApiUnavailable", str(err))
+        except Exception as err:
+            if api_status(err) is None:
+                raise
+            # Not transient (401, 403, ...): waiting longer will not help.
+            return self._event(ERROR, "ApiError", f"Kubernetes API refused a call: {explain(err)}")
+
+    async def _watch(self, connection_extras: dict[str, Any] | None) -> dict[str, Any]:
+        cluster = self.kubernetes
+        hook = cluster.async_hook(connection_extras)
+        leader_log = (
+            LeaderLog(hook, self.name, self.namespace, max_lines=self.log_lines, log=self.log)
+            if self.log_lines > 0
+            else None
+        )
+        async with subscribe(
+            cluster,
+            self.namespace,
+            self.name,
+            poll_interval=self.poll_interval,
+            retry_budget=self.retry_budget,
+            connection_extras=connection_extras,
+        ) as changes:
+            try:
+                while True:
+                    change = await changes.next()
+                    if change.type == ABSENT or status.uid(change.obj) != self.uid:
+                        # Not news about our JobSet (a lagging watch, a predecessor's
+                        # DELETED): ask the API server itself.
+                        fresh = await with_retries(
+                            lambda: hook.get_jobset(self.name, self.namespace), self.retry_budget
+                        )
+                        change = Change("GET", fresh)
+                    if leader_log is not None and change.obj is not None:
+                        leader_log.update(change.obj)
+                    if (event := self._verdict(change)) is not None:
+                        if leader_log is not None:
+                            await leader_log.stop(grace=LOG_GRACE)
+                        return event
+            finally:
+                if leader_log is not None:
+                    await leader_log.stop()
+
+    def _verdict(self, change: Change) -> dict[str, Any] | None:
+        jobset = change.obj
+        where = f"JobSet {self.namespace}/{self.name}"
+        if jobset is None or status.uid(jobset) != self.uid:
+            return self._event(FAILED, "Deleted", f"{where} no longer exists; was it deleted?")
+        info = status.summary(jobset)
+        state = status.terminal_state(jobset)
+        if state == status.COMPLETED:
+            return self._event(SUCCESS, "Completed", f"{where} completed", info)
+        if state == status.FAILED:
+            failed = next((c for c in info["conditions"] if c["type"] == status.FAILED), {})
+            reason = failed.get("reason", "Failed")
+            return self._event(FAILED, reason, failed.get("message", f"{where} failed"), info)
+        if change.type == "DELETED" or status.is_deleting(jobset):
+            return self._event(FAILED, "Deleted", f"{where} was deleted before it finished", info)
+        return None
+
+    def _event(
+        self, outcome: str, reason: str, message: str, jobset: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        return {
+            "status": outcome,
+            "name": self.name,
+            "namespace": self.namespace,
+            "uid": self.uid,
+            "reason": reason,
+            "message": message,
+            "jobset": jobset,
+        }
+
+    async def on_kill(self) -> None:
+        """The task was killed, cleared or marked failed/success while deferred (3.3+)."""
+        await self._delete()
+
+    async def cleanup(self) -> None:
+        """Before Airflow 3.3 this is the only hook on a user kill, so delete only once the
+        task has left DEFERRED; a triggerer restart (still DEFERRED) must not delete."""
+        if _TRIGGER_ON_KILL or self._fired:
+            return
+        try:
+            safe = await self.safe_to_cancel()
+        except Exception:
+            self.log.warning("Could not read the task's state; keeping the JobSet", exc_info=True)
+            return
+        if safe:
+            await self._delete()
+
+    async def safe_to_cancel(self) -> bool:
+        """Whether the task has stopped waiting on this trigger (so the JobSet must go)."""
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+        from airflow.utils.state import TaskInstanceState
+        from asgiref.sync import sync_to_async
+
+        ti = self.task_instance
+        states = await sync_to_async(RuntimeTaskInstance.get_task_states)(
+            dag_id=ti.dag_id, task_ids=[ti.task_id], run_ids=[ti.run_id], map_index=ti.map_index
+        )
+        key = f"{ti.task_id}_{ti.map_index}" if ti.map_index >= 0 else ti.task_id
+        return states[ti.run_id][key] != TaskInstanceState.DEFERRED
+
+    async def _delete(self) -> None:
+        self.log.info("Deleting JobSet %s/%s (Foreground)", self.namespace, self.name)
+        try:
+            await self.kubernetes.async_hook().delete_jobset(self.name, self.namespace, self.uid)
+        except Exception:
+            self.log.exception("Could not delete JobSet %s/%s", self.namespace, self.name)

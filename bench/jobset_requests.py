@@ -1,0 +1,149 @@
+"""Kubernetes API requests per JAX job per minute of waiting, and how fast a finished JobSet
+is noticed: ``JobSetTrigger`` (one shared watch per namespace) against a trigger that polls
+every 10 s, Airflow's usual interval, on the same API emulator in the same run.
+
+N JobSets start together and finish at random times over ``--spread`` seconds; N triggers wait
+on them in one event loop, as in one triggerer. Every request that reaches the emulator while
+they wait is counted (creating the JobSets is not). Detection latency runs from the moment the
+emulator marks a JobSet finished to the moment its trigger fires.
+
+Run from the repository root::
+
+    python -m bench.jobset_requests [--jobs 50] [--spread 60]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+POLL_INTERVAL = 10.0
+TARGET = 0.2  # requests per job per minute of waiting (issue 7)
+
+
+@dataclass(frozen=True)
+class Row:
+    scenario: str
+    jobs: int
+    requests: int
+    per_job_minute: float
+    p50: float
+    p95: float
+
+
+async def poll_reference(hook: Any, name: str) -> None:
+    """The reference: GET the JobSet every 10 s until it has finished."""
+    from airflow_provider_jax.jobset_status import terminal_state
+
+    while terminal_state(await hook.get_jobset(name, "default")) is None:
+        await asyncio.sleep(POLL_INTERVAL)
+
+
+def measure(emulator: Any, scenario: str, jobs: int, spread: float, waiter: Callable) -> Row:
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
+    from tests.support.jobsets import manifest
+    from tests.support.k8s_emulator import PodScript
+
+    emulator.reset()
+    durations = {f"job-{i:04d}-0123456789": random.uniform(5, spread) for i in range(jobs)}
+    emulator.script(lambda pod: PodScript(duration=durations[pod.jobset]))
+    hook = KubernetesCluster().hook()
+    uids = {name: hook.create_jobset(manifest(name))["metadata"]["uid"] for name in durations}
+    start, first = time.monotonic(), len(emulator.requests)
+    fired: dict[str, float] = {}
+
+    async def wait(name: str) -> None:
+        await waiter(name, uids[name])
+        fired[name] = time.monotonic()
+
+    async def wait_all() -> None:
+        await asyncio.gather(*(wait(name) for name in durations))
+
+    asyncio.run(wait_all())
+    requests = len(emulator.requests) - first
+    waited = sum(fired[name] - start for name in durations) / 60
+    latencies = sorted(fired[n] - emulator.controller.finished_at[n] for n in durations)
+    return Row(
+        scenario,
+        jobs,
+        requests,
+        requests / waited,
+        statistics.median(latencies),
+        latencies[int(0.95 * (len(latencies) - 1))],
+    )
+
+
+def trigger_waiter(log_lines: int) -> Callable[[str, str], Awaitable[None]]:
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
+    from airflow_provider_jax.triggers.jobset import JobSetTrigger
+
+    cluster = KubernetesCluster().to_dict()
+
+    async def wait(name: str, uid: str) -> None:
+        trigger = JobSetTrigger(
+            name=name, namespace="default", uid=uid, cluster=cluster, log_lines=log_lines
+        )
+        event = await trigger.wait()
+        assert event["status"] == "success", event
+
+    return wait
+
+
+def poll_waiter() -> Callable[[str, str], Awaitable[None]]:
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
+
+    async def wait(name: str, uid: str) -> None:
+        await poll_reference(KubernetesCluster().async_hook(), name)
+
+    return wait
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=50)
+    parser.add_argument("--spread", type=float, default=60.0, help="seconds over which jobs end")
+    args = parser.parse_args()
+    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
+
+    import logging
+
+    from tests.support.jobset_schema import jobset_validator
+    from tests.support.k8s_emulator import Emulator
+
+    logging.disable(logging.WARNING)  # the triggers' own log lines are not the point here
+    validator = jobset_validator()
+    emulator = Emulator(lambda body: [e.message for e in validator.iter_errors(body)]).start()
+    kubeconfig = emulator.kubeconfig(Path(tempfile.mkdtemp()) / "kubeconfig.json")
+    os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = emulator.connection(kubeconfig)
+    try:
+        rows = [
+            measure(emulator, "JobSetTrigger", args.jobs, args.spread, trigger_waiter(0)),
+            measure(
+                emulator, "JobSetTrigger + leader log", args.jobs, args.spread, trigger_waiter(1000)
+            ),
+            measure(
+                emulator, f"poll every {POLL_INTERVAL:.0f} s", args.jobs, args.spread, poll_waiter()
+            ),
+        ]
+    finally:
+        emulator.stop()
+    print(f"\n{args.jobs} jobs ending over {args.spread:.0f} s; target <= {TARGET} req/job/min")
+    print(f"{'scenario':28} {'requests':>9} {'req/job/min':>12} {'p50 s':>7} {'p95 s':>7}")
+    for row in rows:
+        print(
+            f"{row.scenario:28} {row.requests:>9} {row.per_job_minute:>12.3f} "
+            f"{row.p50:>7.2f} {row.p95:>7.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

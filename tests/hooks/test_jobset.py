@@ -1,0 +1,91 @@
+"""JobSetHook and AsyncJobSetHook against the emulator, through the real kubernetes clients and
+the ``kubernetes_default`` connection (a kubeconfig file, or a kubeconfig in the connection)."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from airflow_provider_jax import jobset_status as status
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.jobset import JobSetExists
+from tests.support.jobsets import fail_host, manifest, succeed
+from tests.support.k8s_emulator import Emulator, Faults
+
+
+@pytest.fixture
+def hook(k8s: Emulator):
+    return KubernetesCluster().hook()
+
+
+def wait_terminal(hook, name: str) -> dict:
+    deadline = time.monotonic() + 20
+    while status.terminal_state(jobset := hook.get_jobset(name, "default")) is None:
+        assert time.monotonic() < deadline, jobset
+        time.sleep(0.05)
+    return jobset
+
+
+def test_create_get_and_delete_in_the_foreground(k8s, hook):
+    k8s.script(succeed({"x": 1}))
+    created = hook.create_jobset(manifest())
+    name, uid = created["metadata"]["name"], created["metadata"]["uid"]
+    with pytest.raises(JobSetExists):
+        hook.create_jobset(manifest())
+    assert hook.get_jobset(name, "default")["metadata"]["uid"] == uid
+    assert hook.get_jobset("nope", "default") is None
+    assert status.terminal_state(wait_terminal(hook, name)) == "Completed"
+    assert hook.delete_jobset(name, "default", uid="someone-else") is False  # uid precondition
+    assert hook.delete_jobset(name, "default", uid=uid) is True
+    hook.wait_until_gone(name, "default", uid)
+    assert k8s.jobsets() == [] and k8s.pods() == []
+    assert hook.delete_jobset(name, "default") is False
+    assert k8s.controller.deletions == [(name, "Foreground")]
+
+
+def test_leader_is_job_0_index_0_of_the_latest_restart(k8s, hook):
+    k8s.script(fail_host(1, attempts=1))
+    name = hook.create_jobset(manifest(max_restarts=1))["metadata"]["name"]
+    assert wait_terminal(hook, name)["status"]["restarts"] == 1
+    pods = hook.list_jobset_pods(name, "default")
+    leader = status.leader_pod(pods)
+    assert status.tag(leader) == "[0/0]" and status.restart_attempt(leader) == 1
+    assert json.loads(status.termination_message(leader)) == {"ok": True}
+    log = hook.read_pod_log(leader["metadata"]["name"], "default", tail_lines=1)
+    assert log.count("\n") == 1 and '"step":1' in log
+
+
+def test_kube_config_held_in_the_connection(k8s, monkeypatch):
+    connection = {"conn_type": "kubernetes", "extra": {"kube_config": k8s.kubeconfig_dict()}}
+    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps(connection))
+    assert KubernetesCluster().hook().get_jobset("nope", "default") is None
+
+
+async def test_async_hook_lists_and_watches_from_a_resource_version(k8s, hook):
+    k8s.script(succeed(duration=0.2))
+    async_hook = KubernetesCluster().async_hook()
+    items, version = await async_hook.list_jobsets("default")
+    assert items == []
+    name = hook.create_jobset(manifest())["metadata"]["name"]
+    seen = []
+    async for kind, obj in async_hook.watch_jobsets("default", version, timeout_seconds=2):
+        seen.append(kind)
+        if status.terminal_state(obj):
+            break
+    assert seen[0] == "ADDED" and "MODIFIED" in seen
+    assert (await async_hook.get_jobset(name, "default"))["metadata"]["name"] == name
+
+
+def test_transient_errors_are_retried_and_a_lost_create_reads_as_exists(k8s, hook):
+    calls = iter(range(1000))
+    k8s.faults = Faults(rate=1.0, kinds=(429, 503), retry_after=0, only=lambda r: next(calls) < 2)
+    assert hook.get_jobset("nope", "default") is None  # after two faults
+    posts = iter(range(1000))
+    k8s.faults = Faults(
+        rate=1.0, kinds=("lost",), only=lambda r: r.method == "POST" and not next(posts)
+    )
+    with pytest.raises(JobSetExists):  # it was created; the retry met it
+        hook.create_jobset(manifest())
+    assert len(k8s.submitted) == 1

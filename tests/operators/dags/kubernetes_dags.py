@@ -1,0 +1,62 @@
+"""DAGs that the Kubernetes end-to-end tests run with ``airflow dags test`` against the API
+emulator. What each task's pods do is up to the emulator's kubelet (see the tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import DAG, task
+
+from airflow_provider_jax.operators import JaxTpuSliceOperator
+
+
+@task
+def record(value: Any, name: str) -> Any:
+    """Hand the upstream value to the test: a downstream task really received it."""
+    Path(os.environ["JAX_TEST_OUT"], f"{name}.json").write_text(json.dumps(value))
+    return value
+
+
+def tpu(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
+    """A two-host v5e slice; its pods' command is the emulator's to play."""
+    return JaxTpuSliceOperator(
+        task_id=task_id,
+        accelerator="tpu-v5litepod-8",
+        chips_per_host=4,
+        image="jax:test",
+        command=["python3", "-c", "print('hello')"],
+        **kwargs,
+    )
+
+
+def use(upstream: Any, name: str) -> Any:
+    return record.override(task_id=f"use_{name}")(upstream, name)
+
+
+with DAG("jax_k8s_e2e", schedule=None, catchup=False):
+    use(tpu("deferred", deferrable=True).output, "deferred")
+    use(tpu("blocking", deferrable=False).output, "blocking")
+    outputs = tpu("outputs", deferrable=True, multiple_outputs=True)
+    use(outputs.output["loss"], "outputs_loss")
+    tpu("fails", deferrable=True)
+    tpu("retried", deferrable=True, retries=1, retry_delay=timedelta(0))
+    tpu("timeout_deferred", deferrable=True, execution_timeout=timedelta(seconds=4))
+    tpu("timeout_blocking", deferrable=False, execution_timeout=timedelta(seconds=4))
+
+with DAG("jax_k8s_one", schedule=None, catchup=False) as one:
+    use(tpu("train", deferrable=os.environ.get("JAX_TEST_DEFERRABLE") != "0").output, "train")
+
+with DAG("jax_k8s_pair", schedule=None, catchup=False):
+    use(tpu("deferred", deferrable=True).output, "deferred")
+    use(tpu("blocking", deferrable=False).output, "blocking")
+
+if __name__ == "__main__":
+    # ``airflow dags test`` names its run after the current time; a fixed run_after gives a
+    # fixed run_id, so running this again is the same task instance, as a retry would be.
+    fixed = datetime(2024, 1, 1, tzinfo=UTC)
+    {"jax_k8s_one": one}[sys.argv[1]].test(logical_date=fixed, run_after=fixed)

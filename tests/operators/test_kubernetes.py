@@ -1,0 +1,204 @@
+"""The kubernetes backend's steps against the emulator: submit or reattach, the leader's
+result, the failure report, and on_finish_action. End to end runs are in test_kubernetes_e2e."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+from urllib.parse import unquote
+
+import pytest
+
+from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.links.jobset import cloud_logging_url
+from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.operators.kubernetes import (
+    JobSetRef,
+    complete_on_kubernetes,
+    failure,
+    submit,
+)
+from airflow_provider_jax.runtime.messages import failure_message, success_message
+from tests.support.jobsets import manifest, run_forever, succeed
+from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
+
+CLUSTER = KubernetesCluster()
+
+
+def operator(tmp_path: Path, **kwargs) -> JaxTpuSliceOperator:
+    return JaxTpuSliceOperator(
+        task_id="train",
+        accelerator="tpu-v5litepod-8",
+        chips_per_host=4,
+        image="img:1",
+        command=["python3", "-c", "pass"],
+        output_dir=str(tmp_path),
+        **kwargs,
+    )
+
+
+def finished(k8s: Emulator, body: dict) -> dict:
+    """Submit ``body`` and wait until it has finished; the trigger's event for it."""
+    ref = submit(CLUSTER.hook(), CLUSTER, body, _log())
+    jobset = k8s.wait_for(lambda: _terminal(k8s, ref.name), 20, "the JobSet to finish")
+    state = jobset["status"]["terminalState"]
+    condition = jobset["status"]["conditions"][-1]
+    return {
+        "status": "success" if state == "Completed" else "failed",
+        "name": ref.name,
+        "namespace": ref.namespace,
+        "uid": ref.uid,
+        "reason": condition["reason"],
+        "message": condition["message"],
+        "jobset": None,
+    }
+
+
+def _terminal(k8s: Emulator, name: str) -> dict | None:
+    jobset = k8s.jobset(name)
+    return jobset if jobset and jobset["status"].get("terminalState") else None
+
+
+def _log():
+    import logging
+
+    return logging.getLogger("test")
+
+
+def test_the_logs_link_is_cloud_logging_filtered_by_jobset_name():
+    url = cloud_logging_url(
+        project_id="proj", location="us-central2", cluster_name="tpu", namespace="ml", name="t-1"
+    )
+    query = unquote(url.split(";query=")[1].split("?")[0])
+    assert 'labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="t-1"' in query.splitlines()
+    assert 'resource.labels.cluster_name="tpu"' in query.splitlines()
+    assert url.startswith("https://console.cloud.google.com/logs/query;query=")
+    assert url.endswith("?project=proj")
+
+
+def test_submit_reattaches_to_a_running_jobset_of_the_same_task_instance(k8s):
+    k8s.script(run_forever)
+    hook = CLUSTER.hook()
+    first = submit(hook, CLUSTER, manifest(), _log())
+    again = submit(hook, CLUSTER, manifest(), _log())
+    assert again == first
+    assert len(k8s.submitted) == 1
+
+
+def test_a_later_try_replaces_a_finished_jobset_once_it_is_gone(k8s):
+    k8s.script(succeed())
+    event = finished(k8s, manifest(try_number=1))
+    assert submit(CLUSTER.hook(), CLUSTER, manifest(try_number=1), _log()).uid == event["uid"]
+    fresh = submit(CLUSTER.hook(), CLUSTER, manifest(try_number=2), _log())
+    assert fresh.uid != event["uid"]
+    assert len(k8s.submitted) == 2
+    assert k8s.controller.deletions == [(fresh.name, "Foreground")]
+
+
+def test_submit_refuses_a_jobset_made_for_another_task_instance(k8s):
+    k8s.script(run_forever)
+    submit(CLUSTER.hook(), CLUSTER, manifest(run_id="scheduled__1"), _log())
+    with pytest.raises(JobSetConflict, match="not made for this task instance"):
+        submit(CLUSTER.hook(), CLUSTER, manifest(run_id="scheduled__2"), _log())
+    assert len(k8s.jobsets()) == 1 and k8s.controller.deletions == []
+
+
+@pytest.mark.parametrize("script", [run_forever, succeed(duration=0.01)], ids=["runs", "done"])
+def test_submit_survives_a_create_whose_reply_was_lost(k8s, script):
+    """The retried create meets our own JobSet (409): running or already done, it is ours to
+    wait on; the job never runs twice."""
+    k8s.script(script)
+    posts = iter(range(100))
+    k8s.faults = Faults(
+        rate=1.0, kinds=("lost",), only=lambda r: r.method == "POST" and not next(posts)
+    )
+    ref = submit(CLUSTER.hook(), CLUSTER, manifest(), _log())
+    assert ref.uid == k8s.jobsets()[0]["metadata"]["uid"]
+    assert len(k8s.submitted) == 1
+
+
+def test_a_result_too_big_for_the_termination_message_is_read_from_its_uri(k8s, tmp_path):
+    big = {"weights": list(range(2000))}
+    (tmp_path / "result.json").write_text(json.dumps(big))
+
+    def script(pod: PodRun) -> PodScript:
+        leader = pod.slice_index == pod.host_index == 0
+        uri = str(tmp_path / "result.json")
+        return PodScript(message=success_message(result_uri=uri) if leader else "")
+
+    k8s.script(script)
+    event = finished(k8s, manifest())
+    assert complete_on_kubernetes(operator(tmp_path), {}, event, CLUSTER.to_dict()) == big
+
+
+def test_without_a_message_the_result_comes_from_output_dir(k8s, tmp_path):
+    (tmp_path / "result.json").write_text('{"from": "output_dir"}')
+    k8s.script(lambda pod: PodScript())
+    event = finished(k8s, manifest())
+    assert complete_on_kubernetes(operator(tmp_path), {}, event, CLUSTER.to_dict()) == {
+        "from": "output_dir"
+    }
+
+
+def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
+    def script(pod: PodRun) -> PodScript:
+        if pod.host_index == 1:
+            trace = "Traceback (most recent call last):\n" + "  frame\n" * 500 + "KeyError: 'w'\n"
+            return PodScript(1, failure_message("KeyError: 'w'", trace), ["x" * 50] * 500, 0.1)
+        return PodScript(logs=["waiting"], duration=math.inf)  # taken down with it
+
+    k8s.script(script)
+    event = finished(k8s, manifest(hosts=8))
+    error = failure(CLUSTER.hook(), JobSetRef(CLUSTER, event["name"], "default", None), event)
+    report = str(error)
+    lines = report.splitlines()
+    assert lines[0].startswith(f"JobSet default/{event['name']} failed: FailedJobs")
+    assert lines[1] == "Not shown: 4 more failed pods, [0/4] [0/5] [0/6] [0/7]"
+    assert lines[2] == "[0/1] KeyError: 'w'"  # the culprit first, then those stopped with it
+    assert [f.tag for f in error.failures] == ["[0/1]", "[0/0]", "[0/2]", "[0/3]"]
+    assert error.failures[0].log_tail.count("\n") <= 30
+    assert len(report) < 20_000
+
+
+@pytest.mark.parametrize(
+    ("action", "outcome", "kept"),
+    [
+        ("keep_jobset", "success", True),
+        ("delete_succeeded_jobset", "success", False),
+        ("delete_succeeded_jobset", "failed", True),
+        ("delete_jobset", "failed", False),
+    ],
+)
+def test_on_finish_action(k8s, tmp_path, action, outcome, kept):
+    k8s.script(succeed() if outcome == "success" else lambda pod: PodScript(exit_code=1))
+    event = finished(k8s, manifest(hosts=1))
+    op = operator(tmp_path, on_finish_action=action)
+    if outcome == "success":
+        complete_on_kubernetes(op, {}, event, CLUSTER.to_dict())
+    else:
+        with pytest.raises(JaxJobFailed):
+            complete_on_kubernetes(op, {}, event, CLUSTER.to_dict())
+    if kept:
+        assert "deletionTimestamp" not in k8s.jobset(event["name"])["metadata"]
+    else:
+        k8s.wait_for(lambda: k8s.jobset(event["name"]) is None, 5, "the JobSet to go")
+
+
+def test_when_airflow_fails_a_deferred_task_itself_the_jobset_goes(k8s, tmp_path):
+    """Airflow's own trigger timeout (a backstop behind ours) resumes the task with
+    ``__fail__``; the JobSet must not outlive the task."""
+    from airflow.sdk.exceptions import TaskDeferralTimeout
+
+    k8s.script(run_forever)
+    op = operator(tmp_path)
+    ti = SimpleNamespace(
+        dag_id="dag", task_id="train", run_id="manual__1", map_index=-1, try_number=1
+    )
+    context = {"ti": ti}
+    ref = submit(CLUSTER.hook(), CLUSTER, op.build_manifest(context), _log())
+    with pytest.raises(TaskDeferralTimeout):
+        op.resume_execution("__fail__", {"error": "Trigger timeout"}, context)
+    k8s.wait_for(lambda: k8s.jobset(ref.name) is None, 5, "the JobSet to go")

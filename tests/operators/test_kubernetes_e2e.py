@@ -1,0 +1,260 @@
+"""The kubernetes backend end to end: real Airflow (``airflow dags test``, triggers run inline)
+against the Kubernetes API emulator, through the provider's own hooks and connection."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.airflow_home import AirflowHome
+from tests.support.jobset_schema import REPO
+from tests.support.jobsets import fail_host, run_forever, succeed
+from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript, ProcessRunner
+
+DAGS = Path(__file__).parent / "dags"
+DAG_FILE = DAGS / "kubernetes_dags.py"
+AIRFLOW = [sys.executable, "-m", "airflow"]
+
+SCRIPTS = {
+    "deferred": succeed({"loss": 0.25, "step": 3}),
+    "blocking": succeed({"loss": 0.5, "step": 4}),
+    "outputs": succeed({"loss": 0.125, "step": 9}),
+    "fails": fail_host(1),
+    "timeout_deferred": run_forever,
+    "timeout_blocking": run_forever,
+    "train": succeed({"loss": 1.5}, duration=1),
+}
+
+
+def play(pod: PodRun) -> PodScript:
+    task_id = pod.labels["task_id"]
+    if task_id == "retried":  # the first try's JobSet fails; the retry's succeeds
+        return (fail_host(1) if pod.labels["try_number"] == "1" else succeed("second try"))(pod)
+    return SCRIPTS[task_id](pod)
+
+
+@dataclass
+class Run:
+    proc: subprocess.CompletedProcess[str]
+    out: Path
+    states: dict[str, tuple[str | None, int]]
+    submitted: list[dict[str, Any]]
+    left: list[dict[str, Any]]
+
+    def received(self, name: str) -> Any:
+        return json.loads((self.out / f"{name}.json").read_text())
+
+    def created_for(self, task_id: str) -> int:
+        return sum(1 for m in self.submitted if m["metadata"]["labels"]["task_id"] == task_id)
+
+
+def env(
+    home: AirflowHome, emulator: Emulator, out: Path, dags: Path = DAGS, **extra: str
+) -> dict[str, str]:
+    """The env of an Airflow process whose ``kubernetes_default`` is the emulator."""
+    kubeconfig = emulator.kubeconfig(out / "kubeconfig.json")
+    return home.env(
+        dags,
+        AIRFLOW_CONN_KUBERNETES_DEFAULT=emulator.connection(kubeconfig),
+        JAX_TEST_OUT=str(out),
+        **extra,
+    )
+
+
+def task_states(home: AirflowHome, dag_id: str) -> dict[str, tuple[str | None, int]]:
+    """{task_id: (state, try_number)} from the metadata DB."""
+    with sqlite3.connect(home.path / "airflow.db") as db:
+        rows = db.execute(
+            "SELECT task_id, state, try_number FROM task_instance WHERE dag_id = ?", (dag_id,)
+        )
+        return {task_id: (state, tries) for task_id, state, tries in rows}
+
+
+def run_dag(
+    home: AirflowHome, emulator: Emulator, out: Path, dag_id: str, *date: str, **env_kwargs: Any
+) -> Run:
+    """``airflow dags test`` (it runs triggers inline, as a triggerer would)."""
+    proc = subprocess.run(
+        [*AIRFLOW, "dags", "test", dag_id, *(date or ["2024-01-01"])],
+        env=env(home, emulator, out, **env_kwargs),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    return Run(proc, out, task_states(home, dag_id), emulator.submitted, emulator.jobsets())
+
+
+@pytest.fixture(scope="module")
+def e2e(
+    k8s_emulator: Emulator, airflow_home: AirflowHome, tmp_path_factory: pytest.TempPathFactory
+) -> Run:
+    """One run of a DAG whose tasks cover success (both modes), multiple_outputs, failure,
+    retry after failure and execution_timeout (both modes)."""
+    k8s_emulator.reset()
+    k8s_emulator.script(play)
+    return run_dag(airflow_home, k8s_emulator, tmp_path_factory.mktemp("e2e"), "jax_k8s_e2e")
+
+
+def test_downstream_tasks_receive_the_leaders_value_in_both_modes(e2e: Run):
+    assert e2e.states["deferred"][0] == e2e.states["blocking"][0] == "success", e2e.proc.stdout[
+        -3000:
+    ]
+    assert e2e.received("deferred") == {"loss": 0.25, "step": 3}
+    assert e2e.received("blocking") == {"loss": 0.5, "step": 4}
+
+
+def test_the_jobset_is_named_in_xcom_before_the_wait(e2e: Run, airflow_home: AirflowHome):
+    with sqlite3.connect(airflow_home.path / "airflow.db") as db:
+        rows = db.execute(
+            "SELECT key, value FROM xcom WHERE dag_id = 'jax_k8s_e2e' AND task_id = 'deferred'"
+        ).fetchall()
+    xcom = {key: json.loads(value) for key, value in rows}
+    assert xcom["jobset_namespace"] == "default"
+    assert xcom["jobset_name"].startswith("deferred-")
+    assert xcom["jobset_name"] in {m["metadata"]["name"] for m in e2e.submitted}
+
+
+def test_multiple_outputs_split_the_leaders_dict(e2e: Run):
+    assert e2e.received("outputs_loss") == 0.125
+
+
+def test_a_failed_jobset_shows_the_failing_hosts_traceback(e2e: Run):
+    assert e2e.states["fails"][0] == "failed"
+    log = e2e.proc.stdout
+    assert "JaxJobFailed" in log
+    assert "FailedJobs" in log and "restarts 0/0" in log
+    assert "[0/1] ValueError: loss is NaN at step 3" in log
+    assert "ValueError: loss is NaN at step 3 on [0/1]" in log  # the traceback tail
+    assert "last lines of its log" in log
+
+
+def test_a_retry_after_failure_creates_exactly_one_new_jobset(e2e: Run):
+    assert e2e.states["retried"] == ("success", 2)
+    assert e2e.created_for("retried") == 2  # one per try, the first deleted before the second
+
+
+def test_execution_timeout_deletes_the_jobset_in_both_modes(e2e: Run):
+    assert e2e.states["timeout_deferred"][0] == e2e.states["timeout_blocking"][0] == "failed"
+    assert e2e.created_for("timeout_deferred") == e2e.created_for("timeout_blocking") == 1
+
+
+def test_nothing_is_left_behind(e2e: Run, k8s_emulator: Emulator):
+    assert e2e.left == []  # on_finish_action=delete_jobset, whatever the outcome
+    assert k8s_emulator.running_pods() == 0
+    assert all(m["metadata"]["labels"]["app.kubernetes.io/managed-by"] for m in e2e.submitted)
+
+
+@pytest.mark.parametrize("deferrable", ["True", "False"], ids=["deferred", "blocking"])
+def test_the_quickstart_trains_for_real_through_kubernetes(
+    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path, deferrable: str
+):
+    """The quickstart DAG, unchanged, on the kubernetes backend: its two pods run as real JAX
+    processes (a sharded batch, an all-reduce every step) and the leader's result comes back
+    through its termination message to the downstream task."""
+    dags = REPO / "dags"
+    k8s.runner = ProcessRunner(pythonpath=[str(dags)])  # the image would hold the module
+    run = run_dag(
+        airflow_home,
+        k8s,
+        tmp_path,
+        "quickstart",
+        "2026-01-01",  # on or after its start_date
+        dags=dags,
+        AIRFLOW__JAX__DEFAULT_BACKEND="kubernetes",
+        AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE=deferrable,
+    )
+    assert run.states.get("train", (None,))[0] == "success", run.proc.stdout[-6000:]
+    assert "[0/0] step 60: loss=" in run.proc.stdout  # streamed from the leader's pod log
+    banner = re.search(
+        r"QUICKSTART RESULT: loss=(\S+) at step 60 \(2 processes, 8 devices\)", run.proc.stdout
+    )
+    assert banner, run.proc.stdout[-6000:]
+    assert float(banner[1]) < 0.1
+    assert len(run.submitted) == 1 and run.left == []
+
+
+def test_api_faults_at_20_percent_fail_no_task(
+    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path
+):
+    """429/500/503, resets before and after the server acted, watches dropped every second
+    and history compacted: both modes still succeed, with one JobSet each."""
+    slow = {"deferred": succeed(1, duration=3), "blocking": succeed(2, duration=3)}
+    k8s.script(lambda pod: slow[pod.labels["task_id"]](pod))
+    k8s.faults = Faults(rate=0.2, latency=0.05, drop_watch_after=1.0, expire_rate=0.3, seed=8)
+    run = run_dag(airflow_home, k8s, tmp_path, "jax_k8s_pair")
+    assert run.states["deferred"][0] == run.states["blocking"][0] == "success", run.proc.stdout[
+        -3000:
+    ]
+    assert (run.received("deferred"), run.received("blocking")) == (1, 2)
+    assert run.created_for("deferred") == run.created_for("blocking") == 1
+    faults = [r for r in k8s.requests if r.status != "ok"]
+    assert len(faults) >= 3, f"{len(faults)} faults in {len(k8s.requests)} requests"
+
+
+def test_kill_while_blocking_deletes_the_jobset(
+    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path
+):
+    k8s.script(run_forever)
+    proc = subprocess.Popen(
+        [*AIRFLOW, "dags", "test", "jax_k8s_one", "2024-01-01"],
+        env=env(airflow_home, k8s, tmp_path, JAX_TEST_DEFERRABLE="0"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        k8s.wait_for(lambda: k8s.running_pods() == 2, 120, "the slice to run")
+        proc.send_signal(signal.SIGTERM)  # what the supervisor sends a task it kills
+        k8s.wait_for(lambda: not k8s.jobsets(), 5, "the JobSet to be deleted")
+        assert k8s.running_pods() == 0
+        assert k8s.controller.deletions[0][1] == "Foreground"
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+def test_a_retry_after_a_worker_crash_reattaches(
+    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path
+):
+    """SIGKILL the worker once its JobSet runs; running the same task instance again picks
+    the JobSet up where it is, and never submits a second one."""
+    k8s.script(succeed({"loss": 1.5}, duration=math.inf))
+    driver = [sys.executable, str(DAG_FILE), "jax_k8s_one"]
+    crashed = subprocess.Popen(driver, env=env(airflow_home, k8s, tmp_path), start_new_session=True)
+    try:
+        k8s.wait_for(lambda: k8s.running_pods() == 2, 120, "the slice to run")
+    finally:
+        os.killpg(crashed.pid, signal.SIGKILL)
+        crashed.wait()
+    assert len(k8s.jobsets()) == 1
+    restarted = time.monotonic()
+    retry = subprocess.Popen(
+        driver, env=env(airflow_home, k8s, tmp_path), stdout=subprocess.PIPE, text=True
+    )
+    try:
+        k8s.wait_for(
+            lambda: any(r.watch and r.at > restarted for r in k8s.requests),
+            120,
+            "the retry to wait",
+        )
+        k8s.release()
+        stdout, _ = retry.communicate(timeout=120)
+    finally:
+        retry.kill()
+    assert "Reattaching to JobSet" in stdout, stdout[-3000:]
+    assert json.loads((tmp_path / "train.json").read_text()) == {"loss": 1.5}
+    assert len(k8s.submitted) == 1
+    assert k8s.jobsets() == []

@@ -1,0 +1,77 @@
+"""Small JobSets for Kubernetes-path tests, built by the provider's own manifest builder."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow_provider_jax.accelerators import parse_tpu
+from airflow_provider_jax.jobset import JaxJobSpec, airflow_labels, build_jobset
+from airflow_provider_jax.runtime.messages import failure_message, report_line, success_message
+from tests.support.k8s_emulator import PodRun, PodScript
+
+
+def manifest(
+    name: str = "train-0123456789",
+    *,
+    hosts: int = 2,
+    max_restarts: int = 0,
+    task_id: str = "train",
+    run_id: str = "manual__1",
+    try_number: int = 1,
+) -> dict[str, Any]:
+    """A ``hosts``-host (1, 2 or 8) TPU v5e JobSet for task ``task_id`` of run ``run_id``."""
+    slice_type, per_host = {1: ("tpu-v5litepod-8", 8), 2: ("tpu-v5litepod-8", 4)}.get(
+        hosts, ("tpu-v5litepod-32", 4)
+    )
+    accelerator = parse_tpu(slice_type, chips_per_host=per_host)
+    assert accelerator.hosts == hosts, accelerator
+    labels = airflow_labels("dag", task_id, run_id, -1, try_number)
+    spec = JaxJobSpec(
+        name=name,
+        accelerator=accelerator,
+        image="img:1",
+        command=["python3", "-c", "pass"],
+        max_restarts=max_restarts,
+        labels=labels,
+    )
+    return build_jobset(spec)
+
+
+def succeed(result: Any = None, *, steps: int = 2, duration: float = 0.3):
+    """A script: every host logs progress; the leader ends with ``result``."""
+
+    def script(pod: PodRun) -> PodScript:
+        logs = [f"hello from {pod.plan.tag}"]
+        logs += [report_line({"step": i, "loss": 1.0 / (i + 1)}) for i in range(steps)]
+        leader = pod.slice_index == pod.host_index == 0
+        message = success_message(result) if leader else success_message()
+        return PodScript(logs=logs, message=message, duration=duration)
+
+    return script
+
+
+def fail_host(host: int = 1, *, attempts: int = 1, result: Any = None, duration: float = 0.3):
+    """A script: host ``host`` raises on the first ``attempts`` restart attempts; the others
+    (and later attempts) succeed."""
+    ok = succeed(result, duration=duration)
+
+    def script(pod: PodRun) -> PodScript:
+        if pod.host_index == host and pod.attempt < attempts:
+            trace = (
+                "Traceback (most recent call last):\n"
+                '  File "train.py", line 7, in step\n'
+                f"ValueError: loss is NaN at step 3 on {pod.plan.tag}\n"
+            )
+            return PodScript(
+                exit_code=1,
+                logs=["starting", "ValueError: loss is NaN"],
+                message=failure_message("ValueError: loss is NaN at step 3", trace),
+                duration=duration,
+            )
+        return ok(pod)
+
+    return script
+
+
+def run_forever(pod: PodRun) -> PodScript:
+    return PodScript(logs=[f"training on {pod.plan.tag}"], duration=float("inf"))

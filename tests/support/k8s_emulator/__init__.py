@@ -1,0 +1,13 @@
+"""A Kubernetes API emulator for tests: JobSets, their pods, watches and faults, over HTTP."""
+
+from tests.support.k8s_emulator.api import Faults
+from tests.support.k8s_emulator.emulator import Emulator
+from tests.support.k8s_emulator.kubelet import (
+    Exit,
+    PodRun,
+    PodScript,
+    ProcessRunner,
+    ScriptedRunner,
+)
+
+__all__ = ["Emulator", "Exit", "Faults", "PodRun", "PodScript", "ProcessRunner", "ScriptedRunner"]

@@ -1,0 +1,373 @@
+"""The HTTP face of the emulator: the slice of the Kubernetes API that our hooks use.
+
+JobSets (create, get, list, watch, delete), pods (get, list, watch, log), with the API server's
+status codes and ``Status`` bodies, bearer-token auth, request counting, and faults on demand:
+429/500/503 with ``Retry-After``, connections reset before or after the work is done, latency,
+watches that drop, and compacted history (410 Gone).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
+from tests.support.k8s_emulator.store import Expired, Store, parse_selector
+
+JOBSETS_PATH = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets"
+PODS_PATH = "/api/v1/namespaces/{namespace}/pods"
+_KINDS = {JOBSET: ("jobset.x-k8s.io", "JobSet"), POD: ("", "Pod")}
+
+
+@dataclass
+class Faults:
+    """Trouble to inject. ``rate`` of requests fail, picking uniformly among ``kinds``:
+    an HTTP status, ``"reset"`` (connection dropped before the server acts) or ``"lost"``
+    (dropped after it acted, so the client never hears). Watches end after about
+    ``drop_watch_after`` seconds; with probability ``expire_rate`` the history they would
+    resume from is compacted first, so the client meets 410 Gone and must list again.
+    ``forbid_watch`` answers every watch with 403, as RBAC without the ``watch`` verb does.
+    ``seed`` fixes which requests fail, counted in arrival order."""
+
+    rate: float = 0.0
+    kinds: tuple[int | str, ...] = (429, 500, 503, "reset", "lost")
+    retry_after: int = 1
+    latency: float = 0.0
+    drop_watch_after: float | None = None
+    expire_rate: float = 0.0
+    forbid_watch: bool = False
+    only: Callable[[web.Request], bool] = lambda request: True
+    seed: int | None = None
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def pick(self, request: web.Request) -> int | str | None:
+        """The fault for this request, if it gets one."""
+        if self.rate and self.only(request) and self._rng.random() < self.rate:
+            return self._rng.choice(self.kinds)
+        return None
+
+
+@dataclass(frozen=True)
+class Request:
+    at: float
+    method: str
+    path: str
+    query: str
+    watch: bool
+    status: int | str | None = None
+
+
+@dataclass
+class Api:
+    store: Store
+    controller: Controller
+    validate: Callable[[dict[str, Any]], list[str]]
+    faults: Faults = field(default_factory=Faults)
+    tokens: set[str] = field(default_factory=lambda: {"emulator-token"})
+    bookmark_interval: float = 5.0
+    requests: list[Request] = field(default_factory=list)
+    minted: list[str] = field(default_factory=list)  # OAuth tokens handed out at /token
+    submitted: list[dict[str, Any]] = field(default_factory=list)
+    streams: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._middleware])
+        app.add_routes(
+            [
+                web.get("/version", self.version),
+                web.post("/token", self.token),
+                web.get(JOBSETS_PATH, self.list_jobsets),
+                web.post(JOBSETS_PATH, self.create_jobset),
+                web.get(JOBSETS_PATH + "/{name}", self.get_jobset),
+                web.delete(JOBSETS_PATH + "/{name}", self.delete_jobset),
+                web.get(PODS_PATH, self.list_pods),
+                web.get(PODS_PATH + "/{name}", self.get_pod),
+                web.get(PODS_PATH + "/{name}/log", self.pod_log),
+            ]
+        )
+        return app
+
+    # plumbing ------------------------------------------------------------------------------
+
+    @web.middleware
+    async def _middleware(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        streaming = flag(request, "watch") or flag(request, "follow")
+        record = dict(
+            at=time.monotonic(),
+            method=request.method,
+            path=request.path,
+            query=request.query_string,
+            watch=streaming,
+        )
+        auth = request.headers.get("Authorization", "")
+        if request.path != "/token" and auth.removeprefix("Bearer ").strip() not in self.tokens:
+            self.requests.append(Request(**record, status=401))
+            return status(401, "Unauthorized", "Unauthorized")
+        faults = self.faults
+        if faults.latency:
+            await asyncio.sleep(random.uniform(0, faults.latency))
+        fault = faults.pick(request)
+        if faults.forbid_watch and flag(request, "watch"):
+            self.requests.append(Request(**record, status=403))
+            return status(403, "Forbidden", "watch is forbidden by RBAC")
+        if fault == "lost" and streaming:
+            fault = "reset"
+        self.requests.append(Request(**record, status=fault or "ok"))
+        if fault == "reset":
+            return _reset(request)
+        if isinstance(fault, int):
+            response = status(fault, _REASONS[fault], "injected fault")
+            if fault in (429, 503):
+                response.headers["Retry-After"] = str(faults.retry_after)
+            return response
+        response = await handler(request)
+        if fault == "lost":
+            return _reset(request)
+        return response
+
+    async def token(self, request: web.Request) -> web.Response:
+        """A Google OAuth token endpoint, as a service account key's ``token_uri`` sees it:
+        every JWT-bearer grant gets a new access token, valid for an hour."""
+        form = await request.post()
+        if form.get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer":
+            return web.json_response({"error": "unsupported_grant_type"}, status=400)
+        token = f"minted-{len(self.minted)}"
+        self.minted.append(token)
+        self.tokens.add(token)
+        return web.json_response(
+            {"access_token": token, "expires_in": 3600, "token_type": "Bearer"}
+        )
+
+    async def version(self, request: web.Request) -> web.Response:
+        return web.json_response({"major": "1", "minor": "31", "gitVersion": "v1.31.0-emulator"})
+
+    # JobSets -------------------------------------------------------------------------------
+
+    async def create_jobset(self, request: web.Request) -> web.Response:
+        namespace = request.match_info["namespace"]
+        body = await request.json()
+        name = (body.get("metadata") or {}).get("name")
+        if errors := self.validate(body):
+            return status(
+                422, "Invalid", f'JobSet.jobset.x-k8s.io "{name}" is invalid: ' + "; ".join(errors)
+            )
+        if body["metadata"].get("namespace", namespace) != namespace:
+            return status(400, "BadRequest", "the namespace of the object does not match")
+        body["metadata"]["namespace"] = namespace
+        if self.store.get(JOBSET, namespace, name) is not None:
+            return status(409, "AlreadyExists", f'jobsets.jobset.x-k8s.io "{name}" already exists')
+        body.setdefault("status", {})
+        created = self.store.create(JOBSET, body)
+        self.submitted.append(body)
+        self.controller.started(created)
+        return web.json_response(created, status=201)
+
+    async def get_jobset(self, request: web.Request) -> web.Response:
+        return self._get(request, JOBSET)
+
+    async def list_jobsets(self, request: web.Request) -> web.StreamResponse:
+        return await self._list(request, JOBSET, "jobset.x-k8s.io/v1alpha2", "JobSetList")
+
+    async def delete_jobset(self, request: web.Request) -> web.Response:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        options = {}
+        if request.can_read_body:
+            options = json.loads(await request.text() or "{}")
+        policy = request.query.get("propagationPolicy") or options.get("propagationPolicy")
+        current = self.store.get(JOBSET, namespace, name)
+        if current is None:
+            return _not_found(JOBSET, name)
+        expected = (options.get("preconditions") or {}).get("uid")
+        if expected and expected != current["metadata"]["uid"]:
+            return status(
+                409,
+                "Conflict",
+                f"Precondition failed: UID in precondition: {expected}, "
+                f"UID in object meta: {current['metadata']['uid']}",
+            )
+        gone = await self.controller.delete(namespace, name, policy or "Background")
+        return web.json_response(gone)
+
+    # Pods ----------------------------------------------------------------------------------
+
+    async def get_pod(self, request: web.Request) -> web.Response:
+        return self._get(request, POD)
+
+    async def list_pods(self, request: web.Request) -> web.StreamResponse:
+        return await self._list(request, POD, "v1", "PodList")
+
+    async def pod_log(self, request: web.Request) -> web.StreamResponse:
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        pod = self.controller.pods.get((namespace, name))
+        if pod is None or self.store.get(POD, namespace, name) is None:
+            return _not_found(POD, name)
+        query = request.query
+        timestamps = flag(request, "timestamps")
+        tail = int(query["tailLines"]) if "tailLines" in query else None
+        limit = int(query["limitBytes"]) if "limitBytes" in query else None
+        since = float(query["sinceSeconds"]) if "sinceSeconds" in query else None
+
+        def render(lines: list[tuple[str, str]]) -> bytes:
+            return "".join(
+                f"{ts} {line}\n" if timestamps else f"{line}\n" for ts, line in lines
+            ).encode()
+
+        lines = pod.log[-tail:] if tail else list(pod.log)
+        if since is not None:
+            cutoff = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(time.time() - since))
+            lines = [(ts, line) for ts, line in lines if ts >= cutoff]
+        if not flag(request, "follow"):
+            data = render(lines)
+            return web.Response(body=data[:limit] if limit else data, content_type="text/plain")
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        seen = len(pod.log)
+        await response.write(render(lines))
+        task = asyncio.current_task()
+        assert task is not None
+        self.streams.add(task)
+        try:
+            while not (pod.exit is not None and seen >= len(pod.log)):
+                await pod.wait_for_log(seen)
+                await response.write(render(pod.log[seen:]))
+                seen = len(pod.log)
+                if (namespace, name) not in self.controller.pods:
+                    break
+        except ConnectionResetError:  # the client hung up
+            pass
+        finally:
+            self.streams.discard(task)
+        return response
+
+    # shared --------------------------------------------------------------------------------
+
+    def _get(self, request: web.Request, kind: str) -> web.Response:
+        name = request.match_info["name"]
+        obj = self.store.get(kind, request.match_info["namespace"], name)
+        return web.json_response(obj) if obj is not None else _not_found(kind, name)
+
+    async def _list(
+        self, request: web.Request, kind: str, api_version: str, list_kind: str
+    ) -> web.StreamResponse:
+        namespace = request.match_info["namespace"]
+        try:
+            selector = parse_selector(request.query.get("labelSelector"))
+        except ValueError as err:
+            return status(400, "BadRequest", str(err))
+        if flag(request, "watch"):
+            return await self._watch(request, kind, namespace, selector)
+        items, rv = self.store.list(kind, namespace, selector)
+        return web.json_response(
+            {
+                "apiVersion": api_version,
+                "kind": list_kind,
+                "metadata": {"resourceVersion": str(rv)},
+                "items": items,
+            }
+        )
+
+    async def _watch(
+        self, request: web.Request, kind: str, namespace: str, selector: Any
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        try:
+            watcher = self.store.watch(
+                kind, namespace, selector, request.query.get("resourceVersion")
+            )
+        except Expired as err:
+            await _send(response, "ERROR", _status_body(410, "Expired", str(err)))
+            return response
+        timeout = float(request.query.get("timeoutSeconds", 1800))
+        if self.faults.drop_watch_after:
+            timeout = min(timeout, random.uniform(0.5, 1.0) * self.faults.drop_watch_after)
+        bookmarks = flag(request, "allowWatchBookmarks")
+        deadline = time.monotonic() + timeout
+        task = asyncio.current_task()
+        assert task is not None
+        self.streams.add(task)
+        try:
+            while (left := deadline - time.monotonic()) > 0:
+                try:
+                    event = await asyncio.wait_for(
+                        watcher.queue.get(), min(left, self.bookmark_interval)
+                    )
+                except TimeoutError:
+                    if bookmarks and deadline > time.monotonic():
+                        await _send(response, "BOOKMARK", _bookmark(kind, self.store.rv))
+                    continue
+                await _send(response, event.type, event.obj)
+        except ConnectionResetError:  # the client hung up
+            pass
+        finally:
+            self.store.unwatch(watcher)
+            self.streams.discard(task)
+        if self.faults.drop_watch_after and random.random() < self.faults.expire_rate:
+            self.store.compact()
+        return response
+
+
+_REASONS = {
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    409: "Conflict",
+    410: "Expired",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
+}
+
+
+def flag(request: web.Request, name: str) -> bool:
+    return request.query.get(name, "").lower() in ("true", "1")
+
+
+def _status_body(code: int, reason: str, message: str) -> dict[str, Any]:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    }
+
+
+def status(code: int, reason: str, message: str) -> web.Response:
+    return web.json_response(_status_body(code, reason, message), status=code)
+
+
+def _not_found(kind: str, name: str) -> web.Response:
+    group, _ = _KINDS[kind]
+    resource = f"{kind}.{group}" if group else kind
+    return status(404, "NotFound", f'{resource} "{name}" not found')
+
+
+def _bookmark(kind: str, rv: int) -> dict[str, Any]:
+    return {"kind": _KINDS[kind][1], "metadata": {"resourceVersion": str(rv)}}
+
+
+async def _send(response: web.StreamResponse, kind: str, obj: dict[str, Any]) -> None:
+    await response.write((json.dumps({"type": kind, "object": obj}) + "\n").encode())
+
+
+def _reset(request: web.Request) -> web.Response:
+    """Drop the connection without an answer, as a dying load balancer would."""
+    if request.transport is not None:
+        request.transport.abort()
+    raise asyncio.CancelledError

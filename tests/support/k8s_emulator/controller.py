@@ -1,0 +1,295 @@
+"""The JobSet controller and kubelet, as far as a JobSet's client can observe them.
+
+A JobSet gets one pod per (slice, host) with JobSet's labels and annotations (through
+``plan_pods``, the same expansion the local backend uses). A failed pod fails its Job, and the
+JobSet either restarts every Job (``restarts`` + 1, pods with the next ``restart-attempt``) or,
+once ``failurePolicy.maxRestarts`` is spent, fails. Deletion honours the propagation policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import string
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_jax.jobset import COMPLETION_INDEX_ANNOTATION
+from airflow_provider_jax.local.pods import REPLICATED_JOB_LABEL, plan_pods
+from tests.support.k8s_emulator.kubelet import Exit, PodRun, Runner
+from tests.support.k8s_emulator.store import Store, now
+
+JOBSET, POD = "jobsets", "pods"
+
+
+@dataclass(eq=False)
+class JobSetRun:
+    namespace: str
+    name: str
+    uid: str
+    pods: list[PodRun] = field(default_factory=list)
+    task: asyncio.Task[None] | None = None
+
+
+def _suffix() -> str:
+    return "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
+
+
+def _set_condition(status: dict[str, Any], kind: str, reason: str, message: str) -> None:
+    status["conditions"] = [
+        *[c for c in status.get("conditions", []) if c["type"] != kind],
+        {
+            "type": kind,
+            "status": "True",
+            "reason": reason,
+            "message": message,
+            "lastTransitionTime": now(),
+        },
+    ]
+
+
+class Controller:
+    def __init__(self, store: Store, runner: Callable[[], Runner]) -> None:
+        self.store = store
+        self.runner = runner
+        self.runs: dict[tuple[str, str], JobSetRun] = {}
+        self.pods: dict[tuple[str, str], PodRun] = {}
+        self.deletions: list[tuple[str, str]] = []  # (name, propagation policy)
+        self.finished_at: dict[str, float] = {}  # JobSet name -> monotonic time it finished
+        self._background: set[asyncio.Task[None]] = set()
+
+    # JobSets -------------------------------------------------------------------------------
+
+    def started(self, jobset: dict[str, Any]) -> None:
+        meta = jobset["metadata"]
+        run = JobSetRun(meta["namespace"], meta["name"], meta["uid"])
+        self.runs[(run.namespace, run.name)] = run
+        if not jobset["spec"].get("suspend"):  # a Kueue-queued JobSet waits for admission
+            run.task = asyncio.create_task(self._reconcile(run, jobset))
+
+    async def _reconcile(self, run: JobSetRun, jobset: dict[str, Any]) -> None:
+        max_restarts = (jobset["spec"].get("failurePolicy") or {}).get("maxRestarts", 0)
+        restarts = 0
+        while True:
+            run.pods = self._create_pods(run, jobset, restarts)
+            self._update_status(run, restarts=restarts)
+            failed = await self._run_attempt(run)
+            if failed is None:
+                self._finish(run, "Completed", "AllJobsCompleted", "jobset completed successfully")
+                return
+            job = f"{run.name}-{failed.plan.labels[REPLICATED_JOB_LABEL]}-{failed.slice_index}"
+            if restarts < max_restarts:
+                await self._stop_pods(run.pods, delete=True)
+                restarts += 1
+                continue
+            await self._stop_pods(run.pods, delete=False)
+            if max_restarts:
+                reason, message = (
+                    "ReachedMaxRestarts",
+                    "jobset failed due to reaching max number of restarts",
+                )
+            else:
+                reason, message = "FailedJobs", "jobset failed due to one or more job failures"
+            self._finish(run, "Failed", reason, f"{message} (first failed job: {job})")
+            return
+
+    def _create_pods(self, run: JobSetRun, jobset: dict[str, Any], attempt: int) -> list[PodRun]:
+        containers = {
+            rjob["name"]: rjob["template"]["spec"]["template"]["spec"]["containers"][0]
+            for rjob in jobset["spec"]["replicatedJobs"]
+        }
+        pods = []
+        for plan in plan_pods(jobset, restart_attempt=attempt):
+            rjob = plan.labels[REPLICATED_JOB_LABEL]
+            pod = PodRun(
+                name=f"{plan.name}-{_suffix()}",
+                namespace=run.namespace,
+                jobset=run.name,
+                attempt=attempt,
+                plan=plan,
+                container=containers[rjob],
+                manifest=jobset,
+            )
+            job_name = f"{run.name}-{rjob}-{plan.slice_index}"
+            self.store.create(
+                POD,
+                {
+                    "apiVersion": "v1",
+                    "kind": "Pod",
+                    "metadata": {
+                        "name": pod.name,
+                        "namespace": run.namespace,
+                        "labels": {
+                            **plan.labels,
+                            COMPLETION_INDEX_ANNOTATION: str(plan.host_index),
+                            "batch.kubernetes.io/job-name": job_name,
+                        },
+                        "annotations": dict(plan.annotations),
+                        "ownerReferences": [
+                            {"apiVersion": "batch/v1", "kind": "Job", "name": job_name}
+                        ],
+                    },
+                    "spec": {
+                        "hostname": plan.name,
+                        "subdomain": run.name,
+                        "restartPolicy": "Never",
+                        "containers": [pod.container],
+                    },
+                    "status": {
+                        "phase": "Pending",
+                        "containerStatuses": [
+                            {
+                                "name": pod.container["name"],
+                                "image": pod.container["image"],
+                                "imageID": "",
+                                "ready": False,
+                                "restartCount": 0,
+                                "state": {"waiting": {"reason": "ContainerCreating"}},
+                            }
+                        ],
+                    },
+                },
+            )
+            self.pods[(run.namespace, pod.name)] = pod
+            pods.append(pod)
+        return pods
+
+    async def _run_attempt(self, run: JobSetRun) -> PodRun | None:
+        """Run every pod; return the first that fails (its slice's Job fails), or None."""
+        runner = self.runner()
+        for pod in run.pods:
+            pod.task = asyncio.create_task(self._run_pod(run, pod, runner))
+        pending = {pod.task for pod in run.pods}
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for pod in run.pods:
+                if pod.task in done and pod.exit is not None and pod.exit.code != 0:
+                    return pod
+        return None
+
+    async def _run_pod(self, run: JobSetRun, pod: PodRun, runner: Runner) -> Exit:
+        started = now()
+        self._pod_status(pod, "Running", {"running": {"startedAt": started}}, ready=True)
+        self._update_status(run)
+        try:
+            exit = await runner.run(pod)
+        except Exception as err:  # a runner bug must show, not hang the JobSet
+            exit = Exit(1, f"emulator runner failed: {err!r}")
+        message = exit.message
+        if (
+            not message
+            and exit.code
+            and pod.container.get("terminationMessagePolicy") == ("FallbackToLogsOnError")
+        ):
+            message = pod.fallback_message()
+        terminated = {
+            "exitCode": exit.code,
+            "reason": exit.reason,
+            "startedAt": started,
+            "finishedAt": now(),
+        }
+        if message:
+            terminated["message"] = message
+        pod.ended(exit)
+        self._pod_status(
+            pod, "Succeeded" if exit.code == 0 else "Failed", {"terminated": terminated}, False
+        )
+        self._update_status(run)
+        return exit
+
+    def _pod_status(self, pod: PodRun, phase: str, state: dict[str, Any], ready: bool) -> None:
+        obj = self.store.get(POD, pod.namespace, pod.name)
+        if obj is None:
+            return
+        obj["status"]["phase"] = phase
+        container = obj["status"]["containerStatuses"][0]
+        container.update(state=state, ready=ready, started=ready)
+        self.store.update(POD, obj)
+
+    async def _stop_pods(self, pods: list[PodRun], *, delete: bool) -> None:
+        for pod in pods:
+            pod.killed.set()
+        await asyncio.gather(*(p.task for p in pods if p.task), return_exceptions=True)
+        if delete:
+            for pod in pods:
+                self.store.remove(POD, pod.namespace, pod.name)
+                self.pods.pop((pod.namespace, pod.name), None)
+
+    def _update_status(self, run: JobSetRun, restarts: int | None = None) -> None:
+        jobset = self.store.get(JOBSET, run.namespace, run.name)
+        if jobset is None or jobset["metadata"]["uid"] != run.uid:
+            return
+        status = jobset.setdefault("status", {})
+        if restarts is not None:
+            status["restarts"] = status["restartsCountTowardsMax"] = restarts
+        slices: dict[tuple[str, int], list[PodRun]] = {}
+        for pod in run.pods:
+            slices.setdefault((pod.plan.labels[REPLICATED_JOB_LABEL], pod.slice_index), []).append(
+                pod
+            )
+        counts: dict[str, dict[str, int]] = {}
+        for (rjob, _), members in slices.items():
+            count = counts.setdefault(
+                rjob, {"active": 0, "ready": 0, "succeeded": 0, "failed": 0, "suspended": 0}
+            )
+            exits = [p.exit for p in members]
+            if any(e is not None and e.code for e in exits):
+                count["failed"] += 1
+            elif all(e is not None for e in exits):
+                count["succeeded"] += 1
+            else:
+                count["active"] += 1
+                count["ready"] += all(p.task is not None for p in members)
+        status["replicatedJobsStatus"] = [{"name": k, **v} for k, v in counts.items()]
+        self.store.update(JOBSET, jobset)
+
+    def _finish(self, run: JobSetRun, state: str, reason: str, message: str) -> None:
+        jobset = self.store.get(JOBSET, run.namespace, run.name)
+        if jobset is None or jobset["metadata"]["uid"] != run.uid:
+            return
+        status = jobset.setdefault("status", {})
+        _set_condition(status, state, reason, message)
+        status["terminalState"] = state
+        self.store.update(JOBSET, jobset)
+        self.finished_at[run.name] = time.monotonic()
+        self._update_status(run)
+
+    async def delete(self, namespace: str, name: str, policy: str) -> dict[str, Any] | None:
+        """Delete a JobSet: Foreground removes it after its pods, Background before, Orphan
+        leaves the pods running (the orphans this provider must never leave)."""
+        jobset = self.store.get(JOBSET, namespace, name)
+        if jobset is None:
+            return None
+        self.deletions.append((name, policy))
+        run = self.runs.pop((namespace, name), None)
+        if run and run.task:
+            run.task.cancel()
+        pods = run.pods if run else []
+        if policy == "Foreground":
+            jobset["metadata"].update(deletionTimestamp=now(), finalizers=["foregroundDeletion"])
+            marked = self.store.update(JOBSET, jobset)
+            self._spawn(self._collect(namespace, name, pods, remove_jobset=True))
+            return marked
+        removed = self.store.remove(JOBSET, namespace, name)
+        if policy != "Orphan":
+            self._spawn(self._collect(namespace, name, pods, remove_jobset=False))
+        return removed
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _collect(self, namespace: str, name: str, pods: list[PodRun], remove_jobset: bool):
+        await self._stop_pods(pods, delete=True)
+        if remove_jobset:
+            self.store.remove(JOBSET, namespace, name)
+
+    async def shutdown(self) -> None:
+        for run in list(self.runs.values()):
+            if run.task:
+                run.task.cancel()
+            await self._stop_pods(run.pods, delete=False)
+        self.runs.clear()

@@ -1,0 +1,188 @@
+"""A Kubernetes API emulator on 127.0.0.1, in a background thread, for tests and benchmarks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from tests.support.k8s_emulator.api import Api, Faults, Request
+from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
+from tests.support.k8s_emulator.kubelet import PodRun, PodScript, Runner, ScriptedRunner
+from tests.support.k8s_emulator.store import Store
+
+TOKEN = "emulator-token"
+
+
+class Emulator:
+    """The API server, JobSet controller and kubelet, served over HTTP on a free local port.
+
+    Tests talk to it through the real clients (via :meth:`kubeconfig` or
+    :meth:`connection`), steer it (``runner``, ``faults``) and inspect it (``jobsets()``,
+    ``requests``, ``submitted``) from their own thread; all state lives on its event loop.
+    """
+
+    def __init__(self, validate: Callable[[dict[str, Any]], list[str]]) -> None:
+        self.runner: Runner = ScriptedRunner()
+        self.store = Store()
+        self.controller = Controller(self.store, lambda: self.runner)
+        self.api = Api(self.store, self.controller, validate)
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="k8s-emulator", daemon=True
+        )
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+
+    # lifecycle -------------------------------------------------------------------------------
+
+    def start(self) -> Emulator:
+        self._thread.start()
+        self.url = self.call(self._serve())
+        return self
+
+    async def _serve(self) -> str:
+        self._runner = web.AppRunner(
+            self.api.app(), handle_signals=False, access_log=None, shutdown_timeout=0.1
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        port = self._runner.addresses[0][1]
+        return f"http://127.0.0.1:{port}"
+
+    def stop(self) -> None:
+        self.call(self._shutdown())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+
+    async def _shutdown(self) -> None:
+        await self.controller.shutdown()
+        for task in list(self.api.streams):
+            task.cancel()
+        if self._runner:
+            await self._runner.cleanup()
+
+    def reset(self) -> None:
+        """Forget every object and counter, stopping what runs; for the next test."""
+
+        async def reset() -> None:
+            await self.controller.shutdown()
+            self.controller.pods.clear()
+            self.controller.deletions.clear()
+            self.controller.finished_at.clear()
+            for task in list(self.api.streams):
+                task.cancel()
+            self.store.objects.clear()
+            self.store.compact()
+
+        self.call(reset())
+        self.runner = ScriptedRunner()
+        self.api.faults = Faults()
+        self.api.requests.clear()
+        self.api.submitted.clear()
+        self.api.minted.clear()
+        self.api.tokens = {TOKEN}
+
+    # steering ------------------------------------------------------------------------------
+
+    @property
+    def faults(self) -> Faults:
+        return self.api.faults
+
+    @faults.setter
+    def faults(self, value: Faults) -> None:
+        self.api.faults = value
+
+    def script(self, script: Callable[[PodRun], PodScript]) -> None:
+        """Make every pod from now on play ``script(pod)``."""
+        self.runner = ScriptedRunner(script)
+
+    def release(self) -> None:
+        """Let every scripted pod that waits for it (``duration=math.inf``) end now."""
+
+        def release() -> None:
+            for pod in self.controller.pods.values():
+                pod.released.set()
+
+        self.call(release)
+
+    def compact(self) -> None:
+        """Forget the watch history: clients resuming an old watch get 410 Gone."""
+        self.call(self.store.compact)
+
+    # inspection ----------------------------------------------------------------------------
+
+    def call(self, work: Any, timeout: float = 30) -> Any:
+        """Run a coroutine (or a plain callable) on the emulator's loop and return its result."""
+        if not asyncio.iscoroutine(work):
+            fn = work
+
+            async def wrapped() -> Any:
+                return fn()
+
+            work = wrapped()
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(timeout)
+
+    def jobsets(self, namespace: str = "default") -> list[dict[str, Any]]:
+        return self.call(lambda: self.store.list(JOBSET, namespace)[0])
+
+    def jobset(self, name: str, namespace: str = "default") -> dict[str, Any] | None:
+        return self.call(lambda: self.store.get(JOBSET, namespace, name))
+
+    def pods(self, namespace: str = "default") -> list[dict[str, Any]]:
+        return self.call(lambda: self.store.list(POD, namespace)[0])
+
+    @property
+    def requests(self) -> list[Request]:
+        return list(self.api.requests)
+
+    @property
+    def submitted(self) -> list[dict[str, Any]]:
+        return list(self.api.submitted)
+
+    def running_pods(self) -> int:
+        return self.call(lambda: sum(1 for p in self.controller.pods.values() if p.exit is None))
+
+    def wait_for(self, predicate: Callable[[], Any], timeout: float = 30, what: str = "") -> Any:
+        """Poll ``predicate`` (in the caller's thread) until truthy; its value, or TimeoutError."""
+        deadline = time.monotonic() + timeout
+        while not (value := predicate()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"emulator: timed out waiting for {what or predicate}")
+            time.sleep(0.05)
+        return value
+
+    # clients -------------------------------------------------------------------------------
+
+    def kubeconfig(self, path: Path, namespace: str = "default") -> Path:
+        """Write a kubeconfig for this cluster (JSON is valid YAML) and return its path."""
+        path.write_text(json.dumps(self.kubeconfig_dict(namespace)))
+        return path
+
+    def kubeconfig_dict(self, namespace: str = "default") -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
+            "users": [{"name": "emulator", "user": {"token": TOKEN}}],
+            "contexts": [
+                {
+                    "name": "emulator",
+                    "context": {"cluster": "emulator", "user": "emulator", "namespace": namespace},
+                }
+            ],
+            "current-context": "emulator",
+        }
+
+    def connection(self, kubeconfig: Path) -> str:
+        """An ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value pointing at this cluster."""
+        return json.dumps(
+            {"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}}
+        )

@@ -1,0 +1,175 @@
+"""The API server's storage: objects, a global resourceVersion, and watchable history.
+
+It behaves like etcd behind kube-apiserver where clients can tell: every write bumps one
+counter, a watch from version N replays what happened after N, and once history before N has
+been compacted the watch gets 410 Gone and the client must list again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import re
+import uuid
+from collections import deque
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+Selector = Callable[[Mapping[str, str]], bool]
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Expired(Exception):
+    """A watch asked for history that has been compacted (HTTP 410)."""
+
+
+@dataclass(frozen=True)
+class Event:
+    rv: int
+    kind: str
+    namespace: str
+    type: str  # ADDED, MODIFIED, DELETED
+    obj: dict[str, Any]
+
+
+@dataclass(eq=False)
+class Watcher:
+    kind: str
+    namespace: str
+    selector: Selector
+    queue: asyncio.Queue[Event] = field(default_factory=asyncio.Queue)
+
+    def wants(self, event: Event) -> bool:
+        return (
+            event.kind == self.kind
+            and event.namespace == self.namespace
+            and self.selector(labels_of(event.obj))
+        )
+
+
+def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
+    return (obj.get("metadata") or {}).get("labels") or {}
+
+
+_TERM = re.compile(
+    r"^\s*(!?)([\w./-]+)\s*(?:(==|=|!=)\s*([\w./-]*)|\s+(in|notin)\s*\(([^)]*)\))?\s*$"
+)
+
+
+def parse_selector(text: str | None) -> Selector:
+    """A label selector (``a=b,c!=d,e,!f,g in (x,y)``) as a predicate on labels."""
+    terms: list[Callable[[Mapping[str, str]], bool]] = []
+    for part in re.split(r",(?![^()]*\))", text or ""):
+        if not part.strip():
+            continue
+        match = _TERM.match(part)
+        if not match:
+            raise ValueError(f"unable to parse requirement: {part!r}")
+        neg, key, op, value, set_op, values = match.groups()
+        if op in ("=", "=="):
+            terms.append(lambda labels, k=key, v=value: labels.get(k) == v)
+        elif op == "!=":
+            terms.append(lambda labels, k=key, v=value: labels.get(k) != v)
+        elif set_op:
+            options = {v.strip() for v in values.split(",")}
+            inside = set_op == "in"
+            terms.append(lambda labels, k=key, o=options, i=inside: (labels.get(k) in o) == i)
+        else:
+            terms.append(lambda labels, k=key, n=bool(neg): (k in labels) != n)
+    return lambda labels: all(term(labels) for term in terms)
+
+
+class Store:
+    """Objects by (kind, namespace, name), with a bounded event history for watches."""
+
+    def __init__(self, history: int = 10_000) -> None:
+        self.rv = 0
+        self.compacted = 0  # history at or below this version is gone
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+        self.history: deque[Event] = deque()
+        self.history_limit = history
+        self.watchers: set[Watcher] = set()
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        obj = self.objects.get((kind, namespace, name))
+        return copy.deepcopy(obj) if obj is not None else None
+
+    def list(
+        self, kind: str, namespace: str, selector: Selector = lambda _: True
+    ) -> tuple[list[dict[str, Any]], int]:
+        items = [
+            copy.deepcopy(obj)
+            for (k, ns, _), obj in sorted(self.objects.items())
+            if k == kind and ns == namespace and selector(labels_of(obj))
+        ]
+        return items, self.rv
+
+    def iter(self, kind: str) -> Iterator[dict[str, Any]]:
+        return (obj for (k, _, _), obj in list(self.objects.items()) if k == kind)
+
+    def create(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj.setdefault("metadata", {})
+        key = (kind, meta["namespace"], meta["name"])
+        if key in self.objects:
+            raise KeyError(key)
+        meta.update(uid=str(uuid.uuid4()), creationTimestamp=now(), generation=1)
+        return self._write(key, obj, "ADDED")
+
+    def update(self, kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+        meta = obj["metadata"]
+        return self._write((kind, meta["namespace"], meta["name"]), obj, "MODIFIED")
+
+    def remove(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        obj = self.objects.pop((kind, namespace, name), None)
+        if obj is not None:
+            self._emit(kind, obj, "DELETED")
+        return obj
+
+    def _write(self, key: tuple[str, str, str], obj: dict[str, Any], kind_of_change: str) -> dict:
+        self.objects[key] = obj
+        self._emit(key[0], obj, kind_of_change)
+        return copy.deepcopy(obj)
+
+    def _emit(self, kind: str, obj: dict[str, Any], change: str) -> None:
+        self.rv += 1
+        obj["metadata"]["resourceVersion"] = str(self.rv)
+        event = Event(self.rv, kind, obj["metadata"]["namespace"], change, copy.deepcopy(obj))
+        self.history.append(event)
+        while len(self.history) > self.history_limit:
+            self.compacted = self.history.popleft().rv
+        for watcher in list(self.watchers):
+            if watcher.wants(event):
+                watcher.queue.put_nowait(event)
+
+    def compact(self) -> None:
+        """Forget all history, as etcd compaction does: older resourceVersions now get 410."""
+        self.history.clear()
+        self.compacted = self.rv
+
+    def watch(
+        self, kind: str, namespace: str, selector: Selector, resource_version: str | None
+    ) -> Watcher:
+        """Register a watcher primed with what it missed since ``resource_version``; with no
+        version (or "0"), with ADDED events for everything there now, as the API server does."""
+        watcher = Watcher(kind, namespace, selector)
+        if resource_version in (None, "", "0"):
+            for obj in self.list(kind, namespace, selector)[0]:
+                rv = int(obj["metadata"]["resourceVersion"])
+                watcher.queue.put_nowait(Event(rv, kind, namespace, "ADDED", obj))
+        else:
+            since = int(resource_version)
+            if since < self.compacted:
+                raise Expired(f"too old resource version: {since} ({self.compacted})")
+            for event in self.history:
+                if event.rv > since and watcher.wants(event):
+                    watcher.queue.put_nowait(event)
+        self.watchers.add(watcher)
+        return watcher
+
+    def unwatch(self, watcher: Watcher) -> None:
+        self.watchers.discard(watcher)

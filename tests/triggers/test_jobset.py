@@ -1,0 +1,171 @@
+"""JobSetTrigger against the Kubernetes emulator, through the real kubernetes_asyncio client."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+import pytest
+
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.triggers import jobset as trigger_module
+from airflow_provider_jax.triggers.jobset import JobSetTrigger
+from tests.support.jobsets import fail_host, manifest, run_forever, succeed
+from tests.support.k8s_emulator import Faults
+
+CLUSTER = KubernetesCluster().to_dict()
+
+
+def submit(k8s, **kwargs) -> JobSetTrigger:
+    created = KubernetesCluster().hook().create_jobset(manifest(**kwargs))
+    meta = created["metadata"]
+    return JobSetTrigger(
+        name=meta["name"], namespace=meta["namespace"], uid=meta["uid"], cluster=CLUSTER
+    )
+
+
+async def events(trigger: JobSetTrigger) -> list[dict]:
+    return [event.payload async for event in trigger.run()]
+
+
+async def test_fires_once_with_success_and_streams_the_leaders_log(k8s, capsys):
+    k8s.script(succeed({"loss": 0.1}, steps=3))
+    fired = await events(submit(k8s))
+    assert [e["status"] for e in fired] == ["success"]
+    assert fired[0]["jobset"]["conditions"][0]["reason"] == "AllJobsCompleted"
+    task_log = capsys.readouterr().out
+    assert "[0/0] step 2: loss=0.3333" in task_log
+    assert "[0/1]" not in task_log  # only the leader's log
+
+
+async def test_failure_names_the_condition(k8s):
+    k8s.script(fail_host(1))
+    (event,) = await events(submit(k8s))
+    assert event["status"] == "failed"
+    assert event["reason"] == "FailedJobs"
+    assert event["jobset"]["restarts"] == 0
+
+
+async def test_restart_within_max_restarts_ends_in_success(k8s):
+    k8s.script(fail_host(1, attempts=1))
+    (event,) = await events(submit(k8s, max_restarts=1))
+    assert event["status"] == "success"
+    assert event["jobset"]["restarts"] == 1
+
+
+async def test_a_deleted_jobset_is_a_clear_failure_not_a_hang(k8s):
+    k8s.script(run_forever)
+    trigger = submit(k8s)
+    waiting = asyncio.create_task(events(trigger))
+    await asyncio.sleep(0.5)
+    KubernetesCluster().hook().delete_jobset(trigger.name, trigger.namespace)
+    (event,) = await asyncio.wait_for(waiting, 10)
+    assert (event["status"], event["reason"]) == ("failed", "Deleted")
+
+
+async def test_a_jobset_that_is_not_there_is_gone(k8s):
+    trigger = JobSetTrigger(name="never-made", namespace="default", uid="u-1", cluster=CLUSTER)
+    (event,) = await asyncio.wait_for(events(trigger), 10)
+    assert (event["status"], event["reason"]) == ("failed", "Deleted")
+
+
+async def test_execution_timeout_is_enforced_while_deferred(k8s):
+    k8s.script(run_forever)
+    trigger = submit(k8s)
+    trigger.deadline = time.time() + 1
+    (event,) = await asyncio.wait_for(events(trigger), 10)
+    assert event["status"] == "timeout"
+    assert k8s.jobset(trigger.name) is not None  # the operator deletes it on resume
+
+
+async def test_serializes_plain_data_and_survives_a_triggerer_restart(k8s):
+    k8s.script(lambda pod: succeed(7, duration=2)(pod))
+    trigger = submit(k8s)
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_provider_jax.triggers.jobset.JobSetTrigger"
+    assert json.loads(json.dumps(kwargs)) == kwargs
+    first = asyncio.create_task(events(trigger))
+    await asyncio.sleep(0.5)
+    first.cancel()  # the triggerer stops: no user action, so no on_kill
+    await asyncio.gather(first, return_exceptions=True)
+    await trigger.cleanup()
+    assert k8s.jobset(trigger.name) is not None
+    again = JobSetTrigger(**kwargs)
+    (event,) = await asyncio.wait_for(events(again), 20)
+    assert event["status"] == "success"
+    assert len(k8s.submitted) == 1
+
+
+async def test_on_kill_deletes_the_jobset_and_its_pods(k8s):
+    k8s.script(run_forever)
+    trigger = submit(k8s)
+    waiting = asyncio.create_task(events(trigger))
+    await asyncio.sleep(0.5)
+    waiting.cancel()
+    await trigger.on_kill()
+    await asyncio.gather(waiting, return_exceptions=True)
+    k8s.wait_for(lambda: k8s.jobset(trigger.name) is None, 5, "the JobSet to go")
+    assert k8s.pods() == []
+    assert k8s.controller.deletions == [(trigger.name, "Foreground")]
+
+
+@pytest.mark.parametrize(("task_left_deferred", "deleted"), [(True, False), (False, True)])
+async def test_cleanup_before_airflow_3_3_asks_whether_the_task_still_waits(
+    k8s, monkeypatch, task_left_deferred, deleted
+):
+    monkeypatch.setattr(trigger_module, "_TRIGGER_ON_KILL", False)
+    k8s.script(run_forever)
+    trigger = submit(k8s)
+
+    async def safe_to_cancel() -> bool:  # the task's state, as the API server would report it
+        return not task_left_deferred
+
+    monkeypatch.setattr(trigger, "safe_to_cancel", safe_to_cancel)
+    await trigger.cleanup()
+    if deleted:
+        k8s.wait_for(lambda: k8s.jobset(trigger.name) is None, 5, "the JobSet to go")
+    else:
+        assert k8s.jobset(trigger.name) is not None
+
+
+async def test_many_triggers_share_one_watch_and_survive_faults(k8s):
+    """Five jobs at once under 20% API faults, watches dropped every second and history
+    compacted: every trigger still sees its own outcome, through one shared watch."""
+    k8s.script(fail_host(1, attempts=1, duration=1.5))
+    triggers = [submit(k8s, name=f"job-{i}-0123456789", max_restarts=i % 2) for i in range(5)]
+    k8s.faults = Faults(rate=0.2, retry_after=0, drop_watch_after=1.0, expire_rate=0.5)
+    fired = await asyncio.wait_for(asyncio.gather(*(events(t) for t in triggers)), 60)
+    k8s.faults = Faults()
+    outcomes = [e[0]["status"] for e in fired]
+    assert outcomes == ["failed", "success", "failed", "success", "failed"]
+    watches = [r for r in k8s.requests if r.watch and "jobsets" in r.path]
+    assert len(watches) < 40, "one informer for all five, not one watch each"
+
+
+async def test_falls_back_to_polling_where_watch_is_forbidden(k8s):
+    k8s.faults = Faults(forbid_watch=True)
+    k8s.script(succeed(duration=0.5))
+    trigger = submit(k8s)
+    trigger.poll_interval = 0.2
+    (event,) = await asyncio.wait_for(events(trigger), 20)
+    assert event["status"] == "success"
+
+
+async def test_gives_up_with_an_error_event_when_the_api_stays_down(k8s):
+    k8s.script(run_forever)
+    trigger = submit(k8s)
+    trigger.retry_budget = 2
+    k8s.faults = Faults(rate=1.0, kinds=(503,), retry_after=0)
+    (event,) = await asyncio.wait_for(events(trigger), 20)
+    assert event["status"] == "error"
+    assert "503" in event["message"]
+
+
+async def test_a_refusal_is_an_error_event_at_once(k8s):
+    k8s.script(run_forever)
+    trigger = submit(k8s)
+    k8s.faults = Faults(rate=1.0, kinds=(403,))
+    (event,) = await asyncio.wait_for(events(trigger), 10)
+    assert event["status"] == "error"
+    assert "403" in event["message"]
