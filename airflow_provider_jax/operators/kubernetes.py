@@ -25,8 +25,9 @@ from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook, explain
 from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
 from airflow_provider_jax.local.backend import LAST_REPORT_XCOM_KEY
-from airflow_provider_jax.results import read_result, result_uri
-from airflow_provider_jax.runtime.messages import format_report, parse_message
+from airflow_provider_jax.results import read_result
+from airflow_provider_jax.runtime import storage
+from airflow_provider_jax.runtime.messages import RESULT_FILE, format_report, parse_message
 from airflow_provider_jax.triggers.jobset import FAILED, SUCCESS, TIMEOUT, JobSetTrigger
 
 if TYPE_CHECKING:
@@ -209,13 +210,11 @@ def leader_result(
             return _read(op, uri), report
         return message.get("result"), report
     if op.output_dir:
+        uri = storage.join(op.output_dir, RESULT_FILE)  # where the runtime puts a large one
         try:
-            return _read(op, result_uri(op.output_dir)), None
+            return _read(op, uri), None
         except FileNotFoundError:
-            op.log.warning(
-                "No result: the leader left no termination message and no %s.",
-                result_uri(op.output_dir),
-            )
+            op.log.warning("No result: the leader left no termination message and no %s.", uri)
     return None, None
 
 
