@@ -25,6 +25,7 @@ from airflow.sdk.exceptions import AirflowTaskTimeout
 from airflow_provider_jax.exceptions import JaxJobFailed, ProcessFailure
 from airflow_provider_jax.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.local.processes import PodProcess
+from airflow_provider_jax.operators.jax_job import LAST_REPORT_XCOM_KEY
 from airflow_provider_jax.runtime import storage
 from airflow_provider_jax.runtime.env import COORDINATOR_ADDRESS_ENV
 from airflow_provider_jax.runtime.messages import format_report, parse_message, parse_report
@@ -36,7 +37,6 @@ if TYPE_CHECKING:
     from airflow_provider_jax.operators.jax_job import JaxJobOperator
 
 LOCALHOST = "127.0.0.1"
-LAST_REPORT_XCOM_KEY = "last_report"
 LOG_TAIL_LINES = 40
 _TICK_S = 0.05
 

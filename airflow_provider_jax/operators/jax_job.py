@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 BACKENDS = ("kubernetes", "local")
+LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
 ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
 

@@ -24,7 +24,7 @@ from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict, Proces
 from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook, explain
 from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
-from airflow_provider_jax.local.backend import LAST_REPORT_XCOM_KEY
+from airflow_provider_jax.operators.jax_job import LAST_REPORT_XCOM_KEY
 from airflow_provider_jax.results import read_result
 from airflow_provider_jax.runtime import storage
 from airflow_provider_jax.runtime.messages import RESULT_FILE, format_report, parse_message

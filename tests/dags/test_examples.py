@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 
 import pytest
 
 from tests.support.jobset_schema import REPO
+from tests.support.xcoms import xcoms
 
 
 def run_dag(airflow_home, tmp_path, *args: str):
@@ -27,21 +27,12 @@ def run_dag(airflow_home, tmp_path, *args: str):
     return run.stdout
 
 
-def xcoms(airflow_home, dag_id: str, task_id: str) -> dict[str, list]:
-    with sqlite3.connect(airflow_home.path / "airflow.db") as db:
-        rows = db.execute(
-            "SELECT run_id, value FROM xcom WHERE dag_id = ? AND task_id = ? "
-            "AND key = 'return_value' ORDER BY run_id",
-            (dag_id, task_id),
-        ).fetchall()
-    return {run_id: json.loads(value) for run_id, value in rows}
-
-
+@pytest.mark.timeout(900)
 def test_scheduled_training_writes_per_logical_date(airflow_home, tmp_path):
     for day in ("2026-11-01", "2026-11-02"):
         out = run_dag(airflow_home, tmp_path, "scheduled_training", day)
         assert re.search(rf"{day}: loss \d\.\d+, outputs in {tmp_path}/scheduled_training/", out)
-    results = xcoms(airflow_home, "scheduled_training", "train")
+    results = xcoms(airflow_home.path / "airflow.db", "scheduled_training", "train")
     dirs = {r["ds"]: r["output_dir"] for r in results.values()}
     assert dirs == {
         "2026-11-01": f"{tmp_path}/scheduled_training/20261101",

@@ -7,14 +7,12 @@ the real triggerer process; a two-day backfill of the scheduled DAG gets one out
 
 from __future__ import annotations
 
-import json
-import sqlite3
-
 import pytest
 
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.jobset_schema import REPO
 from tests.support.k8s_emulator import Emulator, ProcessRunner
+from tests.support.xcoms import xcoms
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -37,23 +35,12 @@ def stack(k8s_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory):
     k8s_emulator.reset()
 
 
-def xcom(stack: AirflowStack, dag_id: str, task_id: str) -> dict[str, object]:
-    """{run_id: return value} from the stack's metadata DB."""
-    with sqlite3.connect(stack.home / "airflow.db") as db:
-        rows = db.execute(
-            "SELECT run_id, value FROM xcom WHERE dag_id = ? AND task_id = ? "
-            "AND key = 'return_value'",
-            (dag_id, task_id),
-        ).fetchall()
-    return {run_id: json.loads(value) for run_id, value in rows}
-
-
 def test_trigger_with_conf_defers_through_the_triggerer(stack: AirflowStack, k8s_emulator):
     stack.wait_for_dag("quickstart")
     run_id = stack.trigger("quickstart", {"steps": 30})
     runs = stack.wait_for_runs("quickstart", 1, timeout=420)
     assert [r["state"] for r in runs] == ["success"], stack.logs("scheduler")
-    result = xcom(stack, "quickstart", "train")[run_id]
+    result = xcoms(stack.home / "airflow.db", "quickstart", "train")[run_id]
     assert result["step"] == 30  # the conf reached the pods
     assert result["processes"] == 2
     # The triggerer wrote the trigger's part of the task log: the wait ran there.
@@ -87,7 +74,7 @@ def test_two_day_backfill_gets_one_output_dir_per_day(stack: AirflowStack):
     runs = stack.wait_for_runs("scheduled_training", 3, timeout=600)
     backfill = [r for r in runs if r["run_id"].startswith("backfill__")]
     assert sorted(r["state"] for r in backfill) == ["success", "success"], runs
-    results = xcom(stack, "scheduled_training", "train")
+    results = xcoms(stack.home / "airflow.db", "scheduled_training", "train")
     outputs = {results[r["run_id"]]["ds"]: results[r["run_id"]]["output_dir"] for r in backfill}
     root = stack.home / "outputs" / "scheduled_training"
     assert outputs == {"2026-11-01": f"{root}/20261101", "2026-11-02": f"{root}/20261102"}

@@ -10,8 +10,7 @@ from airflow.sdk import DAG
 from airflow_provider_jax.jobset import KUEUE_QUEUE_LABEL
 from airflow_provider_jax.launcher import CALL_ENV, OUTPUT_DIR_ENV
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
-
-HEAVY = ("jax", "jaxlib", "kubernetes", "kubernetes_asyncio", "google.cloud.", "gcloud")
+from tests.support.imports import heavy_modules_loaded_by
 
 
 def _container(manifest):
@@ -25,21 +24,7 @@ def _env(manifest) -> dict[str, str]:
 
 
 def test_importing_operators_loads_no_heavy_library():
-    code = (
-        "import sys, json\n"
-        "import airflow_provider_jax.operators\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    loaded = json.loads(out.stdout.strip().splitlines()[-1])
-    heavy = [
-        m
-        for m in loaded
-        if any(
-            m == h or m.startswith(h + ".") or (h.endswith(".") and m.startswith(h)) for h in HEAVY
-        )
-    ]
-    assert heavy == []
+    assert heavy_modules_loaded_by("import airflow_provider_jax.operators") == []
 
 
 def test_tpu_dry_run(validate_jobset):

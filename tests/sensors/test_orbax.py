@@ -3,10 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
 import threading
 import time
 from datetime import timedelta
@@ -27,6 +23,7 @@ from airflow_provider_jax.get_provider_info import get_provider_info
 from airflow_provider_jax.sensors import OrbaxCheckpointSensor
 from airflow_provider_jax.triggers.orbax import OrbaxCheckpointTrigger
 from tests.support.gcs_emulator import GcsEmulator
+from tests.support.imports import heavy_modules_loaded_by
 from tests.support.orbax_saves import MULTI_ITEM_PREFIXED_PADDED, save_steps
 
 REPO_ROOT = Path(airflow_provider_jax.__file__).resolve().parent.parent
@@ -50,25 +47,8 @@ def checkpoint_root(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def test_importing_the_sensors_package_loads_no_heavy_libraries() -> None:
-    # A fresh interpreter: the test session has long imported everything.
-    code = (
-        "import json, sys\n"
-        "import airflow_provider_jax.sensors as sensors\n"
-        "heavy = ('jax', 'jaxlib', 'orbax', 'tensorstore', 'kubernetes', 'gcloud', 'aiohttp',\n"
-        "         'google.cloud.', 'google.api_core', 'airflow.providers.google.cloud')\n"
-        "loaded = sorted(m for m in sys.modules if m.startswith(heavy) or m in heavy)\n"
-        "print(json.dumps({'file': sensors.__file__, 'loaded': loaded}))\n"
-    )
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True
-    )
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout.strip().splitlines()[-1])
-    assert report["file"].startswith(str(REPO_ROOT))  # this checkout, not an installed copy
-    # Not listed: the bare "google.cloud" namespace (some .pth files preload it) and the
-    # providers' get_provider_info modules, which Airflow itself loads.
-    assert report["loaded"] == []
+    assert heavy_modules_loaded_by("import airflow_provider_jax.sensors") == []
+    assert heavy_modules_loaded_by("import airflow_provider_jax.decorators.jax_tpu") == []
 
 
 def test_provider_info_registers_sensor_and_trigger() -> None:
