@@ -46,7 +46,8 @@ POLL_INTERVAL = 10.0
 TARGET_REQUESTS = 0.2  # JobSet status requests per job per minute of waiting
 TARGET_P95 = 2.0  # seconds from a JobSet finishing to its trigger's event
 TARGET_CPU = 0.10  # share of one core at N = 1,000
-FIRST_FINISH = 10.0  # seconds before the first JobSet ends: every trigger is waiting by then
+FIRST_FINISH = 20.0  # seconds before the first JobSet ends
+QUIET_FROM = 15.0  # seconds in, by when every trigger has started: from then on they just wait
 FAIL_EVERY = 10  # one JobSet in ten fails
 NAMESPACE = "default"
 
@@ -131,19 +132,30 @@ def triggerer(kind: str, timeout: float) -> None:
             if task.exception() is not None:
                 print(f"trigger {task.get_name()} crashed: {task.exception()!r}", file=sys.stderr)
 
-    before = resource.getrusage(resource.RUSAGE_SELF)
+    samples: list[tuple[float, float]] = []  # (monotonic time, CPU seconds so far)
+    done = threading.Event()
+
+    def sample() -> None:
+        while True:
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            samples.append((time.monotonic(), usage.ru_utime + usage.ru_stime))
+            if done.wait(0.5):
+                return
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
     start = time.monotonic()
     asyncio.run(run_all())
     end = time.monotonic()
-    after = resource.getrusage(resource.RUSAGE_SELF)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    done.set()
+    sampler.join()
     report = {
         "start": start,
         "end": end,
         "fired": fired,
-        "cpu": cpu,
+        "cpu": samples,
         "baseline_rss_kib": baseline_rss,
-        "peak_rss_kib": after.ru_maxrss,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }
     print(json.dumps(report), flush=True)
 
@@ -168,6 +180,7 @@ class Row:
     p95: float
     cpu: float
     wall: float
+    quiet_cpu_share: float
     baseline_rss_mib: float
     peak_rss_mib: float
     missed: int
@@ -214,7 +227,10 @@ def scenario(
         text=True,
     )
     probe = LagProbe(emulator)
-    restarts = [threading.Timer(window * k / 3, emulator.restart) for k in (1, 2)]
+    restarts = [
+        threading.Timer(FIRST_FINISH + (window - FIRST_FINISH) * k / 3, emulator.restart)
+        for k in (1, 2)
+    ]
     try:
         assert child.stdout is not None
         if child.stdout.readline().strip() != "ready":
@@ -248,8 +264,10 @@ def scenario(
         job_minutes=sum(fired.get(n, (end, None))[0] - start for n in names) / 60,
         p50=percentile(latencies, 0.5),
         p95=percentile(latencies, 0.95),
-        cpu=report["cpu"],
-        wall=max((at for at, _ in fired.values()), default=end) - start,
+        cpu=cpu_between(report["cpu"], start, end),
+        wall=end - start,
+        quiet_cpu_share=cpu_between(report["cpu"], start + QUIET_FROM, start + FIRST_FINISH)
+        / (FIRST_FINISH - QUIET_FROM),
         baseline_rss_mib=report["baseline_rss_kib"] / 1024,
         peak_rss_mib=report["peak_rss_kib"] / 1024,
         missed=sum(1 for n in names if fired.get(n, (0, None))[1] != expected[n]),
@@ -328,6 +346,15 @@ class LagProbe(threading.Thread):
             self.lags.append(time.monotonic() - asked)
 
 
+def cpu_between(samples: list[tuple[float, float]], since: float, until: float) -> float:
+    """CPU seconds spent between two moments, from (time, CPU so far) samples."""
+
+    def at(moment: float) -> float:
+        return next((cpu for t, cpu in samples if t >= moment), samples[-1][1])
+
+    return at(until) - at(since)
+
+
 def percentile(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[int(p * (len(ordered) - 1))] if ordered else float("nan")
@@ -341,7 +368,7 @@ def print_table(rows: list[Row], window: float, drop_watch: float) -> None:
     header = (
         f"{'scenario':16} {'N':>5} {'status req':>10} {'/job/min':>8} {'lists':>5} "
         f"{'log req/job':>11} {'p50 s':>6} {'p95 s':>6} {'CPU s':>6} {'CPU %':>6} "
-        f"{'ms/job':>6} {'RSS MiB':>9} {'missed':>6} {'emu lag':>7}"
+        f"{'wait %':>6} {'ms/job':>6} {'RSS MiB':>9} {'missed':>6} {'emu lag':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -349,14 +376,15 @@ def print_table(rows: list[Row], window: float, drop_watch: float) -> None:
         print(
             f"{r.scenario:16} {r.jobs:>5} {r.status_requests:>10} {r.status_rate:>8.3f} "
             f"{r.lists:>5} {r.log_requests / r.jobs:>11.2f} {r.p50:>6.2f} {r.p95:>6.2f} "
-            f"{r.cpu:>6.1f} {r.cpu_share:>6.1%} {1000 * r.cpu / r.jobs:>6.1f} "
-            f"{r.baseline_rss_mib:>4.0f}>{r.peak_rss_mib:<4.0f} {r.missed:>6} "
-            f"{r.emulator_lag_p95:>7.2f}"
+            f"{r.cpu:>6.1f} {r.cpu_share:>6.1%} {r.quiet_cpu_share:>6.1%} "
+            f"{1000 * r.cpu / r.jobs:>6.1f} {r.baseline_rss_mib:>4.0f}>{r.peak_rss_mib:<4.0f} "
+            f"{r.missed:>6} {r.emulator_lag_p95:>7.2f}"
         )
     print(
-        "status: JobSet list/watch/get while waiting; lists: the first, then after 410s. "
-        "RSS: after imports > peak.\nemu lag: p95 of how late the emulator's loop answers "
-        "(s); latency includes it."
+        "status: JobSet list/watch/get while waiting; lists: the first, then after 410s.\n"
+        "CPU %: of one core over the whole run (every job's start and end within it); wait %: "
+        f"{QUIET_FROM:.0f}-{FIRST_FINISH:.0f} s in,\nwhen all have started and none has ended. "
+        "RSS: after imports > peak. emu lag: p95 of how late the emulator's loop answers, s."
     )
     for r in rows:
         if r.scenario != "JobSetTrigger":
@@ -366,10 +394,13 @@ def print_table(rows: list[Row], window: float, drop_watch: float) -> None:
             ("p95 detection latency, s", r.p95, TARGET_P95),
         ]
         if r.jobs >= 1000:
-            checks.append(("CPU, share of one core", r.cpu_share, TARGET_CPU))
+            checks += [
+                ("CPU while waiting, of a core", r.quiet_cpu_share, TARGET_CPU),
+                ("CPU over the run, of a core", r.cpu_share, TARGET_CPU),
+            ]
         for what, value, target in checks:
             verdict = "ok" if value <= target else "MISSED"
-            print(f"  N={r.jobs:<5} {what:26} {value:7.3f}  target <= {target:<4} {verdict}")
+            print(f"  N={r.jobs:<5} {what:28} {value:7.3f}  target <= {target:<4} {verdict}")
 
 
 def main() -> int:
