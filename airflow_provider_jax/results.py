@@ -1,20 +1,12 @@
-"""Read the ``result.json`` a JAX leader wrote, from GCS or a local path. JSON only: a
-result is never unpickled."""
+"""Read the ``result.json`` a JAX leader wrote, from GCS (through the Google connection) or a
+local path, in Airflow. JSON only: a result is never unpickled."""
 
 from __future__ import annotations
 
 import json
-import posixpath
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
-
-from airflow_provider_jax.runtime.messages import RESULT_FILE
-
-
-def result_uri(output_dir: str) -> str:
-    """Where the runtime writes a result too large for the termination message."""
-    return posixpath.join(output_dir.rstrip("/"), RESULT_FILE)
 
 
 def read_result(

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pendulum
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG, Param, task
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 
@@ -19,6 +19,8 @@ with DAG(
     schedule=None,
     start_date=pendulum.datetime(2025, 1, 1, tz="UTC"),
     catchup=False,
+    params={"steps": Param(60, type="integer", minimum=1, maximum=10_000)},
+    render_template_as_native_obj=True,  # "{{ params.steps }}" renders to an int
     tags=["jax", "example"],
 ):
     train = JaxTpuSliceOperator(
@@ -27,7 +29,7 @@ with DAG(
         chips_per_host=4,  # 2 hosts x 4 chips
         image="us-docker.pkg.dev/my-project/training/quickstart:latest",  # ignored locally
         entrypoint="quickstart_train:train",
-        entrypoint_kwargs={"steps": 60},
+        entrypoint_kwargs={"steps": "{{ params.steps }}"},  # --conf '{"steps": 100}'
     )
 
     @task

@@ -22,11 +22,12 @@ from airflow.sdk.exceptions import AirflowTaskTimeout
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict, ProcessFailure
 from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from
-from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
+from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook, explain
 from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
 from airflow_provider_jax.local.backend import LAST_REPORT_XCOM_KEY
-from airflow_provider_jax.results import read_result, result_uri
-from airflow_provider_jax.runtime.messages import format_report, parse_message
+from airflow_provider_jax.results import read_result
+from airflow_provider_jax.runtime import storage
+from airflow_provider_jax.runtime.messages import RESULT_FILE, format_report, parse_message
 from airflow_provider_jax.triggers.jobset import FAILED, SUCCESS, TIMEOUT, JobSetTrigger
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ def complete_on_kubernetes(
         if outcome == FAILED
         else JaxJobFailed(f"{ref.where}: {event['message']}")
     )
-    _finish(op, hook, ref, succeeded=False)
+    _finish(op, hook, ref, succeeded=False, ended=outcome == FAILED)
     raise error
 
 
@@ -209,13 +210,11 @@ def leader_result(
             return _read(op, uri), report
         return message.get("result"), report
     if op.output_dir:
+        uri = storage.join(op.output_dir, RESULT_FILE)  # where the runtime puts a large one
         try:
-            return _read(op, result_uri(op.output_dir)), None
+            return _read(op, uri), None
         except FileNotFoundError:
-            op.log.warning(
-                "No result: the leader left no termination message and no %s.",
-                result_uri(op.output_dir),
-            )
+            op.log.warning("No result: the leader left no termination message and no %s.", uri)
     return None, None
 
 
@@ -230,7 +229,11 @@ def failure(hook: JobSetHook, ref: JobSetRef, event: Mapping[str, Any]) -> JaxJo
     summary = [f"{ref.where} failed: {event['reason']}: {event['message']}"]
     if event.get("jobset"):
         summary.append(f"JobSet status: {status.describe(event['jobset'])}")
-    pods = hook.list_jobset_pods(ref.name, ref.namespace)
+    try:
+        pods = hook.list_jobset_pods(ref.name, ref.namespace)
+    except Exception as err:  # the failure still deserves its own error, not this one
+        summary.append(f"Its pods could not be read: {explain(err)}")
+        return JaxJobFailed("\n".join(summary))
     failed = status.failed_pods(pods)
     if not pods:
         summary.append("Its pods are gone, so no host's error can be shown.")
@@ -248,12 +251,15 @@ def failure(hook: JobSetHook, ref: JobSetRef, event: Mapping[str, Any]) -> JaxJo
 def _failure(hook: JobSetHook, ref: JobSetRef, pod: Mapping[str, Any]) -> ProcessFailure:
     ended = status.termination(pod) or {}
     message = ended.get("message")
-    tail = hook.read_pod_log(
-        pod["metadata"]["name"],
-        ref.namespace,
-        tail_lines=LOG_TAIL_LINES,
-        limit_bytes=LOG_TAIL_BYTES,
-    )
+    try:
+        tail = hook.read_pod_log(
+            pod["metadata"]["name"],
+            ref.namespace,
+            tail_lines=LOG_TAIL_LINES,
+            limit_bytes=LOG_TAIL_BYTES,
+        )
+    except Exception as err:
+        tail = f"(its log could not be read: {explain(err)})"
     failure = ProcessFailure.from_exit(status.tag(pod), message, ended.get("exitCode", 1), tail)
     if (body := parse_message(message)) is not None and not body["ok"]:
         return replace(failure, log_tail=tail)  # its own traceback, then what it printed last
@@ -262,12 +268,26 @@ def _failure(hook: JobSetHook, ref: JobSetRef, pod: Mapping[str, Any]) -> Proces
     return failure
 
 
-def _finish(op: JaxJobOperator, hook: JobSetHook, ref: JobSetRef, *, succeeded: bool) -> None:
+def _finish(
+    op: JaxJobOperator, hook: JobSetHook, ref: JobSetRef, *, succeeded: bool, ended: bool = True
+) -> None:
+    """Apply ``on_finish_action``. Once the JobSet has ended, a delete that fails leaves an
+    object, not a workload: say so and keep the task's own outcome. Otherwise it raises."""
     action = op.on_finish_action
-    if action == "delete_jobset" or (action == "delete_succeeded_jobset" and succeeded):
-        _delete(hook, ref, op.log)
-    else:
+    if action == "keep_jobset" or (action == "delete_succeeded_jobset" and not succeeded):
         op.log.info("Keeping %s (on_finish_action=%s).", ref.where, action)
+        return
+    try:
+        _delete(hook, ref, op.log)
+    except Exception:
+        if not ended:
+            raise
+        op.log.exception(
+            "Could not delete the finished %s; remove it with: kubectl delete jobset -n %s %s",
+            ref.where,
+            ref.namespace,
+            ref.name,
+        )
 
 
 def _delete(hook: JobSetHook, ref: JobSetRef, log: Any) -> None:

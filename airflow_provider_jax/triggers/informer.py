@@ -96,8 +96,8 @@ class Change:
 class Subscription:
     """The changes to one JobSet, in order, starting with its state when subscribed."""
 
-    def __init__(self, informer: JobSetInformer, name: str) -> None:
-        self.informer, self.name = informer, name
+    def __init__(self, name: str) -> None:
+        self.name = name
         self._queue: asyncio.Queue[Change | BaseException] = asyncio.Queue()
 
     def put(self, item: Change | BaseException) -> None:
@@ -139,7 +139,7 @@ class JobSetInformer:
         self.task = asyncio.create_task(self._run(), name=f"jobset-informer-{self.namespace}")
 
     def subscribe(self, name: str) -> Subscription:
-        sub = Subscription(self, name)
+        sub = Subscription(name)
         self.subscribers.setdefault(name, set()).add(sub)
         if self.synced:
             obj = self.cache.get(name)

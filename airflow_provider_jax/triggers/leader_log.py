@@ -23,6 +23,8 @@ STREAM_RECHECK = 10  # seconds after a log stream ends before looking whether it
 
 
 class LeaderLog:
+    """Streams one JobSet's leader log into ``log`` while the trigger waits."""
+
     def __init__(
         self,
         hook: AsyncJobSetHook,
@@ -36,7 +38,6 @@ class LeaderLog:
         self.lines_left = self.reports_left = max_lines
         self.log = log
         self._changed = asyncio.Event()
-        self._started = False
         self._last_stamp = ""
         self._closing = False
         self._task: asyncio.Task[None] | None = None
@@ -44,14 +45,13 @@ class LeaderLog:
     def update(self, jobset: Mapping[str, Any]) -> None:
         """Hear of a JobSet change: pods may have started, or a restart made new ones."""
         if status.has_started(jobset):
-            self._started = True
             self._changed.set()
             if self._task is None:
                 self._task = asyncio.create_task(self._run(), name=f"leader-log-{self.name}")
 
     async def stop(self, grace: float = 0) -> None:
-        """Stop streaming; with ``grace``, first let it show the rest of the finished
-        leader's log (one more request), for at most that many seconds."""
+        """Stop streaming; with ``grace``, first let it show what is left of the finished
+        leader's log, for at most that many seconds."""
         if self._task is None:
             return
         self._closing = True

@@ -4,6 +4,7 @@ result, the failure report, and on_finish_action. End to end runs are in test_ku
 from __future__ import annotations
 
 import json
+import logging
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,6 +27,7 @@ from tests.support.jobsets import manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
 
 CLUSTER = KubernetesCluster()
+LOG = logging.getLogger(__name__)
 
 
 def operator(tmp_path: Path, **kwargs) -> JaxTpuSliceOperator:
@@ -42,7 +44,7 @@ def operator(tmp_path: Path, **kwargs) -> JaxTpuSliceOperator:
 
 def finished(k8s: Emulator, body: dict) -> dict:
     """Submit ``body`` and wait until it has finished; the trigger's event for it."""
-    ref = submit(CLUSTER.hook(), CLUSTER, body, _log())
+    ref = submit(CLUSTER.hook(), CLUSTER, body, LOG)
     jobset = k8s.wait_for(lambda: _terminal(k8s, ref.name), 20, "the JobSet to finish")
     state = jobset["status"]["terminalState"]
     condition = jobset["status"]["conditions"][-1]
@@ -62,12 +64,6 @@ def _terminal(k8s: Emulator, name: str) -> dict | None:
     return jobset if jobset and jobset["status"].get("terminalState") else None
 
 
-def _log():
-    import logging
-
-    return logging.getLogger("test")
-
-
 def test_the_logs_link_is_cloud_logging_filtered_by_jobset_name():
     url = cloud_logging_url(
         project_id="proj", location="us-central2", cluster_name="tpu", namespace="ml", name="t-1"
@@ -82,8 +78,8 @@ def test_the_logs_link_is_cloud_logging_filtered_by_jobset_name():
 def test_submit_reattaches_to_a_running_jobset_of_the_same_task_instance(k8s):
     k8s.script(run_forever)
     hook = CLUSTER.hook()
-    first = submit(hook, CLUSTER, manifest(), _log())
-    again = submit(hook, CLUSTER, manifest(), _log())
+    first = submit(hook, CLUSTER, manifest(), LOG)
+    again = submit(hook, CLUSTER, manifest(), LOG)
     assert again == first
     assert len(k8s.submitted) == 1
 
@@ -91,8 +87,8 @@ def test_submit_reattaches_to_a_running_jobset_of_the_same_task_instance(k8s):
 def test_a_later_try_replaces_a_finished_jobset_once_it_is_gone(k8s):
     k8s.script(succeed())
     event = finished(k8s, manifest(try_number=1))
-    assert submit(CLUSTER.hook(), CLUSTER, manifest(try_number=1), _log()).uid == event["uid"]
-    fresh = submit(CLUSTER.hook(), CLUSTER, manifest(try_number=2), _log())
+    assert submit(CLUSTER.hook(), CLUSTER, manifest(try_number=1), LOG).uid == event["uid"]
+    fresh = submit(CLUSTER.hook(), CLUSTER, manifest(try_number=2), LOG)
     assert fresh.uid != event["uid"]
     assert len(k8s.submitted) == 2
     assert k8s.controller.deletions == [(fresh.name, "Foreground")]
@@ -100,9 +96,9 @@ def test_a_later_try_replaces_a_finished_jobset_once_it_is_gone(k8s):
 
 def test_submit_refuses_a_jobset_made_for_another_task_instance(k8s):
     k8s.script(run_forever)
-    submit(CLUSTER.hook(), CLUSTER, manifest(run_id="scheduled__1"), _log())
+    submit(CLUSTER.hook(), CLUSTER, manifest(run_id="scheduled__1"), LOG)
     with pytest.raises(JobSetConflict, match="not made for this task instance"):
-        submit(CLUSTER.hook(), CLUSTER, manifest(run_id="scheduled__2"), _log())
+        submit(CLUSTER.hook(), CLUSTER, manifest(run_id="scheduled__2"), LOG)
     assert len(k8s.jobsets()) == 1 and k8s.controller.deletions == []
 
 
@@ -115,7 +111,7 @@ def test_submit_survives_a_create_whose_reply_was_lost(k8s, script):
     k8s.faults = Faults(
         rate=1.0, kinds=("lost",), only=lambda r: r.method == "POST" and not next(posts)
     )
-    ref = submit(CLUSTER.hook(), CLUSTER, manifest(), _log())
+    ref = submit(CLUSTER.hook(), CLUSTER, manifest(), LOG)
     assert ref.uid == k8s.jobsets()[0]["metadata"]["uid"]
     assert len(k8s.submitted) == 1
 
@@ -198,7 +194,7 @@ def test_when_airflow_fails_a_deferred_task_itself_the_jobset_goes(k8s, tmp_path
         dag_id="dag", task_id="train", run_id="manual__1", map_index=-1, try_number=1
     )
     context = {"ti": ti}
-    ref = submit(CLUSTER.hook(), CLUSTER, op.build_manifest(context), _log())
+    ref = submit(CLUSTER.hook(), CLUSTER, op.build_manifest(context), LOG)
     with pytest.raises(TaskDeferralTimeout):
         op.resume_execution("__fail__", {"error": "Trigger timeout"}, context)
     k8s.wait_for(lambda: k8s.jobset(ref.name) is None, 5, "the JobSet to go")

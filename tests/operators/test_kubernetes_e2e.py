@@ -157,13 +157,13 @@ def test_nothing_is_left_behind(e2e: Run, k8s_emulator: Emulator):
     assert all(m["metadata"]["labels"]["app.kubernetes.io/managed-by"] for m in e2e.submitted)
 
 
-@pytest.mark.parametrize("deferrable", ["True", "False"], ids=["deferred", "blocking"])
 def test_the_quickstart_trains_for_real_through_kubernetes(
-    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path, deferrable: str
+    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path
 ):
     """The quickstart DAG, unchanged, on the kubernetes backend: its two pods run as real JAX
     processes (a sharded batch, an all-reduce every step) and the leader's result comes back
-    through its termination message to the downstream task."""
+    through its termination message to the downstream task. (Blocking mode shares every step
+    but the wait, which the scripted runs cover.)"""
     dags = REPO / "dags"
     k8s.runner = ProcessRunner(pythonpath=[str(dags)])  # the image would hold the module
     run = run_dag(
@@ -174,7 +174,7 @@ def test_the_quickstart_trains_for_real_through_kubernetes(
         "2026-01-01",  # on or after its start_date
         dags=dags,
         AIRFLOW__JAX__DEFAULT_BACKEND="kubernetes",
-        AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE=deferrable,
+        AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE="True",
     )
     assert run.states.get("train", (None,))[0] == "success", run.proc.stdout[-6000:]
     assert "[0/0] step 60: loss=" in run.proc.stdout  # streamed from the leader's pod log
