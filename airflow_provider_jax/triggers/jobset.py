@@ -115,9 +115,8 @@ class JobSetTrigger(BaseTrigger):
             retry_budget=self.retry_budget,
             connection_extras=connection_extras,
         ) as changes:
-            # The informer's hook, whose connection and config are loaded once for all its
-            # triggers: a thousand triggers starting at once must not parse a kubeconfig each.
-            hook = changes.informer.hook
+            # A thousand triggers starting at once must not each load a kubeconfig.
+            hook = changes.hook
             leader_log = (
                 LeaderLog(hook, self.name, self.namespace, max_lines=self.log_lines, log=self.log)
                 if self.log_lines > 0
