@@ -7,6 +7,7 @@ sync and async clients, the trigger and the operator all read them with the same
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -14,6 +15,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import tenacity
+from aiohttp import ClientPayloadError
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
 from airflow.providers.cncf.kubernetes.kubernetes_helper_functions import (
     API_RETRIES,
@@ -27,6 +29,7 @@ from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio import watch as async_watch
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 
+from airflow_provider_jax.hooks.shared_client import SharedApiClient
 from airflow_provider_jax.jobset import (
     CONTAINER_NAME,
     GROUP,
@@ -68,11 +71,14 @@ def explain(exc: BaseException) -> str:
 
 def is_transient(exc: BaseException) -> bool:
     """429, 5xx and lost connections: worth another try. 409 is not (the cncf helper's set
-    includes it for updates; for create it means "exists", for deletes "not that object")."""
+    includes it for updates; for create it means "exists", for deletes "not that object").
+    A connection cut mid-reply (an API server restart under a watch) is lost too."""
     status = api_status(exc)
     if status is not None:
         return status in TRANSIENT_STATUS_CODES and status != 409
-    return isinstance(exc, (*TRANSIENT_CONNECTION_ERRORS, TimeoutError, ConnectionError))
+    return isinstance(
+        exc, (*TRANSIENT_CONNECTION_ERRORS, ClientPayloadError, TimeoutError, ConnectionError)
+    )
 
 
 def api_retry() -> Any:
@@ -203,13 +209,22 @@ class JobSetHook(JobSetOperations, KubernetesHook):
 
 
 class AsyncJobSetOperations:
-    """Async JobSet calls for any hook whose ``get_conn()`` yields an async ``ApiClient``."""
+    """Async JobSet calls for any hook whose ``get_conn()`` yields an async ``ApiClient``.
+
+    Calls share one client while they overlap (:class:`SharedApiClient`); a log stream, which
+    holds its connection for as long as the pod runs, gets its own, so streams never queue
+    for the shared pool's connections.
+    """
 
     get_conn: Any
 
+    @functools.cached_property
+    def api(self) -> SharedApiClient:
+        return SharedApiClient(self.get_conn)
+
     @api_retry()
     async def get_jobset(self, name: str, namespace: str) -> dict[str, Any] | None:
-        async with self.get_conn() as api:
+        async with self.api() as api:
             try:
                 return await async_client.CustomObjectsApi(api).get_namespaced_custom_object(
                     GROUP, VERSION, namespace, PLURAL, name
@@ -221,7 +236,7 @@ class AsyncJobSetOperations:
 
     @api_retry()
     async def delete_jobset(self, name: str, namespace: str, uid: str | None = None) -> bool:
-        async with self.get_conn() as api:
+        async with self.api() as api:
             try:
                 await async_client.CustomObjectsApi(api).delete_namespaced_custom_object(
                     GROUP, VERSION, namespace, PLURAL, name, body=_delete_options(uid)
@@ -236,7 +251,7 @@ class AsyncJobSetOperations:
         self, namespace: str, label_selector: str = OUR_JOBSETS
     ) -> tuple[list[dict[str, Any]], str]:
         """(items, resourceVersion) of one consistent list. Not retried: the caller decides."""
-        async with self.get_conn() as api:
+        async with self.api() as api:
             listing = await async_client.CustomObjectsApi(api).list_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, label_selector=label_selector
             )
@@ -252,7 +267,7 @@ class AsyncJobSetOperations:
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(type, object) events after ``resource_version``, BOOKMARKs included, until the
         server ends the watch. A 410 (history compacted) raises; the caller re-lists."""
-        async with self.get_conn() as api:
+        async with self.api() as api:
             custom = async_client.CustomObjectsApi(api)
             stream = async_watch.Watch().stream(
                 custom.list_namespaced_custom_object,
@@ -271,7 +286,7 @@ class AsyncJobSetOperations:
 
     @api_retry()
     async def list_jobset_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
-        async with self.get_conn() as api:
+        async with self.api() as api:
             response = await async_client.CoreV1Api(api).list_namespaced_pod(
                 namespace, label_selector=pods_selector(name), _preload_content=False
             )

@@ -94,10 +94,12 @@ class Change:
 
 
 class Subscription:
-    """The changes to one JobSet, in order, starting with its state when subscribed."""
+    """The changes to one JobSet, in order, starting with its state when subscribed, and the
+    informer's ``hook`` for the subscriber's own calls: its connection and config are loaded
+    once for every subscriber, not once each."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
+    def __init__(self, name: str, hook: AsyncJobSetHook) -> None:
+        self.name, self.hook = name, hook
         self._queue: asyncio.Queue[Change | BaseException] = asyncio.Queue()
 
     def put(self, item: Change | BaseException) -> None:
@@ -139,7 +141,7 @@ class JobSetInformer:
         self.task = asyncio.create_task(self._run(), name=f"jobset-informer-{self.namespace}")
 
     def subscribe(self, name: str) -> Subscription:
-        sub = Subscription(name)
+        sub = Subscription(name, self.hook)
         self.subscribers.setdefault(name, set()).add(sub)
         if self.synced:
             obj = self.cache.get(name)

@@ -107,21 +107,21 @@ class JobSetTrigger(BaseTrigger):
             return self._event(ERROR, "ApiError", f"Kubernetes API refused a call: {explain(err)}")
 
     async def _watch(self, connection_extras: dict[str, Any] | None) -> dict[str, Any]:
-        cluster = self.kubernetes
-        hook = cluster.async_hook(connection_extras)
-        leader_log = (
-            LeaderLog(hook, self.name, self.namespace, max_lines=self.log_lines, log=self.log)
-            if self.log_lines > 0
-            else None
-        )
         async with subscribe(
-            cluster,
+            self.kubernetes,
             self.namespace,
             self.name,
             poll_interval=self.poll_interval,
             retry_budget=self.retry_budget,
             connection_extras=connection_extras,
         ) as changes:
+            # A thousand triggers starting at once must not each load a kubeconfig.
+            hook = changes.hook
+            leader_log = (
+                LeaderLog(hook, self.name, self.namespace, max_lines=self.log_lines, log=self.log)
+                if self.log_lines > 0
+                else None
+            )
             try:
                 while True:
                     change = await changes.next()

@@ -143,6 +143,20 @@ async def test_many_triggers_share_one_watch_and_survive_faults(k8s):
     assert len(watches) < 40, "one informer for all five, not one watch each"
 
 
+async def test_survives_an_api_server_restart_under_its_watch(k8s):
+    """The watch is cut mid-reply, not closed, and the history it would resume from is gone:
+    the informer retries, meets 410 Gone, lists again, and the trigger still fires."""
+    k8s.script(succeed(duration=2))
+    trigger = submit(k8s)
+    waiting = asyncio.create_task(events(trigger))
+    await asyncio.to_thread(k8s.wait_for, lambda: k8s.api.watches, 10, "the watch")
+    await asyncio.to_thread(k8s.restart)
+    (event,) = await asyncio.wait_for(waiting, 20)
+    assert event["status"] == "success"
+    lists = [r for r in k8s.requests if r.method == "GET" and r.path.endswith("/jobsets")]
+    assert sum(not r.watch for r in lists) == 2  # the first, and the one after 410 Gone
+
+
 async def test_falls_back_to_polling_where_watch_is_forbidden(k8s):
     k8s.faults = Faults(forbid_watch=True)
     k8s.script(succeed(duration=0.5))

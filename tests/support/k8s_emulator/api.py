@@ -78,6 +78,7 @@ class Api:
     minted: list[str] = field(default_factory=list)  # OAuth tokens handed out at /token
     submitted: list[dict[str, Any]] = field(default_factory=list)
     streams: set[asyncio.Task[Any]] = field(default_factory=set)
+    watches: set[asyncio.Task[Any]] = field(default_factory=set)  # the streams that watch
 
     def app(self) -> web.Application:
         app = web.Application(middlewares=[self._middleware])
@@ -297,6 +298,7 @@ class Api:
         task = asyncio.current_task()
         assert task is not None
         self.streams.add(task)
+        self.watches.add(task)
         try:
             while (left := deadline - time.monotonic()) > 0:
                 try:
@@ -313,6 +315,7 @@ class Api:
         finally:
             self.store.unwatch(watcher)
             self.streams.discard(task)
+            self.watches.discard(task)
         if self.faults.drop_watch_after and random.random() < self.faults.expire_rate:
             self.store.compact()
         return response

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -38,11 +40,15 @@ class Emulator:
             target=self.loop.run_forever, name="k8s-emulator", daemon=True
         )
         self._runner: web.AppRunner | None = None
+        self._certificate: tuple[Path, Path] | None = None
         self.url = ""
 
     # lifecycle -------------------------------------------------------------------------------
 
-    def start(self) -> Emulator:
+    def start(self, certificate: tuple[Path, Path] | None = None) -> Emulator:
+        """Serve on a free port; over TLS, as real API servers do, with ``certificate``
+        (PEM cert and key files; the cert, self-signed, is also the cluster's CA)."""
+        self._certificate = certificate
         self._thread.start()
         self.url = self.call(self._serve())
         return self
@@ -52,10 +58,14 @@ class Emulator:
             self.api.app(), handle_signals=False, access_log=None, shutdown_timeout=0.1
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        tls = None
+        if self._certificate:
+            tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            tls.load_cert_chain(*self._certificate)
+        site = web.TCPSite(self._runner, "127.0.0.1", 0, ssl_context=tls)
         await site.start()
         port = self._runner.addresses[0][1]
-        return f"http://127.0.0.1:{port}"
+        return f"{'https' if tls else 'http'}://127.0.0.1:{port}"
 
     def stop(self) -> None:
         self.call(self._shutdown())
@@ -117,6 +127,19 @@ class Emulator:
         """Forget the watch history: clients resuming an old watch get 410 Gone."""
         self.call(self.store.compact)
 
+    def restart(self) -> None:
+        """What watchers see of an API server restart: their streams cut, and the history
+        they would resume from gone while the cluster changed, so they meet 410 Gone."""
+
+        def restart() -> None:
+            name = f"restart-{self.store.rv}"
+            self.store.create("events", {"metadata": {"namespace": "default", "name": name}})
+            self.store.compact()
+            for task in list(self.api.watches):
+                task.cancel()
+
+        self.call(restart)
+
     # inspection ----------------------------------------------------------------------------
 
     def call(self, work: Any, timeout: float = 30) -> Any:
@@ -170,7 +193,7 @@ class Emulator:
         return {
             "apiVersion": "v1",
             "kind": "Config",
-            "clusters": [{"name": "emulator", "cluster": {"server": self.url}}],
+            "clusters": [{"name": "emulator", "cluster": self._cluster()}],
             "users": [{"name": "emulator", "user": {"token": TOKEN}}],
             "contexts": [
                 {
@@ -180,6 +203,13 @@ class Emulator:
             ],
             "current-context": "emulator",
         }
+
+    def _cluster(self) -> dict[str, str]:
+        cluster = {"server": self.url}
+        if self._certificate:
+            ca = base64.b64encode(self._certificate[0].read_bytes()).decode()
+            cluster["certificate-authority-data"] = ca
+        return cluster
 
     def connection(self, kubeconfig: Path) -> str:
         """An ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value pointing at this cluster."""

@@ -8,7 +8,7 @@ been compacted the watch gets 410 Gone and the client must list again.
 from __future__ import annotations
 
 import asyncio
-import copy
+import pickle
 import re
 import uuid
 from collections import deque
@@ -22,6 +22,11 @@ Selector = Callable[[Mapping[str, str]], bool]
 
 def now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _copy(obj: dict[str, Any]) -> dict[str, Any]:
+    """A deep copy of plain JSON data, several times faster than ``copy.deepcopy``."""
+    return pickle.loads(pickle.dumps(obj, pickle.HIGHEST_PROTOCOL))
 
 
 class Expired(Exception):
@@ -97,17 +102,17 @@ class Store:
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         obj = self.objects.get((kind, namespace, name))
-        return copy.deepcopy(obj) if obj is not None else None
+        return _copy(obj) if obj is not None else None
 
     def list(
         self, kind: str, namespace: str, selector: Selector = lambda _: True
     ) -> tuple[list[dict[str, Any]], int]:
-        items = [
-            copy.deepcopy(obj)
-            for (k, ns, _), obj in sorted(self.objects.items())
+        found = sorted(
+            (name, obj)
+            for (k, ns, name), obj in self.objects.items()
             if k == kind and ns == namespace and selector(labels_of(obj))
-        ]
-        return items, self.rv
+        )
+        return [_copy(obj) for _, obj in found], self.rv
 
     def iter(self, kind: str) -> Iterator[dict[str, Any]]:
         return (obj for (k, _, _), obj in list(self.objects.items()) if k == kind)
@@ -133,12 +138,12 @@ class Store:
     def _write(self, key: tuple[str, str, str], obj: dict[str, Any], kind_of_change: str) -> dict:
         self.objects[key] = obj
         self._emit(key[0], obj, kind_of_change)
-        return copy.deepcopy(obj)
+        return _copy(obj)
 
     def _emit(self, kind: str, obj: dict[str, Any], change: str) -> None:
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
-        event = Event(self.rv, kind, obj["metadata"]["namespace"], change, copy.deepcopy(obj))
+        event = Event(self.rv, kind, obj["metadata"]["namespace"], change, _copy(obj))
         self.history.append(event)
         while len(self.history) > self.history_limit:
             self.compacted = self.history.popleft().rv

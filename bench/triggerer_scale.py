@@ -1,0 +1,450 @@
+"""Triggerer scale: N = 100 and 1,000 concurrent ``JobSetTrigger``\\ s in one event loop,
+against a trigger that polls every 10 s, on the same Kubernetes API emulator in the same run.
+
+The triggerer's side runs in a fresh child process per scenario, each trigger's ``run()`` its
+own task, as Airflow's ``TriggerRunner`` runs them, so its CPU time and peak RSS are its own.
+The emulator (API server over TLS, JobSet controller, scripted pods: no real processes) runs
+in this process. Every JobSet runs until a random moment ``FIRST_FINISH``-``--window``
+seconds after the triggers start; one in ten fails. Meanwhile every watch is dropped within
+``--drop-watch`` seconds, and twice the API server "restarts": every watch is cut and its
+history is gone, so the informer meets 410 Gone and lists again. Every trigger must still
+fire with its own JobSet's outcome.
+
+Measured while the triggers wait:
+
+- API requests per job per minute of waiting for the JobSet's status (list, watch, get), and
+  per job for the leader's log, a fixed cost whatever the job's length (a pod list and one
+  log stream per restart attempt, again after a cut);
+- detection latency, from the emulator marking a JobSet finished to its trigger's event;
+- the triggerer process's CPU seconds (share of one core, milliseconds per job) and peak RSS.
+
+The triggers run with their defaults (leader log streaming on), with logging below WARNING
+off. Run from the repository root::
+
+    python -m bench.triggerer_scale [--jobs 100 1000] [--window 60] [--drop-watch 30]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+POLL_INTERVAL = 10.0
+TARGET_REQUESTS = 0.2  # JobSet status requests per job per minute of waiting
+TARGET_P95 = 2.0  # seconds from a JobSet finishing to its trigger's event
+TARGET_CPU = 0.10  # share of one core at N = 1,000
+FIRST_FINISH = 20.0  # seconds before the first JobSet ends
+QUIET_FROM = 15.0  # seconds in, by when every trigger has started: from then on they just wait
+FAIL_EVERY = 10  # one JobSet in ten fails
+NAMESPACE = "default"
+
+
+# --- the triggerer's side (child process) ---------------------------------------------------
+
+
+def poll_trigger_class() -> type:
+    """The reference: a trigger that GETs its JobSet every 10 s through the same hook, as a
+    plain polling deferrable operator would (defined here, so the provider does not ship it)."""
+    from airflow.triggers.base import BaseTrigger, TriggerEvent
+
+    from airflow_provider_jax import jobset_status as status
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
+
+    class JobSetPollTrigger(BaseTrigger):
+        def __init__(self, *, name: str, namespace: str, cluster: dict[str, Any]) -> None:
+            super().__init__()
+            self.name, self.namespace, self.cluster = name, namespace, cluster
+
+        def serialize(self) -> tuple[str, dict[str, Any]]:
+            kwargs = {"name": self.name, "namespace": self.namespace, "cluster": self.cluster}
+            return f"{__name__}.JobSetPollTrigger", kwargs
+
+        async def run(self):  # type: ignore[override]
+
+            hook = KubernetesCluster.from_dict(self.cluster).async_hook()
+            while True:
+                jobset = await hook.get_jobset(self.name, self.namespace)
+                state = None if jobset is None else status.terminal_state(jobset)
+                if jobset is None or state is not None:
+                    outcome = "success" if state == status.COMPLETED else "failed"
+                    yield TriggerEvent({"status": outcome, "name": self.name})
+                    return
+                await asyncio.sleep(POLL_INTERVAL)
+
+    return JobSetPollTrigger
+
+
+def triggerer(kind: str, timeout: float) -> None:
+    """Wait, like one triggerer, on the JobSets named on stdin; print what happened as JSON."""
+    import logging
+    import resource
+
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
+    from airflow_provider_jax.triggers.jobset import JobSetTrigger
+
+    logging.disable(logging.WARNING)
+    cluster = KubernetesCluster().to_dict()
+    poll_class = poll_trigger_class()
+    # Warm up (imports, the first connection), as a triggerer that has been up a while is.
+    asyncio.run(KubernetesCluster().async_hook().get_jobset("warm-up", NAMESPACE))
+    baseline_rss = _rss_kib()
+    print("ready", flush=True)
+    jobs: dict[str, str] = json.loads(sys.stdin.readline())  # name -> uid
+
+    def make(name: str, uid: str) -> Any:
+        # What the triggerer does: build each trigger from its serialized kwargs.
+        if kind == "poll":
+            kwargs = {"name": name, "namespace": NAMESPACE, "cluster": cluster}
+            return poll_class(**poll_class(**kwargs).serialize()[1])
+        trigger = JobSetTrigger(name=name, namespace=NAMESPACE, uid=uid, cluster=cluster)
+        return JobSetTrigger(**trigger.serialize()[1])
+
+    fired: dict[str, tuple[float, str]] = {}
+
+    async def run_trigger(name: str, trigger: Any) -> None:
+        # As TriggerRunner.run_trigger: iterate run() to its end, then cleanup().
+        try:
+            async for event in trigger.run():
+                fired.setdefault(name, (time.monotonic(), event.payload["status"]))
+        finally:
+            await trigger.cleanup()
+
+    async def run_all() -> None:
+        tasks = [asyncio.create_task(run_trigger(n, make(n, u)), name=n) for n, u in jobs.items()]
+        done, pending = await asyncio.wait(tasks, timeout=timeout)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        for task in done:
+            if task.exception() is not None:
+                print(f"trigger {task.get_name()} crashed: {task.exception()!r}", file=sys.stderr)
+
+    samples: list[tuple[float, float]] = []  # (monotonic time, CPU seconds so far)
+    done = threading.Event()
+
+    def sample() -> None:
+        while True:
+            usage = resource.getrusage(resource.RUSAGE_SELF)
+            samples.append((time.monotonic(), usage.ru_utime + usage.ru_stime))
+            if done.wait(0.5):
+                return
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    start = time.monotonic()
+    asyncio.run(run_all())
+    end = time.monotonic()
+    done.set()
+    sampler.join()
+    report = {
+        "start": start,
+        "end": end,
+        "fired": fired,
+        "cpu": samples,
+        "baseline_rss_kib": baseline_rss,
+        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+    }
+    print(json.dumps(report), flush=True)
+
+
+def _rss_kib() -> int:
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+
+
+# --- the cluster's side (this process) ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Row:
+    scenario: str
+    jobs: int
+    status_requests: int
+    log_requests: int
+    lists: int
+    job_minutes: float
+    p50: float
+    p95: float
+    cpu: float
+    wall: float
+    quiet_cpu_share: float
+    baseline_rss_mib: float
+    peak_rss_mib: float
+    missed: int
+    emulator_lag_p95: float
+
+    @property
+    def status_rate(self) -> float:
+        return self.status_requests / self.job_minutes
+
+    @property
+    def cpu_share(self) -> float:
+        return self.cpu / self.wall
+
+
+def scenario(
+    emulator: Any, kind: str, jobs: int, window: float, drop_watch: float, seed: int, env: dict
+) -> Row:
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
+    from tests.support.jobsets import manifest
+    from tests.support.k8s_emulator import Faults, PodScript
+
+    emulator.reset()
+    rng = random.Random(seed)
+    names = [f"job-{i:04d}-0123456789" for i in range(jobs)]
+    failing = set(rng.sample(names, jobs // FAIL_EVERY))
+    # Every pod runs until the plan ends it: host 1 of a failing JobSet with exit code 1.
+    emulator.script(
+        lambda pod: PodScript(
+            exit_code=int(pod.jobset in failing and pod.host_index == 1),
+            logs=[f"training on {pod.plan.tag}"],
+            duration=math.inf,
+        )
+    )
+    hook = KubernetesCluster().hook()
+    with ThreadPoolExecutor(8) as pool:
+        created = list(pool.map(hook.create_jobset, [manifest(n) for n in names]))
+    uids = {c["metadata"]["name"]: c["metadata"]["uid"] for c in created}
+
+    child = subprocess.Popen(
+        [sys.executable, "-m", "bench.triggerer_scale", "--triggerer", kind],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    probe = LagProbe(emulator)
+    restarts = [
+        threading.Timer(FIRST_FINISH + (window - FIRST_FINISH) * k / 3, emulator.restart)
+        for k in (1, 2)
+    ]
+    try:
+        assert child.stdout is not None
+        if child.stdout.readline().strip() != "ready":
+            raise RuntimeError("the triggerer process did not start")
+        ends = {n: rng.uniform(FIRST_FINISH, window) for n in names}
+        emulator.call(lambda: _end_later(emulator, ends))
+        emulator.faults = Faults(drop_watch_after=drop_watch)
+        for thread in (probe, *restarts):
+            thread.start()
+        out, _ = child.communicate(json.dumps(uids) + "\n", timeout=window + 120)
+    finally:
+        probe.stopped.set()
+        for timer in restarts:
+            timer.cancel()
+        child.kill()
+    if child.returncode:
+        raise RuntimeError(f"the triggerer process failed ({child.returncode})")
+    report = json.loads(out.strip().splitlines()[-1])
+    start, end = report["start"], report["end"]
+    requests = [r for r in emulator.requests if start <= r.at <= end]
+    fired = {name: (at, outcome) for name, (at, outcome) in report["fired"].items()}
+    expected = {n: "failed" if n in failing else "success" for n in names}
+    finished = emulator.controller.finished_at
+    latencies = [fired[n][0] - finished[n] for n in names if n in fired and n in finished]
+    return Row(
+        scenario="JobSetTrigger" if kind == "watch" else f"poll every {POLL_INTERVAL:.0f} s",
+        jobs=jobs,
+        status_requests=sum(1 for r in requests if "/jobsets" in r.path),
+        log_requests=sum(1 for r in requests if "/pods" in r.path),
+        lists=sum(1 for r in requests if r.path.endswith("/jobsets") and not r.watch),
+        job_minutes=sum(fired.get(n, (end, None))[0] - start for n in names) / 60,
+        p50=percentile(latencies, 0.5),
+        p95=percentile(latencies, 0.95),
+        cpu=cpu_between(report["cpu"], start, end),
+        wall=end - start,
+        quiet_cpu_share=cpu_between(report["cpu"], start + QUIET_FROM, start + FIRST_FINISH)
+        / (FIRST_FINISH - QUIET_FROM),
+        baseline_rss_mib=report["baseline_rss_kib"] / 1024,
+        peak_rss_mib=report["peak_rss_kib"] / 1024,
+        missed=sum(1 for n in names if fired.get(n, (0, None))[1] != expected[n]),
+        emulator_lag_p95=percentile(probe.lags, 0.95),
+    )
+
+
+def self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 that is its own CA, and its key, as PEM files."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "emulator")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "emulator.crt", directory / "emulator.key"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+def _end_later(emulator: Any, ends: dict[str, float]) -> None:
+    """On the emulator's loop: end each JobSet's pods ``ends[name]`` seconds from now."""
+    loop = asyncio.get_running_loop()
+    pods = emulator.controller.pods.values()
+
+    def end(name: str) -> None:
+        for pod in pods:
+            if pod.jobset == name:
+                pod.released.set()
+
+    for name, delay in ends.items():
+        loop.call_later(delay, end, name)
+
+
+class LagProbe(threading.Thread):
+    """How late the emulator's loop answers, sampled every ``every`` seconds: when it lags,
+    so does every watch event it sends, whatever the triggerer does."""
+
+    def __init__(self, emulator: Any, every: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.emulator, self.every = emulator, every
+        self.lags: list[float] = []
+        self.stopped = threading.Event()
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.every):
+            asked = time.monotonic()
+            self.emulator.call(lambda: None)
+            self.lags.append(time.monotonic() - asked)
+
+
+def cpu_between(samples: list[tuple[float, float]], since: float, until: float) -> float:
+    """CPU seconds spent between two moments, from (time, CPU so far) samples."""
+
+    def at(moment: float) -> float:
+        return next((cpu for t, cpu in samples if t >= moment), samples[-1][1])
+
+    return at(until) - at(since)
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[int(p * (len(ordered) - 1))] if ordered else float("nan")
+
+
+def print_table(rows: list[Row], window: float, drop_watch: float) -> None:
+    print(
+        f"\nJobSets ending at random {FIRST_FINISH:.0f}-{window:.0f} s in, 1 in {FAIL_EVERY} "
+        f"failing; watches dropped within {drop_watch:.0f} s; 2 API server restarts (410 Gone)."
+    )
+    header = (
+        f"{'scenario':16} {'N':>5} {'status req':>10} {'/job/min':>8} {'lists':>5} "
+        f"{'log req/job':>11} {'p50 s':>6} {'p95 s':>6} {'CPU s':>6} {'CPU %':>6} "
+        f"{'wait %':>6} {'ms/job':>6} {'RSS MiB':>9} {'missed':>6} {'emu lag':>7}"
+    )
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(
+            f"{r.scenario:16} {r.jobs:>5} {r.status_requests:>10} {r.status_rate:>8.3f} "
+            f"{r.lists:>5} {r.log_requests / r.jobs:>11.2f} {r.p50:>6.2f} {r.p95:>6.2f} "
+            f"{r.cpu:>6.1f} {r.cpu_share:>6.1%} {r.quiet_cpu_share:>6.1%} "
+            f"{1000 * r.cpu / r.jobs:>6.1f} {r.baseline_rss_mib:>4.0f}>{r.peak_rss_mib:<4.0f} "
+            f"{r.missed:>6} {r.emulator_lag_p95:>7.2f}"
+        )
+    print(
+        "status: JobSet list/watch/get while waiting; lists: the first, then after 410s.\n"
+        "CPU %: of one core over the whole run (every job's start and end within it); wait %: "
+        f"{QUIET_FROM:.0f}-{FIRST_FINISH:.0f} s in,\nwhen all have started and none has ended. "
+        "RSS: after imports > peak. emu lag: p95 of how late the emulator's loop answers, s."
+    )
+    for r in rows:
+        if r.scenario != "JobSetTrigger":
+            continue
+        checks = [
+            ("status requests/job/min", r.status_rate, TARGET_REQUESTS),
+            ("p95 detection latency, s", r.p95, TARGET_P95),
+        ]
+        if r.jobs >= 1000:
+            checks += [
+                ("CPU while waiting, of a core", r.quiet_cpu_share, TARGET_CPU),
+                ("CPU over the run, of a core", r.cpu_share, TARGET_CPU),
+            ]
+        for what, value, target in checks:
+            verdict = "ok" if value <= target else "MISSED"
+            print(f"  N={r.jobs:<5} {what:28} {value:7.3f}  target <= {target:<4} {verdict}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--window", type=float, default=60.0, help="JobSets finish within")
+    parser.add_argument("--drop-watch", type=float, default=30.0, help="watches last at most")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--only", choices=["watch", "poll"], help="run one kind only")
+    parser.add_argument("--triggerer", choices=["watch", "poll"], help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
+    if args.triggerer:
+        triggerer(args.triggerer, timeout=args.window + 90)
+        return 0
+
+    import logging
+
+    from tests.support.k8s_emulator import Emulator
+
+    logging.disable(logging.WARNING)
+    # The CRD is checked by the tests; here it would only slow the creates down.
+    work = Path(tempfile.mkdtemp(prefix="bench-triggerer-"))
+    # Over TLS with a cluster CA, like a real API server: a client pays for a handshake, and
+    # not for loading the system's CA store, as it would for a plain-HTTP server.
+    emulator = Emulator(lambda body: []).start(self_signed(work))
+    kubeconfig = emulator.kubeconfig(work / "kubeconfig.json")
+    os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = emulator.connection(kubeconfig)
+    root = str(Path(__file__).resolve().parents[1])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    kinds = [args.only] if args.only else ["watch", "poll"]
+    rows = []
+    try:
+        for jobs in args.jobs:
+            for kind in kinds:
+                rows.append(
+                    scenario(emulator, kind, jobs, args.window, args.drop_watch, args.seed, env)
+                )
+                print(f"  {rows[-1].scenario}, N={jobs}: done", flush=True)
+    finally:
+        emulator.stop()
+    print_table(rows, args.window, args.drop_watch)
+    return 1 if any(r.missed for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
