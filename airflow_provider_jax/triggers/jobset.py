@@ -35,7 +35,8 @@ class JobSetTrigger(BaseTrigger):
 
     Holds plain data only, including the cluster (:class:`KubernetesCluster` as a dict: a
     connection id, or a GKE endpoint and Google connection), and has no side effect while
-    it waits, so running it twice is harmless. Waiting costs almost nothing: the JobSet is
+    it waits, so running it twice is harmless. Past ``deadline`` it deletes the JobSet (by
+    uid, so never a successor) before firing: the slice stops at once. Waiting costs almost nothing: the JobSet is
     watched through the informer shared by every trigger on that (cluster, namespace). The
     leader's log lines and progress reports go to the task log, at most ``log_lines`` of each.
 
@@ -97,6 +98,8 @@ class JobSetTrigger(BaseTrigger):
         except TimeoutError:
             if not limit.expired():
                 raise
+            # Stop the slice now, not once a worker has picked the task up again.
+            await self._delete(connection_extras)
             return self._event(TIMEOUT, "ExecutionTimeout", "the task's execution_timeout passed")
         except ApiUnavailable as err:
             return self._event(ERROR, "ApiUnavailable", str(err))
@@ -202,9 +205,10 @@ class JobSetTrigger(BaseTrigger):
         key = f"{ti.task_id}_{ti.map_index}" if ti.map_index >= 0 else ti.task_id
         return states[ti.run_id][key] != TaskInstanceState.DEFERRED
 
-    async def _delete(self) -> None:
+    async def _delete(self, connection_extras: dict[str, Any] | None = None) -> None:
         self.log.info("Deleting JobSet %s/%s (Foreground)", self.namespace, self.name)
+        hook = self.kubernetes.async_hook(connection_extras)
         try:
-            await self.kubernetes.async_hook().delete_jobset(self.name, self.namespace, self.uid)
+            await hook.delete_jobset(self.name, self.namespace, self.uid)
         except Exception:
             self.log.exception("Could not delete JobSet %s/%s", self.namespace, self.name)

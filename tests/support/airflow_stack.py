@@ -7,13 +7,17 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 AIRFLOW = [sys.executable, "-m", "airflow"]
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -33,6 +37,7 @@ class AirflowStack:
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     api_port: int = field(default_factory=free_port)
     log_ports: tuple[int, int] = field(default_factory=lambda: (free_port(), free_port()))
+    token: str | None = field(default=None, repr=False)  # for the REST API
 
     @property
     def env(self) -> dict[str, str]:
@@ -126,6 +131,50 @@ class AirflowStack:
                 return runs
             time.sleep(poll)
         raise TimeoutError(f"{dag_id}: runs not finished in {timeout}s: {self.runs(dag_id)}")
+
+    def api(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        """Call the REST API as the UI does (``/api/v2/...``), as an all-admins user."""
+        base = f"http://127.0.0.1:{self.api_port}"
+        if self.token is None:
+            with urllib.request.urlopen(f"{base}/auth/token", timeout=30) as reply:
+                self.token = json.load(reply)["access_token"]
+        request = urllib.request.Request(
+            base + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as reply:
+            return json.load(reply)
+
+    def task_instance(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
+        """``state``, ``try_number`` and ``start_date`` (epoch seconds) from the metadata DB."""
+        with sqlite3.connect(self.home / "airflow.db") as db:
+            row = db.execute(
+                "SELECT state, try_number, start_date FROM task_instance"
+                " WHERE dag_id = ? AND run_id = ? AND task_id = ?",
+                (dag_id, run_id, task_id),
+            ).fetchone()
+        if row is None:
+            return {"state": None, "try_number": 0, "start_date": None}
+        state, tries, started = row
+        start = datetime.fromisoformat(started) if started else None
+        if start is not None and start.tzinfo is None:
+            start = start.replace(tzinfo=UTC)  # stored as UTC
+        return {"state": state, "try_number": tries, "start_date": start and start.timestamp()}
+
+    def wait_for_state(
+        self, dag_id: str, run_id: str, task_id: str, states: set[str], timeout: float = 180
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while (ti := self.task_instance(dag_id, run_id, task_id))["state"] not in states:
+            if time.monotonic() > deadline:
+                raise TimeoutError(
+                    f"{dag_id}.{task_id} is {ti['state']}, not {states}, after {timeout}s:\n"
+                    + self.logs("scheduler")
+                )
+            time.sleep(0.5)
+        return ti
 
     def logs(self, component: str) -> str:
         path = self.home / f"{component}.log"

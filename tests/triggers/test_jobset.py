@@ -76,7 +76,9 @@ async def test_execution_timeout_is_enforced_while_deferred(k8s):
     trigger.deadline = time.time() + 1
     (event,) = await asyncio.wait_for(events(trigger), 10)
     assert event["status"] == "timeout"
-    assert k8s.jobset(trigger.name) is not None  # the operator deletes it on resume
+    # The trigger stops the slice itself, without waiting for a worker to resume the task.
+    k8s.wait_for(lambda: k8s.jobset(trigger.name) is None, trigger.deadline + 5 - time.time())
+    assert k8s.controller.deletions == [(trigger.name, "Foreground")]
 
 
 async def test_serializes_plain_data_and_survives_a_triggerer_restart(k8s):

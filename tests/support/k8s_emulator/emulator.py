@@ -170,8 +170,15 @@ class Emulator:
     def submitted(self) -> list[dict[str, Any]]:
         return list(self.api.submitted)
 
-    def running_pods(self) -> int:
-        return self.call(lambda: sum(1 for p in self.controller.pods.values() if p.exit is None))
+    def running_pods(self, jobset: str | None = None) -> int:
+        """How many pods (of ``jobset``, or of any) run now."""
+        return self.call(
+            lambda: sum(
+                1
+                for p in self.controller.pods.values()
+                if p.exit is None and jobset in (None, p.jobset)
+            )
+        )
 
     def wait_for(self, predicate: Callable[[], Any], timeout: float = 30, what: str = "") -> Any:
         """Poll ``predicate`` (in the caller's thread) until truthy; its value, or TimeoutError."""

@@ -1,0 +1,38 @@
+"""DAGs for the fault drills on a running Airflow. What each task's pods do is up to the
+emulator's kubelet (see ``tests/e2e/test_fault_drills.py``)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import DAG
+
+from airflow_provider_jax.operators import JaxTpuSliceOperator
+
+TIMEOUT = timedelta(seconds=20)
+
+
+def tpu(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
+    """A two-host v5e slice; its pods' command is the emulator's to play."""
+    return JaxTpuSliceOperator(
+        task_id=task_id,
+        accelerator="tpu-v5litepod-8",
+        chips_per_host=4,
+        image="jax:test",
+        command=["python3", "-c", "print('hello')"],
+        **kwargs,
+    )
+
+
+with DAG("drill_triggerer", schedule=None, catchup=False):
+    tpu("train", deferrable=True)
+
+with DAG("drill_user_actions", schedule=None, catchup=False):
+    tpu("failed_deferred", deferrable=True)
+    tpu("failed_blocking", deferrable=False)
+    tpu("cleared", deferrable=True)
+
+with DAG("drill_timeouts", schedule=None, catchup=False):
+    tpu("timeout_deferred", deferrable=True, execution_timeout=TIMEOUT)
+    tpu("timeout_blocking", deferrable=False, execution_timeout=TIMEOUT)

@@ -1,0 +1,201 @@
+"""Fault drills on a running Airflow (api-server, scheduler, dag-processor, triggerer) whose
+``kubernetes_default`` is the API emulator, with scripted pods.
+
+- The triggerer is SIGKILLed and restarted five times over one deferred job: the job still
+  succeeds, with one JobSet and the leader's value as XCom.
+- A user marks a task failed (deferred and blocking) or clears it (deferred), as the UI does,
+  through the REST API: the JobSet is gone within 5 s.
+- ``execution_timeout`` passes (deferred and blocking): the JobSet is gone within 5 s of it.
+
+The worker crash between create and defer, and API faults with dropped watches, are drilled in
+``tests/operators/test_kubernetes_e2e.py``.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.e2e.dags.drills import TIMEOUT
+from tests.support.airflow_stack import AirflowStack, airflow_stack
+from tests.support.jobset_schema import REPO
+from tests.support.jobsets import run_forever, succeed
+from tests.support.k8s_emulator import Emulator, PodRun, PodScript
+from tests.support.xcoms import xcoms
+
+pytestmark = pytest.mark.timeout(900)
+
+DAGS = Path(__file__).parent / "dags"
+GONE_WITHIN = 5.0  # seconds, from the user's action or the deadline to no JobSet
+RESTARTS = 5
+RESULT = {"loss": 0.5, "step": 7}
+
+
+def play(pod: PodRun) -> PodScript:
+    """What each task's pods do: run until released, or forever; a cleared task's rerun
+    succeeds at once."""
+    labels = pod.labels
+    if labels["dag_id"] == "drill_triggerer":
+        return succeed(RESULT, duration=float("inf"))(pod)
+    if labels["task_id"] == "cleared" and labels["try_number"] != "1":
+        return succeed("rerun")(pod)
+    return run_forever(pod)
+
+
+@pytest.fixture(scope="module")
+def stack(k8s_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory):
+    home = tmp_path_factory.mktemp("fault-drills")
+    k8s_emulator.reset()
+    k8s_emulator.script(play)
+    kubeconfig = k8s_emulator.kubeconfig(home / "kubeconfig.json")
+    env = {
+        "AIRFLOW__JAX__DEFAULT_BACKEND": "kubernetes",
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT": k8s_emulator.connection(kubeconfig),
+        "AIRFLOW__CORE__PARALLELISM": "8",
+        # A dead triggerer's triggers go to the next one after 3 s, not the default 30 s.
+        "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
+        "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "3",
+        # A worker learns its task was marked failed at its next heartbeat (default 5 s).
+        "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
+        "PYTHONPATH": str(REPO),
+    }
+    with airflow_stack(home, DAGS, env) as running:
+        yield running
+    k8s_emulator.reset()
+
+
+@pytest.fixture
+def fresh_triggerer(stack: AirflowStack) -> AirflowStack:
+    """A triggerer that has never run a trigger: SQLite, unlike the databases production
+    uses, hands a deleted trigger's id to the next trigger, and a triggerer that ran the old
+    one may take the new one for it and never start it."""
+    stack.kill("triggerer")
+    stack.start("triggerer")
+    return stack
+
+
+def jobsets_of(k8s: Emulator, dag_id: str, task_id: str | None = None) -> list[dict[str, Any]]:
+    """The JobSets the emulator received for ``dag_id`` (and ``task_id``)."""
+    return [
+        m
+        for m in k8s.submitted
+        if m["metadata"]["labels"]["dag_id"] == dag_id
+        and task_id in (None, m["metadata"]["labels"]["task_id"])
+    ]
+
+
+def running_jobset(k8s: Emulator, dag_id: str, task_id: str, timeout: float = 180) -> str:
+    """The name of the task's JobSet once both its pods run."""
+
+    def running() -> str | None:
+        for jobset in k8s.jobsets():
+            labels, name = jobset["metadata"]["labels"], jobset["metadata"]["name"]
+            if (labels["dag_id"], labels["task_id"]) == (dag_id, task_id):
+                return name if k8s.running_pods(name) == 2 else None
+        return None
+
+    return k8s.wait_for(running, timeout, f"{dag_id}.{task_id}'s slice to run")
+
+
+def seconds_until_gone(k8s: Emulator, name: str, since: float, timeout: float = 60) -> float:
+    """Seconds from ``since`` (epoch) until JobSet ``name`` no longer exists."""
+    k8s.wait_for(lambda: k8s.jobset(name) is None, timeout, f"JobSet {name} to go")
+    return time.time() - since
+
+
+def wait_for_a_watch(k8s: Emulator, since: float) -> None:
+    """Until a JobSet watch is opened after ``since`` (monotonic): a trigger waits again."""
+    k8s.wait_for(
+        lambda: any(r.watch and "/jobsets" in r.path and r.at > since for r in k8s.requests),
+        120,
+        "the trigger to wait",
+    )
+
+
+def test_a_triggerer_killed_five_times_loses_nothing(stack: AirflowStack, k8s_emulator: Emulator):
+    k8s = k8s_emulator
+    stack.wait_for_dag("drill_triggerer")
+    run_id = stack.trigger("drill_triggerer")
+    name = running_jobset(k8s, "drill_triggerer", "train")
+    stack.wait_for_state("drill_triggerer", run_id, "train", {"deferred"})
+    restarted = 0.0  # the first triggerer started with the stack
+    for kill in range(RESTARTS):
+        wait_for_a_watch(k8s, restarted)
+        stack.kill("triggerer", signal.SIGKILL)
+        assert k8s.jobset(name) is not None, f"kill {kill + 1}: the JobSet went with the triggerer"
+        restarted = time.monotonic()
+        stack.start("triggerer")
+    wait_for_a_watch(k8s, restarted)
+    k8s.release()  # the job ends while the sixth triggerer process waits on it
+    stack.wait_for_state("drill_triggerer", run_id, "train", {"success", "failed"})
+    ti = stack.task_instance("drill_triggerer", run_id, "train")
+    assert (ti["state"], ti["try_number"]) == ("success", 1), stack.logs("triggerer")
+    assert xcoms(stack.home / "airflow.db", "drill_triggerer", "train")[run_id] == RESULT
+    assert len(jobsets_of(k8s, "drill_triggerer")) == 1
+    assert k8s.jobset(name) is None  # on_finish_action=delete_jobset
+
+
+def test_marking_failed_or_clearing_deletes_the_jobset_within_5s(
+    fresh_triggerer: AirflowStack, k8s_emulator: Emulator
+):
+    stack, k8s, dag_id = fresh_triggerer, k8s_emulator, "drill_user_actions"
+    stack.wait_for_dag(dag_id)
+    run_id = stack.trigger(dag_id)
+    tasks = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
+    names = {t: running_jobset(k8s, dag_id, t) for t in ("failed_deferred", "failed_blocking")}
+    names["cleared"] = running_jobset(k8s, dag_id, "cleared")
+    stack.wait_for_state(dag_id, run_id, "failed_deferred", {"deferred"})
+    stack.wait_for_state(dag_id, run_id, "cleared", {"deferred"})
+    stack.wait_for_state(dag_id, run_id, "failed_blocking", {"running"})
+
+    took = {}
+    for task_id in ("failed_deferred", "failed_blocking"):
+        acted = time.time()
+        stack.api("PATCH", f"{tasks}/{task_id}", {"new_state": "failed"})
+        took[task_id] = seconds_until_gone(k8s, names[task_id], acted)
+    acted = time.time()
+    stack.api(
+        "POST",
+        f"/api/v2/dags/{dag_id}/clearTaskInstances",
+        {"dry_run": False, "dag_run_id": run_id, "task_ids": ["cleared"], "only_failed": False},
+    )
+    took["cleared"] = seconds_until_gone(k8s, names["cleared"], acted)
+    print(f"seconds from the user action to no JobSet: {took}")
+    assert all(t <= GONE_WITHIN for t in took.values()), took
+
+    # The cleared task runs again, on a JobSet of its own, and nothing is left behind.
+    ti = stack.wait_for_state(dag_id, run_id, "cleared", {"success", "failed"})
+    assert (ti["state"], ti["try_number"]) == ("success", 2), stack.logs("scheduler")
+    assert xcoms(stack.home / "airflow.db", dag_id, "cleared")[run_id] == "rerun"
+    assert len(jobsets_of(k8s, dag_id, "cleared")) == 2
+    assert {t: stack.task_instance(dag_id, run_id, t)["state"] for t in names} == {
+        "failed_deferred": "failed",
+        "failed_blocking": "failed",
+        "cleared": "success",
+    }
+    assert len(jobsets_of(k8s, dag_id)) == 4
+    k8s.wait_for(lambda: not k8s.jobsets(), 30, "every JobSet to go")
+
+
+def test_execution_timeout_deletes_the_jobset_within_5s(
+    fresh_triggerer: AirflowStack, k8s_emulator: Emulator
+):
+    stack, k8s, dag_id = fresh_triggerer, k8s_emulator, "drill_timeouts"
+    stack.wait_for_dag(dag_id)
+    run_id = stack.trigger(dag_id)
+    names = {t: running_jobset(k8s, dag_id, t) for t in ("timeout_deferred", "timeout_blocking")}
+    late = {}
+    for task_id, name in names.items():
+        started = stack.task_instance(dag_id, run_id, task_id)["start_date"]
+        deadline = started + TIMEOUT.total_seconds()
+        late[task_id] = seconds_until_gone(k8s, name, deadline, timeout=120)
+    print(f"seconds from the deadline to no JobSet: {late}")
+    assert all(t <= GONE_WITHIN for t in late.values()), late
+    for task_id in names:
+        ti = stack.wait_for_state(dag_id, run_id, task_id, {"success", "failed", "up_for_retry"})
+        assert ti["state"] == "failed", task_id
+    assert len(jobsets_of(k8s, dag_id)) == 2
