@@ -45,6 +45,15 @@ _MAX_LABEL = 63
 _POD_SUFFIX = "-abcde"  # the random suffix Kubernetes adds to a Job's pod names
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+# An image reference as container runtimes parse it: [registry[:port]/]repo[:tag][@digest].
+_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_DOMAIN = (
+    r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+)
+_IMAGE_REFERENCE = re.compile(
+    rf"^(?:{_IMAGE_DOMAIN}(?::[0-9]+)?/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+)
 RESERVED_ENV = frozenset(
     {
         "JAX_COORDINATOR_ADDRESS",
@@ -95,6 +104,12 @@ class JaxJobSpec:
         if not isinstance(self.image, str) or not self.image.strip():
             raise ValueError(
                 "image must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
+            )
+        if not _IMAGE_REFERENCE.match(self.image):
+            raise ValueError(
+                f"image {self.image!r} is not a valid image reference (Kubernetes would stop at "
+                "InvalidImageName): use [registry/]repository[:tag][@sha256:digest], with a "
+                "lowercase repository, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
             )
         if isinstance(self.command, str) or not self.command:
             raise ValueError(f"command must be a non-empty list of strings, got {self.command!r}.")

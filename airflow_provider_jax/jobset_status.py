@@ -78,6 +78,19 @@ def has_started(jobset: Mapping[str, Any]) -> bool:
     return False
 
 
+def all_ready(jobset: Mapping[str, Any]) -> bool:
+    """Whether every child Job of every replicated job has all its pods running and ready."""
+    wanted = {
+        rjob.get("name"): rjob.get("replicas", 1)
+        for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or ()
+    }
+    ready = {
+        rjob.get("name"): rjob.get("ready", 0)
+        for rjob in (jobset.get("status") or {}).get("replicatedJobsStatus") or ()
+    }
+    return bool(wanted) and all(ready.get(name, 0) >= n for name, n in wanted.items())
+
+
 def owned_by(jobset: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     """Whether ``jobset`` was made by this provider for the task instance ``labels`` name."""
     have = (jobset.get("metadata") or {}).get("labels") or {}

@@ -26,6 +26,7 @@ BACKENDS = ("kubernetes", "local")
 LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
 ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
+TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
 
 
 def default_backend() -> str:
@@ -185,10 +186,13 @@ class JaxJobOperator(BaseOperator):
     ) -> JaxJobSpec:
         """The job spec from this operator's (rendered) fields."""
         command, env = self._program(rendered)
+        image = self.image
+        if not rendered and isinstance(image, str) and ("{{" in image or "{%" in image):
+            image = TEMPLATED_IMAGE  # checked once rendered
         return JaxJobSpec(
             name=name,
             accelerator=self.accelerator,
-            image=self.image,
+            image=image,
             command=command,
             namespace=self.namespace,
             num_slices=self.num_slices,

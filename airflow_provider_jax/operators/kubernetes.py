@@ -29,6 +29,7 @@ from airflow_provider_jax.results import read_result
 from airflow_provider_jax.runtime import storage
 from airflow_provider_jax.runtime.messages import RESULT_FILE, format_report, parse_message
 from airflow_provider_jax.triggers.jobset import FAILED, SUCCESS, TIMEOUT, JobSetTrigger
+from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -237,7 +238,7 @@ def failure(hook: JobSetHook, ref: JobSetRef, event: Mapping[str, Any]) -> JaxJo
     failed = status.failed_pods(pods)
     if not pods:
         summary.append("Its pods are gone, so no host's error can be shown.")
-    elif not failed:
+    elif not failed and event["reason"] != CANNOT_START:
         summary.append("No pod of its last attempt failed: the JobSet itself was stopped.")
     if rest := failed[MAX_FAILED_PODS:]:
         summary.append(

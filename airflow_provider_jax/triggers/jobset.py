@@ -22,6 +22,8 @@ from airflow_provider_jax.triggers.informer import (
     with_retries,
 )
 from airflow_provider_jax.triggers.leader_log import LeaderLog
+from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START
+from airflow_provider_jax.triggers.pod_startup import PodsCannotStart, PodStartup
 
 SUCCESS, FAILED, TIMEOUT, ERROR = "success", "failed", "timeout", "error"
 LOG_GRACE = 5.0  # seconds to show the end of a finished leader's log before firing
@@ -39,6 +41,7 @@ class JobSetTrigger(BaseTrigger):
     uid, so never a successor) before firing: the slice stops at once. Waiting costs almost nothing: the JobSet is
     watched through the informer shared by every trigger on that (cluster, namespace). The
     leader's log lines and progress reports go to the task log, at most ``log_lines`` of each.
+    A pod that can never start (its image cannot be pulled) fails the wait at once.
 
     The event: ``status`` (success / failed / timeout / error), ``name``, ``namespace``,
     ``uid``, ``reason``, ``message`` and ``jobset`` (conditions and restarts).
@@ -101,6 +104,8 @@ class JobSetTrigger(BaseTrigger):
             # Stop the slice now, not once a worker has picked the task up again.
             await self._delete(connection_extras)
             return self._event(TIMEOUT, "ExecutionTimeout", "the task's execution_timeout passed")
+        except PodsCannotStart as err:
+            return self._event(FAILED, CANNOT_START, str(err))
         except ApiUnavailable as err:
             return self._event(ERROR, "ApiUnavailable", str(err))
         except Exception as err:
@@ -125,6 +130,9 @@ class JobSetTrigger(BaseTrigger):
                 if self.log_lines > 0
                 else None
             )
+            startup = PodStartup(
+                hook, self.name, self.namespace, on_stuck=changes.put, log=self.log
+            )
             try:
                 while True:
                     change = await changes.next()
@@ -135,13 +143,16 @@ class JobSetTrigger(BaseTrigger):
                             lambda: hook.get_jobset(self.name, self.namespace), self.retry_budget
                         )
                         change = Change("GET", fresh)
-                    if leader_log is not None and change.obj is not None:
-                        leader_log.update(change.obj)
+                    if change.obj is not None:
+                        startup.update(change.obj)
+                        if leader_log is not None:
+                            leader_log.update(change.obj)
                     if (event := self._verdict(change)) is not None:
                         if leader_log is not None:
                             await leader_log.stop(grace=LOG_GRACE)
                         return event
             finally:
+                await startup.stop()
                 if leader_log is not None:
                     await leader_log.stop()
 

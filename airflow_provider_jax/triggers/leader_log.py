@@ -65,8 +65,11 @@ class LeaderLog:
         """Until the JobSet changes (or ``delay`` passes); at once when closing."""
         self._changed.clear()
         if not self._closing:
+            # asyncio.timeout, not wait_for: on 3.11 wait_for can swallow a cancel that
+            # arrives as the event is set, which is just what stop() does.
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), delay)
+                async with asyncio.timeout(delay):
+                    await self._changed.wait()
 
     async def _run(self) -> None:
         ended: set[str] = set()  # leader pods whose log stream ran to its end
@@ -81,6 +84,8 @@ class LeaderLog:
                 leader_name = leader.get("metadata", {}).get("name")
                 phase = leader.get("status", {}).get("phase")
                 if leader_name is None or phase in (None, "Pending"):
+                    if self._closing:
+                        return  # it never started: no log to show
                     # Not up yet; re-check now and then, as a container can take a while.
                     await self._next_change(next(waits, None))
                     continue

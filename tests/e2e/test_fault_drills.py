@@ -116,6 +116,15 @@ def wait_for_a_watch(k8s: Emulator, since: float) -> None:
     )
 
 
+def wait_for_its_trigger(k8s: Emulator, name: str) -> None:
+    """Until the trigger of JobSet ``name`` runs: it follows the leader's log."""
+    k8s.wait_for(
+        lambda: any(r.watch and f"/pods/{name}-" in r.path for r in k8s.requests),
+        120,
+        f"the trigger of {name} to start",
+    )
+
+
 def test_a_triggerer_killed_five_times_loses_nothing(stack: AirflowStack, k8s_emulator: Emulator):
     k8s = k8s_emulator
     stack.wait_for_dag("drill_triggerer")
@@ -148,8 +157,8 @@ def test_marking_failed_or_clearing_deletes_the_jobset_within_5s(
     tasks = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
     names = {t: running_jobset(k8s, dag_id, t) for t in ("failed_deferred", "failed_blocking")}
     names["cleared"] = running_jobset(k8s, dag_id, "cleared")
-    stack.wait_for_state(dag_id, run_id, "failed_deferred", {"deferred"})
-    stack.wait_for_state(dag_id, run_id, "cleared", {"deferred"})
+    wait_for_its_trigger(k8s, names["failed_deferred"])
+    wait_for_its_trigger(k8s, names["cleared"])
     stack.wait_for_state(dag_id, run_id, "failed_blocking", {"running"})
 
     took = {}

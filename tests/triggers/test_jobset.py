@@ -185,3 +185,23 @@ async def test_a_refusal_is_an_error_event_at_once(k8s):
     (event,) = await asyncio.wait_for(events(trigger), 10)
     assert event["status"] == "error"
     assert "403" in event["message"]
+
+
+async def test_a_pod_whose_image_cannot_be_pulled_fails_the_wait(k8s):
+    k8s.unpullable("img:1", 'failed to pull and unpack image "docker.io/library/img:1": not found')
+    started = time.monotonic()
+    (event,) = await asyncio.wait_for(events(submit(k8s)), 20)
+    assert (event["status"], event["reason"]) == ("failed", "PodsCannotStart")
+    assert "[0/0] cannot start: Image cannot be pulled" in event["message"]
+    assert 'img:1": not found' in event["message"]
+    assert time.monotonic() - started < 10  # the first check, not a timeout
+    assert k8s.jobsets()  # the operator applies on_finish_action
+
+
+async def test_a_throttled_pull_is_waited_out(k8s):
+    k8s.unpullable("img:1", "pull QPS exceeded")
+    waiting = asyncio.create_task(events(submit(k8s)))
+    done, _ = await asyncio.wait({waiting}, timeout=7)  # past the first check
+    assert not done
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)

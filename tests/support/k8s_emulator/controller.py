@@ -18,7 +18,7 @@ from typing import Any
 
 from airflow_provider_jax.jobset import COMPLETION_INDEX_ANNOTATION
 from airflow_provider_jax.local.pods import REPLICATED_JOB_LABEL, plan_pods
-from tests.support.k8s_emulator.kubelet import Exit, PodRun, Runner
+from tests.support.k8s_emulator.kubelet import Exit, PodRun, Runner, killed_within
 from tests.support.k8s_emulator.store import Store, now
 
 JOBSET, POD = "jobsets", "pods"
@@ -58,6 +58,7 @@ class Controller:
         self.pods: dict[tuple[str, str], PodRun] = {}
         self.deletions: list[tuple[str, str]] = []  # (name, propagation policy)
         self.finished_at: dict[str, float] = {}  # JobSet name -> monotonic time it finished
+        self.unpullable: dict[str, str] = {}  # image -> why its pull fails, as kubelet says
         self._background: set[asyncio.Task[None]] = set()
 
     # JobSets -------------------------------------------------------------------------------
@@ -170,8 +171,22 @@ class Controller:
         return None
 
     async def _run_pod(self, run: JobSetRun, pod: PodRun, runner: Runner) -> Exit:
+        image = pod.container["image"]
+        if image in self.unpullable:  # kubelet retries the pull for ever, backing off
+            pull_error = {"reason": "ErrImagePull", "message": self.unpullable[image]}
+            self._pod_status(pod, "Pending", {"waiting": pull_error}, ready=False)
+            if not await killed_within(pod, 1.0):
+                back_off = (
+                    f'Back-off pulling image "{image}": ErrImagePull: {pull_error["message"]}'
+                )
+                waiting = {"reason": "ImagePullBackOff", "message": back_off}
+                self._pod_status(pod, "Pending", {"waiting": waiting}, ready=False)
+                await pod.killed.wait()
+            pod.ended(Exit(143))
+            return Exit(143)
         started = now()
         self._pod_status(pod, "Running", {"running": {"startedAt": started}}, ready=True)
+        pod.running = True
         self._update_status(run)
         try:
             exit = await runner.run(pod)
@@ -241,7 +256,7 @@ class Controller:
                 count["succeeded"] += 1
             else:
                 count["active"] += 1
-                count["ready"] += all(p.task is not None for p in members)
+                count["ready"] += all(p.running for p in members)
         status["replicatedJobsStatus"] = [{"name": k, **v} for k, v in counts.items()]
         self.store.update(JOBSET, jobset)
 

@@ -87,6 +87,7 @@ class Emulator:
             self.controller.pods.clear()
             self.controller.deletions.clear()
             self.controller.finished_at.clear()
+            self.controller.unpullable.clear()
             for task in list(self.api.streams):
                 task.cancel()
             self.store.objects.clear()
@@ -113,6 +114,10 @@ class Emulator:
     def script(self, script: Callable[[PodRun], PodScript]) -> None:
         """Make every pod from now on play ``script(pod)``."""
         self.runner = ScriptedRunner(script)
+
+    def unpullable(self, image: str, why: str) -> None:
+        """Make every pull of ``image`` fail with kubelet's ``why``; its pods never start."""
+        self.call(lambda: self.controller.unpullable.__setitem__(image, why))
 
     def release(self) -> None:
         """Let every scripted pod that waits for it (``duration=math.inf``) end now."""

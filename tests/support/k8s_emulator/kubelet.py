@@ -52,6 +52,7 @@ class PodRun:
     killed: asyncio.Event = field(default_factory=asyncio.Event)
     released: asyncio.Event = field(default_factory=asyncio.Event)  # ends a scripted pod now
     task: asyncio.Task[Exit] | None = None
+    running: bool = False  # its container has started
     _grew: asyncio.Event = field(default_factory=asyncio.Event)  # replaced once set
 
     @property
