@@ -43,8 +43,8 @@ REQUEST_TIMEOUT = 30.0
 TRANSIENT_HTTP_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 
 
-class CheckpointDirError(Exception):
-    """Waiting cannot help (missing bucket, no permission, not a directory): fail now."""
+class CheckpointDirError(ValueError):
+    """Waiting cannot help (bad path, missing bucket, no permission, not a directory): fail now."""
 
 
 class StorageUnavailableError(Exception):
@@ -140,6 +140,36 @@ class RetryPolicy:
 
 
 DEFAULT_RETRY = RetryPolicy()
+
+
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
+
+
+def check_checkpoint_dir(value: object) -> str:
+    """``value`` if it is ``gs://<bucket>/<path>`` or an absolute local path; else a
+    :class:`CheckpointDirError` that says why. A wrong path would otherwise read as "no
+    checkpoint yet" until the sensor times out."""
+    expected = "gs://<bucket>/<path> or an absolute local path"
+    if not isinstance(value, str) or not value.strip():
+        raise CheckpointDirError(f"checkpoint_dir must be {expected}, got {value!r}.")
+    if value.startswith(GCS_SCHEME):
+        bucket = GcsLocation.parse(value).bucket
+        if not _BUCKET.match(bucket) or ".." in bucket:
+            raise CheckpointDirError(
+                f"checkpoint_dir {value!r}: {bucket!r} is not a valid GCS bucket name "
+                "(3-222 lowercase letters, digits, '-', '_' and '.')."
+            )
+        return value
+    if "://" in value or value.startswith("gs:"):
+        raise CheckpointDirError(
+            f"checkpoint_dir {value!r}: only GCS is supported; use {expected}."
+        )
+    if not os.path.isabs(value):
+        raise CheckpointDirError(
+            f"checkpoint_dir {value!r} is relative, so it would depend on the worker's "
+            f"working directory; use {expected}."
+        )
+    return value
 
 
 # --- GCS: one search, two drivers ------------------------------------------------------------

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator, conf
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_jax.accelerators import Accelerator
 from airflow_provider_jax.jobset import (
@@ -18,6 +19,7 @@ from airflow_provider_jax.jobset import (
 )
 from airflow_provider_jax.launcher import python_call, split_pip_packages
 from airflow_provider_jax.links.jobset import JobSetLogsLink
+from airflow_provider_jax.templates import is_template
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -48,6 +50,7 @@ class JaxJobOperator(BaseOperator):
         "entrypoint_kwargs",
         "env",
         "output_dir",
+        "name",
         "labels",
         "annotations",
         "namespace",
@@ -169,7 +172,7 @@ class JaxJobOperator(BaseOperator):
         self._check_static_spec()
 
     def _check_static_spec(self) -> None:
-        if self.name is not None and "{{" not in self.name:
+        if self.name is not None and not is_template(self.name):
             self.build_spec(name=self.name, rendered=False)
         else:
             self.build_spec(name="x", rendered=False)
@@ -187,7 +190,7 @@ class JaxJobOperator(BaseOperator):
         """The job spec from this operator's (rendered) fields."""
         command, env = self._program(rendered)
         image = self.image
-        if not rendered and isinstance(image, str) and ("{{" in image or "{%" in image):
+        if not rendered and is_template(image):
             image = TEMPLATED_IMAGE  # checked once rendered
         return JaxJobSpec(
             name=name,
@@ -214,9 +217,11 @@ class JaxJobOperator(BaseOperator):
             coordinator_port=self.coordinator_port,
         )
 
-    def _program(self, rendered: bool) -> tuple[list[str], dict[str, str]]:
+    def _program(self, rendered: bool) -> tuple[Sequence[str], dict[str, str]]:
         """Command and env of the program. Before rendering, Jinja strings are still strings,
         which JSON-encodes fine, so every value that is already real gets checked."""
+        if isinstance(self.command, str):
+            return self.command, {}  # a string, which the spec rejects
         if self.command is not None:
             return list(self.command), {}
         return self._python_call(entrypoint=self.entrypoint, kwargs=self.entrypoint_kwargs)
@@ -268,7 +273,11 @@ class JaxJobOperator(BaseOperator):
         return manifest
 
     def execute(self, context: Context) -> Any:
-        manifest = self.build_manifest(context)
+        try:
+            manifest = self.build_manifest(context)
+        except (ValueError, TypeError) as err:
+            # Rendered values that are wrong stay wrong: fail without burning retries.
+            raise AirflowFailException(f"{self.task_id}: {err}") from err
         if self.resolved_backend == "local":
             from airflow_provider_jax.local.backend import run_local
 

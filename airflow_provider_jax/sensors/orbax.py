@@ -15,8 +15,10 @@ from airflow_provider_jax.checkpoints import (
     FinalizedStep,
     StepNameFormat,
     StorageUnavailableError,
+    check_checkpoint_dir,
     find_newest_finalized,
 )
+from airflow_provider_jax.templates import is_template
 from airflow_provider_jax.triggers.orbax import OrbaxCheckpointTrigger
 
 if TYPE_CHECKING:
@@ -63,6 +65,8 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
         if min_step is not None and (not isinstance(min_step, int) or min_step < 0):
             raise ValueError(f"min_step must be a non-negative int or None, got {min_step!r}")
         StepNameFormat(step_prefix, step_format_fixed_length)  # validates early, at parse time
+        if not is_template(checkpoint_dir):
+            check_checkpoint_dir(checkpoint_dir)  # else once rendered, in _query()
         self.checkpoint_dir = checkpoint_dir
         self.min_step = min_step
         self.step_prefix = step_prefix
@@ -74,7 +78,7 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
 
     def _query(self) -> CheckpointQuery:
         return CheckpointQuery(
-            checkpoint_dir=self.checkpoint_dir,
+            checkpoint_dir=check_checkpoint_dir(self.checkpoint_dir),
             min_step=self.min_step or 0,
             step_prefix=self.step_prefix,
             step_format_fixed_length=self.step_format_fixed_length,

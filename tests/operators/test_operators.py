@@ -4,7 +4,6 @@ import json
 import subprocess
 import sys
 
-import pytest
 from airflow.sdk import DAG
 
 from airflow_provider_jax.jobset import KUEUE_QUEUE_LABEL
@@ -89,48 +88,6 @@ def test_templates_render_into_the_manifest():
     assert env["RUN"] == "2026-11-22"
     assert env[OUTPUT_DIR_ENV] == "gs://b/2026-11-22"
     assert manifest["metadata"]["labels"]["team"] == "ml"
-
-
-@pytest.mark.parametrize(
-    ("cls", "kwargs", "message"),
-    [
-        (JaxTpuSliceOperator, {"accelerator": "tpu-v6e-17"}, "Did you mean 'tpu-v6e-1"),
-        (JaxTpuSliceOperator, {"accelerator": "h100"}, "use JaxGpuJobOperator"),
-        (JaxTpuSliceOperator, {"num_slices": 0}, "num_slices must be a positive integer"),
-        (JaxTpuSliceOperator, {"name": "x" * 60}, "Use at most"),
-        (JaxTpuSliceOperator, {"env": {"A": 1}}, "env value for 'A' must be a string"),
-        (JaxTpuSliceOperator, {"command": None}, "exactly one of command or entrypoint"),
-        (JaxTpuSliceOperator, {"backend": "ray"}, "backend must be one of"),
-        (JaxTpuSliceOperator, {"on_finish_action": "keep"}, "on_finish_action must be one of"),
-        (JaxTpuSliceOperator, {"image": " "}, "image must be a non-empty string"),
-        (JaxGpuJobOperator, {"accelerator": "tpu-v6e-8"}, "use JaxTpuSliceOperator"),
-        (JaxGpuJobOperator, {"num_nodes": 0}, "num_nodes must be a positive integer"),
-        (JaxGpuJobOperator, {"gpus_per_node": -8}, "gpus_per_node must be a positive integer"),
-        (JaxGpuJobOperator, {"num_slices": 2}, "use num_nodes"),
-    ],
-)
-def test_bad_input_fails_at_construction(cls, kwargs, message):
-    base = {"task_id": "t", "image": "img", "command": ["python3"], "accelerator": "v6e-16"}
-    if cls is JaxGpuJobOperator:
-        base |= {"accelerator": "h100", "gpus_per_node": 8, "num_nodes": 2}
-    with pytest.raises(ValueError, match=message):
-        cls(**(base | kwargs))
-
-
-def test_non_json_entrypoint_kwargs_fail_at_construction():
-    with pytest.raises(ValueError, match="argument 'data' must be JSON-serializable"):
-        JaxTpuSliceOperator(
-            task_id="t",
-            accelerator="v6e-4",
-            image="i",
-            entrypoint="m:f",
-            entrypoint_kwargs={"data": {1, 2}},
-        )
-
-
-def test_bad_entrypoint():
-    with pytest.raises(ValueError, match="package.module:function"):
-        JaxTpuSliceOperator(task_id="t", accelerator="v6e-4", image="i", entrypoint="module.f")
 
 
 def test_provider_is_listed():

@@ -1,0 +1,58 @@
+"""Values that are only wrong once rendered, or once the pods run: the bad-input table's rows
+past parse time (``tests/test_bad_inputs.py``). Every task here must fail, and clearly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from airflow.sdk import DAG
+
+from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.sensors import OrbaxCheckpointSensor
+
+MISSING_IMAGE = "us-docker.pkg.dev/my-project/training/jax:no-such-tag"
+
+
+def tpu(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
+    """A two-host v5e slice, deferred, that runs ``tests.support.programs:echo``."""
+    return JaxTpuSliceOperator(
+        task_id=task_id,
+        accelerator="tpu-v5litepod-8",
+        chips_per_host=4,
+        **{
+            "image": "jax:test",
+            "entrypoint": "tests.support.programs:echo",
+            "initialize_distributed": False,
+            "deferrable": True,
+            **kwargs,
+        },
+    )
+
+
+with DAG(
+    "bad_inputs",
+    schedule=None,
+    catchup=False,
+    render_template_as_native_obj=True,
+    params={"image": "Jax:Latest", "steps": 30, "name": "Train_Run", "ckpt": "s3://b/ckpt"},
+):
+    # Rendered: checked before any call to the cluster.
+    tpu("image_renders_invalid", image="{{ params.image }}")
+    tpu("env_renders_to_int", env={"STEPS": "{{ params.steps }}"})
+    tpu("name_renders_invalid", name="{{ params.name }}")
+    OrbaxCheckpointSensor(
+        task_id="checkpoint_dir_renders_invalid",
+        checkpoint_dir="{{ params.ckpt }}",
+        poke_interval=1,
+        timeout=60,
+    )
+    # Only the leader's process can know.
+    tpu("result_not_json", entrypoint="tests.support.programs:not_json")
+    tpu("result_nan", entrypoint="tests.support.programs:nan")
+    tpu(
+        "result_too_big",
+        entrypoint="tests.support.programs:large",
+        entrypoint_kwargs={"size": 8000},
+    )
+    # Only the kubelet can know.
+    tpu("image_not_found", image=MISSING_IMAGE)

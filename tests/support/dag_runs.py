@@ -1,0 +1,69 @@
+"""``airflow dags test`` runs against the Kubernetes API emulator, and what they left."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests.support.airflow_home import AirflowHome
+from tests.support.k8s_emulator import Emulator
+
+DAGS = Path(__file__).parent.parent / "operators" / "dags"
+AIRFLOW = [sys.executable, "-m", "airflow"]
+
+
+@dataclass
+class Run:
+    proc: subprocess.CompletedProcess[str]
+    out: Path
+    states: dict[str, tuple[str | None, int]]
+    submitted: list[dict[str, Any]]
+    left: list[dict[str, Any]]
+
+    def received(self, name: str) -> Any:
+        return json.loads((self.out / f"{name}.json").read_text())
+
+    def created_for(self, task_id: str) -> int:
+        return sum(1 for m in self.submitted if m["metadata"]["labels"]["task_id"] == task_id)
+
+
+def env(
+    home: AirflowHome, emulator: Emulator, out: Path, dags: Path = DAGS, **extra: str
+) -> dict[str, str]:
+    """The env of an Airflow process whose ``kubernetes_default`` is the emulator."""
+    kubeconfig = emulator.kubeconfig(out / "kubeconfig.json")
+    return home.env(
+        dags,
+        AIRFLOW_CONN_KUBERNETES_DEFAULT=emulator.connection(kubeconfig),
+        JAX_TEST_OUT=str(out),
+        **extra,
+    )
+
+
+def task_states(home: AirflowHome, dag_id: str) -> dict[str, tuple[str | None, int]]:
+    """{task_id: (state, try_number)} from the metadata DB."""
+    with sqlite3.connect(home.path / "airflow.db") as db:
+        rows = db.execute(
+            "SELECT task_id, state, try_number FROM task_instance WHERE dag_id = ?", (dag_id,)
+        )
+        return {task_id: (state, tries) for task_id, state, tries in rows}
+
+
+def run_dag(
+    home: AirflowHome, emulator: Emulator, out: Path, dag_id: str, *date: str, **env_kwargs: Any
+) -> Run:
+    """``airflow dags test`` (it runs triggers inline, as a triggerer would)."""
+    proc = subprocess.run(
+        [*AIRFLOW, "dags", "test", dag_id, *(date or ["2024-01-01"])],
+        env=env(home, emulator, out, **env_kwargs),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=300,
+    )
+    return Run(proc, out, task_states(home, dag_id), emulator.submitted, emulator.jobsets())

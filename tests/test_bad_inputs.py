@@ -1,0 +1,185 @@
+"""The bad-input table: malformed accelerators, names, env, images, results, templates and
+checkpoint paths each get a clear error at the earliest point that can know, and leave no
+cluster object behind.
+
+- At parse (constructing the operator is what the DAG processor runs): everything that does
+  not depend on a template or on the pods. Nothing is sent to the cluster.
+- Once rendered, before any call to the cluster: the task fails without using its retries.
+- In the pods (a result only exists once the leader returns; only kubelet knows whether an
+  image can be pulled): the task fails with the cause, and its JobSet is deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.sdk import DAG, task
+
+from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
+from airflow_provider_jax.sensors import OrbaxCheckpointSensor
+from tests.operators.dags.bad_inputs import MISSING_IMAGE
+from tests.support.airflow_home import AirflowHome
+from tests.support.dag_runs import Run, run_dag
+from tests.support.jobset_schema import REPO
+from tests.support.k8s_emulator import Emulator, ProcessRunner
+
+TPU = {"task_id": "t", "accelerator": "tpu-v6e-16", "image": "img", "command": ["python3"]}
+GPU = {**TPU, "accelerator": "h100", "num_nodes": 2, "gpus_per_node": 8}
+
+
+@dataclass(frozen=True)
+class Bad:
+    id: str
+    build: Callable[[], Any]
+    message: str
+
+
+def tpu(**kwargs: Any) -> Callable[[], Any]:
+    return lambda: JaxTpuSliceOperator(**(TPU | kwargs))
+
+
+def gpu(**kwargs: Any) -> Callable[[], Any]:
+    return lambda: JaxGpuJobOperator(**(GPU | kwargs))
+
+
+def sensor(checkpoint_dir: Any) -> Callable[[], Any]:
+    return lambda: OrbaxCheckpointSensor(task_id="wait", checkpoint_dir=checkpoint_dir)
+
+
+def decorated_call(value: Any) -> Callable[[], Any]:
+    def build() -> Any:
+        @task.jax_tpu(accelerator="tpu-v6e-16", image="img")
+        def train(data: Any) -> None: ...
+
+        return train(data=value)
+
+    return build
+
+
+AT_PARSE = [
+    Bad("unknown_tpu", tpu(accelerator="tpu-v6e-17"), "Did you mean .*'tpu-v6e-16'"),
+    Bad("unknown_topology", tpu(accelerator="v5litepod-4x5"), r"'v5litepod-4x5'.*Did you mean"),
+    Bad("gpu_on_tpu_operator", tpu(accelerator="h100"), "use JaxGpuJobOperator"),
+    Bad("tpu_on_gpu_operator", gpu(accelerator="tpu-v6e-8"), "use JaxTpuSliceOperator"),
+    Bad("chips_per_host", tpu(chips_per_host=8), r"valid chips_per_host for it: \[4\]"),
+    Bad("unknown_gpu", gpu(accelerator="h1000"), r"Unknown GPU accelerator 'h1000'.*'h100'"),
+    Bad("gpus_per_node", gpu(gpus_per_node=3), "not gpus_per_node=3"),
+    Bad("zero_slices", tpu(num_slices=0), "num_slices must be a positive integer"),
+    Bad("name_not_dns", tpu(name="Train_Run"), "must be a DNS-1035 label"),
+    Bad("name_too_long", tpu(name="t" * 60), "Use at most"),
+    Bad("env_float", tpu(env={"LR": 0.1}), "env value for 'LR' must be a string, got float"),
+    Bad("env_reserved", tpu(env={"JAX_PROCESS_ID": "3"}), "which the provider sets"),
+    Bad("env_bad_name", tpu(env={"BAD NAME": "1"}), "not a valid environment variable name"),
+    Bad("image_missing", tpu(image=""), "image must be a non-empty string"),
+    Bad("image_invalid", tpu(image="Jax:Latest"), "not a valid image reference"),
+    Bad("command_string", tpu(command="python train.py"), "command must be a non-empty list"),
+    Bad(
+        "kwargs_not_json",
+        tpu(command=None, entrypoint="m:f", entrypoint_kwargs={"data": {1, 2}}),
+        "argument 'data' must be JSON-serializable",
+    ),
+    Bad("entrypoint_form", tpu(command=None, entrypoint="module.f"), "package.module:function"),
+    Bad("no_program", tpu(command=None), "exactly one of command or entrypoint"),
+    Bad("unknown_backend", tpu(backend="ray"), "backend must be one of"),
+    Bad("on_finish_action", tpu(on_finish_action="keep"), "on_finish_action must be one of"),
+    Bad("zero_nodes", gpu(num_nodes=0), "num_nodes must be a positive integer"),
+    Bad("negative_gpus", gpu(gpus_per_node=-8), "gpus_per_node must be a positive integer"),
+    Bad("gpu_slices", gpu(num_slices=2), "use num_nodes"),
+    Bad(
+        "decorator_argument_not_json",
+        decorated_call({1, 2}),
+        r"argument 'data' of train\(\) must be JSON-serializable",
+    ),
+    Bad("checkpoint_dir_s3", sensor("s3://bucket/ckpt"), "only GCS is supported"),
+    Bad("checkpoint_dir_relative", sensor("ckpt/run1"), "is relative"),
+    Bad("checkpoint_dir_bucket", sensor("gs://My_Bucket/ckpt"), "not a valid GCS bucket name"),
+    Bad("checkpoint_dir_no_bucket", sensor("gs:///ckpt"), r"Expected gs://<bucket>/<path>"),
+]
+
+
+@pytest.mark.parametrize("bad", AT_PARSE, ids=lambda bad: bad.id)
+def test_rejected_at_parse(bad: Bad, k8s: Emulator):
+    with DAG("bad_input", schedule=None), pytest.raises((ValueError, TypeError), match=bad.message):
+        bad.build()
+    assert k8s.requests == []  # nothing reached the cluster
+
+
+# task_id in dags/bad_inputs.py -> what its failure must say
+ONCE_RENDERED = {
+    "image_renders_invalid": "image 'Jax:Latest' is not a valid image reference",
+    "env_renders_to_int": "env value for 'STEPS' must be a string, got int 30",
+    "name_renders_invalid": "'Train_Run' must be a DNS-1035 label",
+    "checkpoint_dir_renders_invalid": "checkpoint_dir 's3://b/ckpt': only GCS is supported",
+}
+IN_THE_PODS = {
+    "result_not_json": "not JSON-serializable",
+    "result_nan": "NaN or infinity",
+    "result_too_big": "too big for the 4096-byte termination message. Set output_dir",
+    "image_not_found": "cannot start: Image cannot be pulled, unable to start: ImagePullBackOff",
+}
+
+
+@pytest.fixture(scope="module")
+def bad_run(
+    k8s_emulator: Emulator, airflow_home: AirflowHome, tmp_path_factory: pytest.TempPathFactory
+) -> Run:
+    k8s_emulator.reset()
+    k8s_emulator.runner = ProcessRunner(pythonpath=[str(REPO)])
+    k8s_emulator.unpullable(
+        MISSING_IMAGE, f'failed to pull and unpack image "{MISSING_IMAGE}": not found'
+    )
+    run = run_dag(
+        airflow_home,
+        k8s_emulator,
+        tmp_path_factory.mktemp("bad-inputs"),
+        "bad_inputs",
+        AIRFLOW__JAX__DEFAULT_BACKEND="kubernetes",
+    )
+    (run.out / "stdout.txt").write_text(run.proc.stdout)
+    yield run
+    k8s_emulator.reset()
+
+
+@pytest.mark.parametrize("task_id", ONCE_RENDERED)
+def test_rejected_once_rendered_before_any_cluster_call(bad_run: Run, task_id: str):
+    assert bad_run.states[task_id] == ("failed", 1), bad_run.proc.stdout[-3000:]
+    assert ONCE_RENDERED[task_id] in bad_run.proc.stdout
+    assert bad_run.created_for(task_id) == 0
+
+
+@pytest.mark.parametrize("task_id", IN_THE_PODS)
+def test_rejected_in_the_pods_and_the_jobset_deleted(bad_run: Run, task_id: str):
+    assert bad_run.states[task_id][0] == "failed", bad_run.proc.stdout[-3000:]
+    assert IN_THE_PODS[task_id] in bad_run.proc.stdout
+    if task_id == "image_not_found":  # kubelet's own words reach the task's error
+        assert f'"{MISSING_IMAGE}": not found' in bad_run.proc.stdout
+    assert bad_run.created_for(task_id) == 1
+
+
+def test_no_cluster_object_is_left(bad_run: Run, k8s_emulator: Emulator):
+    assert bad_run.left == []
+    assert k8s_emulator.pods() == []
+
+
+def test_the_table_has_at_least_20_rows():
+    assert len(AT_PARSE) + len(ONCE_RENDERED) + len(IN_THE_PODS) >= 20
+
+
+def test_a_parse_error_names_the_fix_in_the_dag_processor(tmp_path: Path):
+    """What the UI shows as the DAG file's import error, from the DAG processor's parser."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    (tmp_path / "typo.py").write_text(
+        "from airflow.sdk import DAG\n"
+        "from airflow_provider_jax.operators import JaxTpuSliceOperator\n"
+        "with DAG('typo', schedule=None):\n"
+        "    JaxTpuSliceOperator(task_id='t', accelerator='tpu-v6e-17', image='i', command=['x'])\n"
+    )
+    bag = DagBag(dag_folder=str(tmp_path))
+    (error,) = bag.import_errors.values()
+    assert "Unknown TPU accelerator 'tpu-v6e-17'" in error
+    assert "'tpu-v6e-16'" in error
