@@ -44,6 +44,11 @@ PRELUDE_ARGV0 = "jax-launch"
 _MAX_LABEL = 63
 _POD_SUFFIX = "-abcde"  # the random suffix Kubernetes adds to a Job's pod names
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+DEADLINE_RULE = {
+    "name": "FailAtDeadline",
+    "action": "FailJobSet",
+    "onJobFailureReasons": ["DeadlineExceeded"],
+}
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 # An image reference as container runtimes parse it: [registry[:port]/]repo[:tag][@digest].
 _IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -91,6 +96,7 @@ class JaxJobSpec:
     volumes: Sequence[Mapping[str, Any]] = ()
     volume_mounts: Sequence[Mapping[str, Any]] = ()
     max_restarts: int = 0
+    active_deadline_seconds: int | None = None
     ttl_seconds_after_finished: int | None = None
     priority_class_name: str | None = None
     queue_name: str | None = None
@@ -132,6 +138,8 @@ class JaxJobSpec:
             raise ValueError(f"max_restarts must be an integer >= 0, got {self.max_restarts!r}.")
         if self.max_restarts < 0:
             raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}.")
+        if self.active_deadline_seconds is not None:
+            _positive_int("active_deadline_seconds", self.active_deadline_seconds)
         for port in (self.coordinator_port, self.megascale_port):
             if not isinstance(port, int) or not 0 < port < 65536:
                 raise ValueError(f"port {port!r} is not a valid TCP port.")
@@ -358,6 +366,12 @@ def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
             }
         ],
     }
+    if spec.active_deadline_seconds is not None:
+        # Kubernetes itself stops a slice that outlives its deadline, with no restart: the
+        # backstop for when Airflow cannot (no triggerer, a task marked failed meanwhile).
+        job = jobset_spec["replicatedJobs"][0]["template"]["spec"]
+        job["activeDeadlineSeconds"] = spec.active_deadline_seconds
+        jobset_spec["failurePolicy"]["rules"] = [DEADLINE_RULE]
     if spec.ttl_seconds_after_finished is not None:
         jobset_spec["ttlSecondsAfterFinished"] = spec.ttl_seconds_after_finished
     if spec.queue_name:

@@ -3,6 +3,7 @@ leader's result."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -28,6 +29,7 @@ BACKENDS = ("kubernetes", "local")
 LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
 ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
+CLUSTER_DEADLINE_GRACE = 60  # seconds: Airflow's own timeout acts first when it can
 TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
 
 
@@ -209,6 +211,7 @@ class JaxJobOperator(BaseOperator):
             volumes=self.volumes,
             volume_mounts=self.volume_mounts,
             max_restarts=self.max_restarts,
+            active_deadline_seconds=self._cluster_deadline(),
             ttl_seconds_after_finished=self.ttl_seconds_after_finished,
             priority_class_name=self.priority_class_name,
             queue_name=self.queue_name,
@@ -216,6 +219,13 @@ class JaxJobOperator(BaseOperator):
             image_pull_policy=self.image_pull_policy,
             coordinator_port=self.coordinator_port,
         )
+
+    def _cluster_deadline(self) -> int | None:
+        """``execution_timeout`` plus a grace, for Kubernetes to enforce on the JobSet's Jobs
+        (counted from when each starts), in case Airflow cannot."""
+        if self.execution_timeout is None:
+            return None
+        return math.ceil(self.execution_timeout.total_seconds()) + CLUSTER_DEADLINE_GRACE
 
     def _program(self, rendered: bool) -> tuple[Sequence[str], dict[str, str]]:
         """Command and env of the program. Before rendering, Jinja strings are still strings,

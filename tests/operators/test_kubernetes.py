@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import unquote
@@ -16,6 +17,7 @@ from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.links.jobset import cloud_logging_url
 from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.operators.jax_job import CLUSTER_DEADLINE_GRACE
 from airflow_provider_jax.operators.kubernetes import (
     JobSetRef,
     complete_on_kubernetes,
@@ -198,3 +200,31 @@ def test_when_airflow_fails_a_deferred_task_itself_the_jobset_goes(k8s, tmp_path
     with pytest.raises(TaskDeferralTimeout):
         op.resume_execution("__fail__", {"error": "Trigger timeout"}, context)
     k8s.wait_for(lambda: k8s.jobset(ref.name) is None, 5, "the JobSet to go")
+
+
+def test_execution_timeout_is_also_the_clusters_deadline(tmp_path, validate_jobset):
+    op = operator(tmp_path, execution_timeout=timedelta(hours=2))
+    manifest = op.dry_run()
+    validate_jobset(manifest)
+    job = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]
+    assert job["activeDeadlineSeconds"] == 2 * 3600 + CLUSTER_DEADLINE_GRACE
+    assert manifest["spec"]["failurePolicy"]["rules"] == [
+        {
+            "name": "FailAtDeadline",
+            "action": "FailJobSet",
+            "onJobFailureReasons": ["DeadlineExceeded"],
+        }
+    ]
+    assert "activeDeadlineSeconds" not in operator(tmp_path).dry_run()["spec"]["replicatedJobs"][0]
+
+
+def test_with_no_airflow_left_the_cluster_stops_the_slice_at_its_deadline(k8s):
+    """The backstop: nothing of Airflow runs, yet the slice stops, with no restart."""
+    k8s.script(run_forever)
+    body = manifest(max_restarts=3, active_deadline_seconds=2)
+    created = CLUSTER.hook().create_jobset(body)
+    jobset = k8s.wait_for(lambda: _terminal(k8s, created["metadata"]["name"]), 10, "the deadline")
+    assert jobset["status"]["terminalState"] == "Failed"
+    assert jobset["status"]["restarts"] == 0
+    assert "FailAtDeadline" in jobset["status"]["conditions"][-1]["message"]
+    assert k8s.running_pods() == 0

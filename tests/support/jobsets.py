@@ -18,6 +18,7 @@ def manifest(
     task_id: str = "train",
     run_id: str = "manual__1",
     try_number: int = 1,
+    active_deadline_seconds: int | None = None,
 ) -> dict[str, Any]:
     """A ``hosts``-host (1, 2 or 8) TPU v5e JobSet for task ``task_id`` of run ``run_id``."""
     slice_type, per_host = {1: ("tpu-v5litepod-8", 8), 2: ("tpu-v5litepod-8", 4)}.get(
@@ -32,6 +33,7 @@ def manifest(
         image="img:1",
         command=["python3", "-c", "pass"],
         max_restarts=max_restarts,
+        active_deadline_seconds=active_deadline_seconds,
         labels=labels,
     )
     return build_jobset(spec)

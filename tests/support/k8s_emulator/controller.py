@@ -37,6 +37,14 @@ def _suffix() -> str:
     return "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
 
 
+def _matching_rule(policy: dict[str, Any], reason: str) -> dict[str, Any] | None:
+    """The first failure policy rule for a Job that failed with ``reason``, as JobSet picks."""
+    for rule in policy.get("rules") or ():
+        if reason in rule.get("onJobFailureReasons", [reason]):
+            return rule
+    return None
+
+
 def _set_condition(status: dict[str, Any], kind: str, reason: str, message: str) -> None:
     status["conditions"] = [
         *[c for c in status.get("conditions", []) if c["type"] != kind],
@@ -71,12 +79,32 @@ class Controller:
             run.task = asyncio.create_task(self._reconcile(run, jobset))
 
     async def _reconcile(self, run: JobSetRun, jobset: dict[str, Any]) -> None:
-        max_restarts = (jobset["spec"].get("failurePolicy") or {}).get("maxRestarts", 0)
+        policy = jobset["spec"].get("failurePolicy") or {}
+        max_restarts = policy.get("maxRestarts", 0)
+        job_spec = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
+        deadline = job_spec.get("activeDeadlineSeconds")  # per attempt: Jobs are recreated
         restarts = 0
         while True:
             run.pods = self._create_pods(run, jobset, restarts)
             self._update_status(run, restarts=restarts)
-            failed = await self._run_attempt(run)
+            try:
+                async with asyncio.timeout(deadline):
+                    failed = await self._run_attempt(run)
+            except TimeoutError:  # the Job controller fails the Job: DeadlineExceeded
+                await self._stop_pods(run.pods, delete=False)
+                rule = _matching_rule(policy, "DeadlineExceeded")
+                if rule is None or rule.get("action") != "FailJobSet":
+                    raise NotImplementedError(
+                        "the emulator fails JobSets at their deadline only"
+                    ) from None
+                self._finish(
+                    run,
+                    "Failed",
+                    "FailedJobs",
+                    f"jobset failed due to failure policy rule {rule.get('name')}: "
+                    "job reached its active deadline (DeadlineExceeded)",
+                )
+                return
             if failed is None:
                 self._finish(run, "Completed", "AllJobsCompleted", "jobset completed successfully")
                 return
