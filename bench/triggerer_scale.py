@@ -22,6 +22,7 @@ The triggers run with their defaults (leader log streaming on), with logging bel
 off. Run from the repository root::
 
     python -m bench.triggerer_scale [--jobs 100 1000] [--window 60] [--drop-watch 30]
+        [--log-lines 0]
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def poll_trigger_class() -> type:
     return JobSetPollTrigger
 
 
-def triggerer(kind: str, timeout: float) -> None:
+def triggerer(kind: str, timeout: float, log_lines: int) -> None:
     """Wait, like one triggerer, on the JobSets named on stdin; print what happened as JSON."""
     import logging
     import resource
@@ -109,7 +110,9 @@ def triggerer(kind: str, timeout: float) -> None:
         if kind == "poll":
             kwargs = {"name": name, "namespace": NAMESPACE, "cluster": cluster}
             return poll_class(**poll_class(**kwargs).serialize()[1])
-        trigger = JobSetTrigger(name=name, namespace=NAMESPACE, uid=uid, cluster=cluster)
+        trigger = JobSetTrigger(
+            name=name, namespace=NAMESPACE, uid=uid, cluster=cluster, log_lines=log_lines
+        )
         return JobSetTrigger(**trigger.serialize()[1])
 
     fired: dict[str, tuple[float, str]] = {}
@@ -196,7 +199,14 @@ class Row:
 
 
 def scenario(
-    emulator: Any, kind: str, jobs: int, window: float, drop_watch: float, seed: int, env: dict
+    emulator: Any,
+    kind: str,
+    jobs: int,
+    window: float,
+    drop_watch: float,
+    seed: int,
+    env: dict,
+    log_lines: int = 1000,
 ) -> Row:
     from airflow_provider_jax.hooks.cluster import KubernetesCluster
     from tests.support.jobsets import manifest
@@ -220,7 +230,15 @@ def scenario(
     uids = {c["metadata"]["name"]: c["metadata"]["uid"] for c in created}
 
     child = subprocess.Popen(
-        [sys.executable, "-m", "bench.triggerer_scale", "--triggerer", kind],
+        [
+            sys.executable,
+            "-m",
+            "bench.triggerer_scale",
+            "--triggerer",
+            kind,
+            "--log-lines",
+            str(log_lines),
+        ],
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -410,11 +428,14 @@ def main() -> int:
     parser.add_argument("--drop-watch", type=float, default=30.0, help="watches last at most")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--only", choices=["watch", "poll"], help="run one kind only")
+    parser.add_argument(
+        "--log-lines", type=int, default=1000, help="leader log lines per job; 0: no streaming"
+    )
     parser.add_argument("--triggerer", choices=["watch", "poll"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
     if args.triggerer:
-        triggerer(args.triggerer, timeout=args.window + 90)
+        triggerer(args.triggerer, timeout=args.window + 90, log_lines=args.log_lines)
         return 0
 
     import logging
@@ -437,7 +458,16 @@ def main() -> int:
         for jobs in args.jobs:
             for kind in kinds:
                 rows.append(
-                    scenario(emulator, kind, jobs, args.window, args.drop_watch, args.seed, env)
+                    scenario(
+                        emulator,
+                        kind,
+                        jobs,
+                        args.window,
+                        args.drop_watch,
+                        args.seed,
+                        env,
+                        args.log_lines,
+                    )
                 )
                 print(f"  {rows[-1].scenario}, N={jobs}: done", flush=True)
     finally:
