@@ -4,25 +4,12 @@ emulator's kubelet (see ``tests/e2e/test_fault_drills.py``)."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
 
 from airflow.sdk import DAG
 
-from airflow_provider_jax.operators import JaxTpuSliceOperator
+from tests.support.dag_tasks import tpu
 
 TIMEOUT = timedelta(seconds=20)
-
-
-def tpu(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
-    """A two-host v5e slice; its pods' command is the emulator's to play."""
-    return JaxTpuSliceOperator(
-        task_id=task_id,
-        accelerator="tpu-v5litepod-8",
-        chips_per_host=4,
-        image="jax:test",
-        command=["python3", "-c", "print('hello')"],
-        **kwargs,
-    )
 
 
 with DAG("drill_triggerer", schedule=None, catchup=False):

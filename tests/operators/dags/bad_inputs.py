@@ -9,23 +9,16 @@ from airflow.sdk import DAG
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.sensors import OrbaxCheckpointSensor
+from tests.support.dag_tasks import tpu as slice_task
 
 MISSING_IMAGE = "us-docker.pkg.dev/my-project/training/jax:no-such-tag"
 
 
 def tpu(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
-    """A two-host v5e slice, deferred, that runs ``tests.support.programs:echo``."""
-    return JaxTpuSliceOperator(
-        task_id=task_id,
-        accelerator="tpu-v5litepod-8",
-        chips_per_host=4,
-        **{
-            "image": "jax:test",
-            "entrypoint": "tests.support.programs:echo",
-            "initialize_distributed": False,
-            "deferrable": True,
-            **kwargs,
-        },
+    """A deferred slice that runs ``tests.support.programs:echo``."""
+    program = {"command": None, "entrypoint": "tests.support.programs:echo"}
+    return slice_task(
+        task_id, **{**program, "initialize_distributed": False, "deferrable": True, **kwargs}
     )
 
 

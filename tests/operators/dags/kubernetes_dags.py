@@ -12,7 +12,7 @@ from typing import Any
 
 from airflow.sdk import DAG, task
 
-from airflow_provider_jax.operators import JaxTpuSliceOperator
+from tests.support.dag_tasks import tpu
 
 
 @task
@@ -20,18 +20,6 @@ def record(value: Any, name: str) -> Any:
     """Hand the upstream value to the test: a downstream task really received it."""
     Path(os.environ["JAX_TEST_OUT"], f"{name}.json").write_text(json.dumps(value))
     return value
-
-
-def tpu(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
-    """A two-host v5e slice; its pods' command is the emulator's to play."""
-    return JaxTpuSliceOperator(
-        task_id=task_id,
-        accelerator="tpu-v5litepod-8",
-        chips_per_host=4,
-        image="jax:test",
-        command=["python3", "-c", "print('hello')"],
-        **kwargs,
-    )
 
 
 def use(upstream: Any, name: str) -> Any:
