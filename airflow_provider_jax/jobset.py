@@ -44,6 +44,7 @@ PRELUDE_ARGV0 = "jax-launch"
 _MAX_LABEL = 63
 _POD_SUFFIX = "-abcde"  # the random suffix Kubernetes adds to a Job's pod names
 _DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+# A child Job past activeDeadlineSeconds fails the JobSet outright: no restart.
 DEADLINE_RULE = {
     "name": "FailAtDeadline",
     "action": "FailJobSet",
@@ -371,7 +372,7 @@ def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
         # backstop for when Airflow cannot (no triggerer, a task marked failed meanwhile).
         job = jobset_spec["replicatedJobs"][0]["template"]["spec"]
         job["activeDeadlineSeconds"] = spec.active_deadline_seconds
-        jobset_spec["failurePolicy"]["rules"] = [DEADLINE_RULE]
+        jobset_spec["failurePolicy"]["rules"] = [dict(DEADLINE_RULE)]
     if spec.ttl_seconds_after_finished is not None:
         jobset_spec["ttlSecondsAfterFinished"] = spec.ttl_seconds_after_finished
     if spec.queue_name:

@@ -38,10 +38,11 @@ class JobSetTrigger(BaseTrigger):
     Holds plain data only, including the cluster (:class:`KubernetesCluster` as a dict: a
     connection id, or a GKE endpoint and Google connection), and has no side effect while
     it waits, so running it twice is harmless. Past ``deadline`` it deletes the JobSet (by
-    uid, so never a successor) before firing: the slice stops at once. Waiting costs almost nothing: the JobSet is
-    watched through the informer shared by every trigger on that (cluster, namespace). The
-    leader's log lines and progress reports go to the task log, at most ``log_lines`` of each.
-    A pod that can never start (its image cannot be pulled) fails the wait at once.
+    uid, so never a successor) before firing: the slice stops at once. Waiting costs almost
+    nothing: the JobSet is watched through the informer shared by every trigger on that
+    (cluster, namespace). The leader's log lines and progress reports go to the task log, at
+    most ``log_lines`` of each. A pod that can never start (its image cannot be pulled) ends
+    the wait at once.
 
     The event: ``status`` (success / failed / timeout / error), ``name``, ``namespace``,
     ``uid``, ``reason``, ``message`` and ``jobset`` (conditions and restarts).
