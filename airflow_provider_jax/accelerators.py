@@ -125,7 +125,11 @@ def gpu_names() -> list[str]:
 def _unknown(value: str, valid: list[str], what: str, probe: str | None = None) -> ValueError:
     close = difflib.get_close_matches(probe or value, valid, n=3, cutoff=0.5)
     hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    return ValueError(f"Unknown {what} {value!r}.{hint} Valid names look like {valid[:4]}.")
+    family = value.removeprefix("tpu-").rsplit("-", 1)[0] + "-" if "-" in value else None
+    kin = [v for v in valid if family and v.removeprefix("tpu-").startswith(family)]
+    return ValueError(
+        f"Unknown {what} {value!r}.{hint} Valid names look like {(kin or valid)[:6]}."
+    )
 
 
 def _host_layouts(gen: _TpuGeneration, topology: str) -> list[int]:
