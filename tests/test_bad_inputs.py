@@ -139,7 +139,6 @@ def bad_run(
         "bad_inputs",
         AIRFLOW__JAX__DEFAULT_BACKEND="kubernetes",
     )
-    (run.out / "stdout.txt").write_text(run.proc.stdout)
     yield run
     k8s_emulator.reset()
 

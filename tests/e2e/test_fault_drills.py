@@ -16,14 +16,13 @@ from __future__ import annotations
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.e2e.dags.drills import TIMEOUT
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.jobset_schema import REPO
-from tests.support.jobsets import run_forever, succeed
+from tests.support.jobsets import matching, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, PodRun, PodScript
 from tests.support.xcoms import xcoms
 
@@ -78,25 +77,13 @@ def fresh_triggerer(stack: AirflowStack) -> AirflowStack:
     return stack
 
 
-def jobsets_of(k8s: Emulator, dag_id: str, task_id: str | None = None) -> list[dict[str, Any]]:
-    """The JobSets the emulator received for ``dag_id`` (and ``task_id``)."""
-    return [
-        m
-        for m in k8s.submitted
-        if m["metadata"]["labels"]["dag_id"] == dag_id
-        and task_id in (None, m["metadata"]["labels"]["task_id"])
-    ]
-
-
 def running_jobset(k8s: Emulator, dag_id: str, task_id: str, timeout: float = 180) -> str:
     """The name of the task's JobSet once both its pods run."""
 
     def running() -> str | None:
-        for jobset in k8s.jobsets():
-            labels, name = jobset["metadata"]["labels"], jobset["metadata"]["name"]
-            if (labels["dag_id"], labels["task_id"]) == (dag_id, task_id):
-                return name if k8s.running_pods(name) == 2 else None
-        return None
+        ours = matching(k8s.jobsets(), dag_id=dag_id, task_id=task_id)
+        names = (jobset["metadata"]["name"] for jobset in ours)
+        return next((name for name in names if k8s.running_pods(name) == 2), None)
 
     return k8s.wait_for(running, timeout, f"{dag_id}.{task_id}'s slice to run")
 
@@ -144,7 +131,7 @@ def test_a_triggerer_killed_five_times_loses_nothing(stack: AirflowStack, k8s_em
     ti = stack.task_instance("drill_triggerer", run_id, "train")
     assert (ti["state"], ti["try_number"]) == ("success", 1), stack.logs("triggerer")
     assert xcoms(stack.home / "airflow.db", "drill_triggerer", "train")[run_id] == RESULT
-    assert len(jobsets_of(k8s, "drill_triggerer")) == 1
+    assert len(matching(k8s.submitted, dag_id="drill_triggerer")) == 1
     assert k8s.jobset(name) is None  # on_finish_action=delete_jobset
 
 
@@ -180,13 +167,13 @@ def test_marking_failed_or_clearing_deletes_the_jobset_within_5s(
     ti = stack.wait_for_state(dag_id, run_id, "cleared", {"success", "failed"})
     assert (ti["state"], ti["try_number"]) == ("success", 2), stack.logs("scheduler")
     assert xcoms(stack.home / "airflow.db", dag_id, "cleared")[run_id] == "rerun"
-    assert len(jobsets_of(k8s, dag_id, "cleared")) == 2
+    assert len(matching(k8s.submitted, dag_id=dag_id, task_id="cleared")) == 2
     assert {t: stack.task_instance(dag_id, run_id, t)["state"] for t in names} == {
         "failed_deferred": "failed",
         "failed_blocking": "failed",
         "cleared": "success",
     }
-    assert len(jobsets_of(k8s, dag_id)) == 4
+    assert len(matching(k8s.submitted, dag_id=dag_id)) == 4
     k8s.wait_for(lambda: not k8s.jobsets(), 30, "every JobSet to go")
 
 
@@ -207,4 +194,4 @@ def test_execution_timeout_deletes_the_jobset_within_5s(
     for task_id in names:
         ti = stack.wait_for_state(dag_id, run_id, task_id, {"success", "failed", "up_for_retry"})
         assert ti["state"] == "failed", task_id
-    assert len(jobsets_of(k8s, dag_id)) == 2
+    assert len(matching(k8s.submitted, dag_id=dag_id)) == 2

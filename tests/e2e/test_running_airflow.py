@@ -11,6 +11,7 @@ import pytest
 
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.jobset_schema import REPO
+from tests.support.jobsets import matching
 from tests.support.k8s_emulator import Emulator, ProcessRunner
 from tests.support.xcoms import xcoms
 
@@ -51,10 +52,7 @@ def test_trigger_with_conf_defers_through_the_triggerer(stack: AirflowStack, k8s
     task_log = "".join(p.read_text() for p in logs.rglob("attempt=1.log"))
     assert "Pausing task as DEFERRED" in task_log
     assert "Leader's last report: step 30: loss=" in task_log
-    created = [
-        m for m in k8s_emulator.submitted if m["metadata"]["labels"]["dag_id"] == "quickstart"
-    ]
-    assert len(created) == 1
+    assert len(matching(k8s_emulator.submitted, dag_id="quickstart")) == 1
     assert k8s_emulator.jobsets() == []  # on_finish_action=delete_jobset
 
 

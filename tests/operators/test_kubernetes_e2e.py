@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.airflow_home import AirflowHome
-from tests.support.dag_runs import AIRFLOW, DAGS, Run, env, run_dag
+from tests.support.airflow_home import AIRFLOW, AirflowHome
+from tests.support.dag_runs import DAGS, Run, env, run_dag
 from tests.support.jobset_schema import REPO
 from tests.support.jobsets import fail_host, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript, ProcessRunner

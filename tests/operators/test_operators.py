@@ -2,13 +2,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 from airflow.sdk import DAG
 
 from airflow_provider_jax.jobset import KUEUE_QUEUE_LABEL
 from airflow_provider_jax.launcher import CALL_ENV, OUTPUT_DIR_ENV
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
+from tests.support.airflow_home import AIRFLOW
 from tests.support.imports import heavy_modules_loaded_by
 
 
@@ -92,7 +92,7 @@ def test_templates_render_into_the_manifest():
 
 def test_provider_is_listed():
     out = subprocess.run(
-        [sys.executable, "-m", "airflow", "providers", "list", "--output", "json"],
+        [*AIRFLOW, "providers", "list", "--output", "json"],
         capture_output=True,
         text=True,
         check=True,

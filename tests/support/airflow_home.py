@@ -17,6 +17,8 @@ import pytest
 
 from tests.support.jobset_schema import REPO
 
+AIRFLOW = [sys.executable, "-m", "airflow"]  # the CLI of this venv's Airflow
+
 
 @dataclass(frozen=True)
 class AirflowHome:
@@ -42,7 +44,7 @@ class AirflowHome:
     ) -> subprocess.CompletedProcess[str]:
         """Run ``airflow *args``; stdout and stderr together in ``.stdout``."""
         return subprocess.run(
-            [sys.executable, "-m", "airflow", *args],
+            [*AIRFLOW, *args],
             env=self.env(dags_folder, **(env or {})),
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,

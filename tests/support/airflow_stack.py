@@ -9,7 +9,6 @@ import signal
 import socket
 import sqlite3
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
@@ -19,7 +18,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-AIRFLOW = [sys.executable, "-m", "airflow"]
+from tests.support.airflow_home import AIRFLOW
+
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
 
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import sqlite3
 import subprocess
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support.airflow_home import AirflowHome
+from tests.support.airflow_home import AIRFLOW, AirflowHome
+from tests.support.jobsets import matching
 from tests.support.k8s_emulator import Emulator
 
 DAGS = Path(__file__).parent.parent / "operators" / "dags"
-AIRFLOW = [sys.executable, "-m", "airflow"]
 
 
 @dataclass
@@ -29,7 +28,7 @@ class Run:
         return json.loads((self.out / f"{name}.json").read_text())
 
     def created_for(self, task_id: str) -> int:
-        return sum(1 for m in self.submitted if m["metadata"]["labels"]["task_id"] == task_id)
+        return len(matching(self.submitted, task_id=task_id))
 
 
 def env(

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from airflow_provider_jax.accelerators import parse_tpu
 from airflow_provider_jax.jobset import JaxJobSpec, airflow_labels, build_jobset
 from airflow_provider_jax.runtime.messages import failure_message, report_line, success_message
 from tests.support.k8s_emulator import PodRun, PodScript
+
+
+def matching(objects: Iterable[dict[str, Any]], **labels: str) -> list[dict[str, Any]]:
+    """The objects (JobSets, as submitted or listed) that carry every one of ``labels``."""
+    return [
+        o
+        for o in objects
+        if all(o["metadata"].get("labels", {}).get(k) == v for k, v in labels.items())
+    ]
 
 
 def manifest(
