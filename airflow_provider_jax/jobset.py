@@ -15,6 +15,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.accelerators import Accelerator
+from airflow_provider_jax.runtime.env import (
+    COORDINATOR_ADDRESS_ENV,
+    DEFAULT_TERMINATION_PATH,
+    HOST_INDEX_ENV,
+    HOSTS_PER_SLICE_ENV,
+    MEGASCALE_COORDINATOR_ADDRESS_ENV,
+    MEGASCALE_NUM_SLICES_ENV,
+    MEGASCALE_PORT_ENV,
+    MEGASCALE_SLICE_ID_ENV,
+    NUM_PROCESSES_ENV,
+    PROCESS_ID_ENV,
+    RESTART_ATTEMPT_ENV,
+    SLICE_INDEX_ENV,
+)
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -28,15 +42,17 @@ NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 MANAGED_BY = "airflow-provider-jax"
+# Set on a JobSet just before a try defers on it: that try's trigger now owns its deletion.
+DEFERRED_BY_TRY_ANNOTATION = "jax.airflow.apache.org/deferred-by-try"
 
 CONTAINER_NAME = "jax"
-TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+TERMINATION_MESSAGE_PATH = DEFAULT_TERMINATION_PATH
 DEFAULT_COORDINATOR_PORT = 8476
 DEFAULT_MEGASCALE_PORT = 8080
 
 # `$$` is Kubernetes' escape for `$` in command/args; sh then sees `$((...))`.
 PROCESS_ID_PRELUDE = (
-    'export JAX_PROCESS_ID="$$((AIRFLOW_JAX_SLICE_INDEX * AIRFLOW_JAX_HOSTS_PER_SLICE + AIRFLOW_JAX_HOST_INDEX))"; '
+    f'export {PROCESS_ID_ENV}="$$(({SLICE_INDEX_ENV} * {HOSTS_PER_SLICE_ENV} + {HOST_INDEX_ENV}))"; '
     'exec "$$@"'
 )
 PRELUDE_ARGV0 = "jax-launch"
@@ -62,17 +78,17 @@ _IMAGE_REFERENCE = re.compile(
 )
 RESERVED_ENV = frozenset(
     {
-        "JAX_COORDINATOR_ADDRESS",
-        "JAX_NUM_PROCESSES",
-        "JAX_PROCESS_ID",
-        "AIRFLOW_JAX_HOSTS_PER_SLICE",
-        "AIRFLOW_JAX_SLICE_INDEX",
-        "AIRFLOW_JAX_HOST_INDEX",
-        "AIRFLOW_JAX_RESTART_ATTEMPT",
-        "MEGASCALE_COORDINATOR_ADDRESS",
-        "MEGASCALE_NUM_SLICES",
-        "MEGASCALE_SLICE_ID",
-        "MEGASCALE_PORT",
+        COORDINATOR_ADDRESS_ENV,
+        NUM_PROCESSES_ENV,
+        PROCESS_ID_ENV,
+        HOSTS_PER_SLICE_ENV,
+        SLICE_INDEX_ENV,
+        HOST_INDEX_ENV,
+        RESTART_ATTEMPT_ENV,
+        MEGASCALE_COORDINATOR_ADDRESS_ENV,
+        MEGASCALE_NUM_SLICES_ENV,
+        MEGASCALE_SLICE_ID_ENV,
+        MEGASCALE_PORT_ENV,
     }
 )
 
@@ -244,24 +260,22 @@ def coordination_env(spec: JaxJobSpec) -> list[dict[str, Any]]:
     slice_index = f"metadata.labels['{JOB_INDEX_LABEL}']"
     env: list[dict[str, Any]] = [
         {
-            "name": "JAX_COORDINATOR_ADDRESS",
+            "name": COORDINATOR_ADDRESS_ENV,
             "value": f"{spec.leader_host}:{spec.coordinator_port}",
         },
-        {"name": "JAX_NUM_PROCESSES", "value": str(spec.num_processes)},
-        {"name": "AIRFLOW_JAX_HOSTS_PER_SLICE", "value": str(spec.accelerator.hosts)},
-        _field_env("AIRFLOW_JAX_SLICE_INDEX", slice_index),
-        _field_env(
-            "AIRFLOW_JAX_HOST_INDEX", f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"
-        ),
+        {"name": NUM_PROCESSES_ENV, "value": str(spec.num_processes)},
+        {"name": HOSTS_PER_SLICE_ENV, "value": str(spec.accelerator.hosts)},
+        _field_env(SLICE_INDEX_ENV, slice_index),
+        _field_env(HOST_INDEX_ENV, f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"),
         # Lets training code tell a fresh start from a restart (e.g. to resume a checkpoint).
-        _field_env("AIRFLOW_JAX_RESTART_ATTEMPT", f"metadata.labels['{RESTART_ATTEMPT_LABEL}']"),
+        _field_env(RESTART_ATTEMPT_ENV, f"metadata.labels['{RESTART_ATTEMPT_LABEL}']"),
     ]
     if spec.num_slices > 1:
         env += [
-            {"name": "MEGASCALE_COORDINATOR_ADDRESS", "value": spec.leader_host},
-            {"name": "MEGASCALE_NUM_SLICES", "value": str(spec.num_slices)},
-            {"name": "MEGASCALE_PORT", "value": str(spec.megascale_port)},
-            _field_env("MEGASCALE_SLICE_ID", slice_index),
+            {"name": MEGASCALE_COORDINATOR_ADDRESS_ENV, "value": spec.leader_host},
+            {"name": MEGASCALE_NUM_SLICES_ENV, "value": str(spec.num_slices)},
+            {"name": MEGASCALE_PORT_ENV, "value": str(spec.megascale_port)},
+            _field_env(MEGASCALE_SLICE_ID_ENV, slice_index),
         ]
     return env
 

@@ -17,7 +17,7 @@ from airflow_provider_jax.jobset import (
     MANAGED_BY_LABEL,
     RESTART_ATTEMPT_LABEL,
 )
-from airflow_provider_jax.runtime.messages import parse_message
+from airflow_provider_jax.runtime.messages import host_tag, parse_message
 
 COMPLETED, FAILED = "Completed", "Failed"
 IDENTITY_LABELS = ("dag_id", "task_id", "run_id", "map_index")
@@ -131,8 +131,7 @@ def position(pod: Mapping[str, Any]) -> tuple[int, int]:
 
 def tag(pod: Mapping[str, Any]) -> str:
     """``[slice/host]``, as the local backend names processes."""
-    slice_index, host_index = position(pod)
-    return f"[{slice_index}/{host_index}]"
+    return host_tag(*position(pod))
 
 
 def latest_attempt(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -49,7 +49,7 @@ async def poll_reference(hook: Any, name: str) -> None:
 
 
 def measure(emulator: Any, scenario: str, jobs: int, spread: float, waiter: Callable) -> Row:
-    from airflow_provider_jax.hooks.cluster import KubernetesCluster
+    from airflow_provider_jax.cluster import KubernetesCluster
     from tests.support.jobsets import manifest
     from tests.support.k8s_emulator import PodScript
 
@@ -83,7 +83,7 @@ def measure(emulator: Any, scenario: str, jobs: int, spread: float, waiter: Call
 
 
 def trigger_waiter(log_lines: int) -> Callable[[str, str], Awaitable[None]]:
-    from airflow_provider_jax.hooks.cluster import KubernetesCluster
+    from airflow_provider_jax.cluster import KubernetesCluster
     from airflow_provider_jax.triggers.jobset import JobSetTrigger
 
     cluster = KubernetesCluster().to_dict()
@@ -99,7 +99,7 @@ def trigger_waiter(log_lines: int) -> Callable[[str, str], Awaitable[None]]:
 
 
 def poll_waiter() -> Callable[[str, str], Awaitable[None]]:
-    from airflow_provider_jax.hooks.cluster import KubernetesCluster
+    from airflow_provider_jax.cluster import KubernetesCluster
 
     async def wait(name: str, uid: str) -> None:
         await poll_reference(KubernetesCluster().async_hook(), name)

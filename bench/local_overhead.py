@@ -23,7 +23,8 @@ from typing import Any
 from airflow_provider_jax.accelerators import parse_tpu
 from airflow_provider_jax.jobset import JaxJobSpec, build_jobset
 from airflow_provider_jax.launcher import python_call
-from airflow_provider_jax.local.backend import LocalJobSet, free_ports, localize
+from airflow_provider_jax.local.jobset import LocalJobSet
+from airflow_provider_jax.local.localize import free_ports, localize
 from airflow_provider_jax.local.pods import plan_pods
 from airflow_provider_jax.local.processes import process_env
 

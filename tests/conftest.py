@@ -19,6 +19,7 @@ pytest_plugins = [
     "tests.support.airflow_home",
     "tests.support.k8s_fixtures",
     "tests.support.orbax_fixtures",
+    "tests.support.postgres",
 ]
 
 

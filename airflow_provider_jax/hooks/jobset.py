@@ -157,16 +157,40 @@ class JobSetOperations:
             raise
         return True
 
+    @api_retry()
+    def annotate_jobset(
+        self, name: str, namespace: str, uid: str | None, annotations: Mapping[str, str]
+    ) -> bool:
+        """Merge ``annotations`` into JobSet ``uid``'s; False if that JobSet is gone."""
+        metadata: dict[str, Any] = {"annotations": dict(annotations)}
+        if uid:
+            metadata["uid"] = uid  # a precondition: never annotate a successor
+        try:
+            self.custom_object_client.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, {"metadata": metadata}
+            )
+        except ApiException as err:
+            if err.status in (404, 409):
+                return False
+            raise
+        return True
+
     def wait_until_gone(
         self, name: str, namespace: str, uid: str | None, timeout: float = 600, interval: float = 1
     ) -> None:
-        """Block until the JobSet ``uid`` (with its pods, under Foreground) no longer exists."""
+        """Block until the JobSet ``uid`` (with its pods, under Foreground) no longer exists;
+        TimeoutError after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while (current := self.get_jobset(name, namespace)) is not None:
             if uid and current["metadata"].get("uid") != uid:
                 return
             if time.monotonic() > deadline:
-                raise TimeoutError(f"JobSet {namespace}/{name} still exists after {timeout:.0f}s")
+                raise TimeoutError(
+                    f"JobSet {namespace}/{name} is still being deleted after {timeout:.0f}s "
+                    f"(deletionTimestamp {current['metadata'].get('deletionTimestamp')}, "
+                    f"finalizers {current['metadata'].get('finalizers')}): are its pods stuck "
+                    "terminating, or a finalizer's controller down?"
+                )
             time.sleep(interval)
 
     @api_retry()

@@ -19,6 +19,7 @@ from airflow_provider_jax.jobset import (
     RESTART_ATTEMPT_LABEL,
     TERMINATION_MESSAGE_PATH,
 )
+from airflow_provider_jax.runtime.messages import host_tag
 
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 _FIELD_PATH = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
@@ -42,7 +43,7 @@ class PodPlan:
     @property
     def tag(self) -> str:
         """``[slice/host]``, how every log line and error names this pod."""
-        return f"[{self.slice_index}/{self.host_index}]"
+        return host_tag(self.slice_index, self.host_index)
 
 
 def expand(text: str, env: Mapping[str, str]) -> str:

@@ -21,6 +21,7 @@ from typing import IO
 
 from airflow_provider_jax.local.pods import PodPlan
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
+from airflow_provider_jax.runtime.messages import TERMINATION_MESSAGE_LIMIT
 
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 TERMINATION_LOG = "termination-log"
@@ -117,10 +118,12 @@ class PodProcess:
         """What the process wrote to its termination-message path, if anything."""
         if self._message is not None:  # closed
             return self._message or None
-        try:
-            return self.termination_path.read_text(errors="replace") or None
+        try:  # Kubernetes keeps at most this much of a termination message; so do we
+            with self.termination_path.open("rb") as f:
+                text = f.read(TERMINATION_MESSAGE_LIMIT).decode("utf-8", errors="replace")
         except FileNotFoundError:
             return None
+        return text or None
 
     def close(self, timeout: float = 5.0) -> None:
         """Reap the exited process, kill what it left in its group, drain its output."""

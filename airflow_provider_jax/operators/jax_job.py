@@ -3,7 +3,6 @@ leader's result."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -11,6 +10,13 @@ from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_jax.accelerators import Accelerator
+from airflow_provider_jax.backends import (
+    BACKENDS,
+    ON_FINISH_ACTIONS,
+    Outcome,
+    cluster_deadline_seconds,
+    get_backend,
+)
 from airflow_provider_jax.jobset import (
     DEFAULT_COORDINATOR_PORT,
     JaxJobSpec,
@@ -20,16 +26,17 @@ from airflow_provider_jax.jobset import (
 )
 from airflow_provider_jax.launcher import python_call, split_pip_packages
 from airflow_provider_jax.links.jobset import JobSetLogsLink
+from airflow_provider_jax.operators.job_settings import job_settings
 from airflow_provider_jax.templates import is_template
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-BACKENDS = ("kubernetes", "local")
+    from airflow_provider_jax.backends import Backend, Started
+
 LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
+JOBSET_NAME_XCOM_KEY, JOBSET_NAMESPACE_XCOM_KEY = "jobset_name", "jobset_namespace"
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
-ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
-CLUSTER_DEADLINE_GRACE = 60  # seconds: Airflow's own timeout acts first when it can
 TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
 
 
@@ -43,6 +50,48 @@ class JaxJobOperator(BaseOperator):
     Give either ``command`` (any argv; the JAX coordination env is set for it) or
     ``entrypoint`` (``"package.module:function"``, called with ``entrypoint_kwargs`` after
     ``jax.distributed.initialize()``; its JSON return value on process 0 becomes the XCom).
+    Use :class:`JaxTpuSliceOperator` or :class:`JaxGpuJobOperator`, which parse ``accelerator``.
+
+    :param accelerator: the parsed accelerator (slice shape or GPU nodes).
+    :param image: the container image; it must hold JAX for the accelerator. (templated)
+    :param command: argv to run on every host instead of an entrypoint. (templated)
+    :param entrypoint: ``"package.module:function"`` to call on every host. (templated)
+    :param entrypoint_kwargs: JSON keyword arguments for it. (templated)
+    :param num_slices: TPU slices (multislice over DCN); 1 for GPU jobs.
+    :param env: extra environment variables, strings only. (templated)
+    :param output_dir: ``gs://`` or an absolute path for checkpoints and large results;
+        template it per run (``.../{{ ds_nodash }}``). (templated)
+    :param initialize_distributed: call ``jax.distributed.initialize()`` before the entrypoint.
+    :param pip_packages: packages to ``pip install`` in each process before the call.
+    :param python: the interpreter in the image.
+    :param name: the JobSet's name (default: derived from the task instance). (templated)
+    :param namespace: the Kubernetes namespace. (templated)
+    :param labels: extra labels on the JobSet and its pods. (templated)
+    :param annotations: extra annotations on the JobSet and its pods. (templated)
+    :param container_resources: ``{"requests": {...}, "limits": {...}}`` beside the accelerator's.
+    :param service_account_name: the pods' Kubernetes service account (Workload Identity).
+    :param node_selector: extra node selector terms.
+    :param tolerations: extra tolerations.
+    :param volumes: extra pod volumes.
+    :param volume_mounts: extra container volume mounts.
+    :param max_restarts: whole-JobSet restarts after a failure (JobSet ``failurePolicy``).
+    :param ttl_seconds_after_finished: let Kubernetes delete a finished JobSet after this long.
+    :param priority_class_name: the pods' PriorityClass.
+    :param queue_name: a Kueue LocalQueue; the JobSet is created suspended for Kueue to admit.
+    :param pod_template_override: a pod template deep-merged over the generated one.
+    :param image_pull_policy: ``Always``, ``IfNotPresent`` or ``Never``.
+    :param coordinator_port: the port of the JAX coordinator on process 0.
+    :param backend: ``kubernetes`` or ``local`` (default: ``[jax] default_backend``).
+    :param kubernetes_conn_id: the Kubernetes connection (when no GKE cluster is named).
+    :param deferrable: wait in the triggerer, freeing the worker slot (default:
+        ``[operators] default_deferrable``).
+    :param on_finish_action: ``delete_jobset``, ``delete_succeeded_jobset`` or ``keep_jobset``.
+    :param poll_interval: seconds between status reads when the identity may not watch.
+    :param project_id: the GKE cluster's project.
+    :param location: the GKE cluster's region or zone.
+    :param cluster_name: a GKE cluster; its endpoint and CA are looked up through Google.
+    :param gcp_conn_id: the Google connection (GKE tokens, ``gs://`` results).
+    :param impersonation_chain: service accounts to impersonate with ``gcp_conn_id``.
     """
 
     template_fields: Sequence[str] = (
@@ -211,7 +260,7 @@ class JaxJobOperator(BaseOperator):
             volumes=self.volumes,
             volume_mounts=self.volume_mounts,
             max_restarts=self.max_restarts,
-            active_deadline_seconds=self._cluster_deadline(),
+            active_deadline_seconds=cluster_deadline_seconds(self.execution_timeout),
             ttl_seconds_after_finished=self.ttl_seconds_after_finished,
             priority_class_name=self.priority_class_name,
             queue_name=self.queue_name,
@@ -219,13 +268,6 @@ class JaxJobOperator(BaseOperator):
             image_pull_policy=self.image_pull_policy,
             coordinator_port=self.coordinator_port,
         )
-
-    def _cluster_deadline(self) -> int | None:
-        """``execution_timeout`` plus a grace, for Kubernetes to enforce on the JobSet's Jobs
-        (counted from when each starts), in case Airflow cannot."""
-        if self.execution_timeout is None:
-            return None
-        return math.ceil(self.execution_timeout.total_seconds()) + CLUSTER_DEADLINE_GRACE
 
     def _program(self, rendered: bool) -> tuple[Sequence[str], dict[str, str]]:
         """Command and env of the program. Before rendering, Jinja strings are still strings,
@@ -282,44 +324,61 @@ class JaxJobOperator(BaseOperator):
         )
         return manifest
 
+    def _backend(self, context: Context) -> Backend:
+        return get_backend(self.resolved_backend, job_settings(self, context))
+
     def execute(self, context: Context) -> Any:
         try:
             manifest = self.build_manifest(context)
         except (ValueError, TypeError) as err:
             # Rendered values that are wrong stay wrong: fail without burning retries.
             raise AirflowFailException(f"{self.task_id}: {err}") from err
-        if self.resolved_backend == "local":
-            from airflow_provider_jax.local.backend import run_local
+        backend = self._running = self._backend(context)
+        try:
+            started = backend.start(manifest)
+            self._announce(context, started)
+            if self.deferrable and started.deferral is not None:
+                deferral = started.deferral
+                self.defer(
+                    trigger=deferral.trigger,
+                    method_name="execute_complete",
+                    kwargs=deferral.kwargs,
+                    timeout=deferral.timeout,
+                )
+            return self._publish(context, backend.wait(started))
+        finally:
+            self._running = None
 
-            return run_local(self, manifest, context)
-        from airflow_provider_jax.operators.kubernetes import execute_on_kubernetes
+    def _announce(self, context: Context, started: Started) -> None:
+        """XCom the JobSet's name and namespace, and its links, before waiting on it."""
+        ti = context["ti"]
+        ti.xcom_push(key=JOBSET_NAME_XCOM_KEY, value=started.name)
+        ti.xcom_push(key=JOBSET_NAMESPACE_XCOM_KEY, value=started.namespace)
+        for key, url in started.links.items():
+            ti.xcom_push(key=key, value=url)
 
-        return execute_on_kubernetes(self, manifest, context)
+    def _publish(self, context: Context, outcome: Outcome) -> Any:
+        """The leader's return value is the XCom; its last report goes beside it."""
+        if outcome.report is not None:
+            context["ti"].xcom_push(key=LAST_REPORT_XCOM_KEY, value=outcome.report)
+        return outcome.result
 
     def execute_complete(
         self, context: Context, event: dict[str, Any], cluster: dict[str, Any] | None = None
     ) -> Any:
         """Resume after the JobSet trigger fired: the leader's result, or the failure."""
-        from airflow_provider_jax.operators.kubernetes import complete_on_kubernetes
-
-        return complete_on_kubernetes(self, context, event, cluster)
+        return self._publish(context, self._backend(context).complete(event, cluster))
 
     def resume_execution(
         self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context
     ) -> Any:
-        if next_method == TRIGGER_FAIL_REPR and self.resolved_backend == "kubernetes":
+        if next_method == TRIGGER_FAIL_REPR:
             # Airflow failed the deferred task itself (its trigger timeout, or the trigger
             # crashed): the JobSet must not outlive it.
-            from airflow_provider_jax.operators.kubernetes import kill_on_kubernetes
-
-            kill_on_kubernetes(self, context)
+            self._backend(context).kill()
         return super().resume_execution(next_method, next_kwargs, context)
 
     def on_kill(self) -> None:
-        # The local backend keeps its running job here while execute() waits on it.
-        if (local_run := getattr(self, "_local_run", None)) is not None:
-            local_run.kill()
-        elif self.resolved_backend == "kubernetes":
-            from airflow_provider_jax.operators.kubernetes import kill_on_kubernetes
-
-            kill_on_kubernetes(self)
+        # Set while execute() runs (waiting in the worker); a deferred task has no worker.
+        if (backend := getattr(self, "_running", None)) is not None:
+            backend.kill()

@@ -61,6 +61,11 @@ def parse_message(text: str | None) -> dict[str, Any] | None:
     return body if isinstance(body, dict) and isinstance(body.get("ok"), bool) else None
 
 
+def host_tag(slice_index: int, host_index: int) -> str:
+    """``[slice/host]``: how every log line and error names one JAX process (one pod)."""
+    return f"[{slice_index}/{host_index}]"
+
+
 def report_line(report: dict[str, Any]) -> str:
     return REPORT_PREFIX + _dump(report)
 

@@ -22,7 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import (
     OUR_JOBSETS,
     AsyncJobSetHook,

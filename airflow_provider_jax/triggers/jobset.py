@@ -12,7 +12,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import api_status, explain
 from airflow_provider_jax.triggers.informer import (
     ABSENT,
@@ -21,11 +21,18 @@ from airflow_provider_jax.triggers.informer import (
     subscribe,
     with_retries,
 )
+from airflow_provider_jax.triggers.jobset_event import (
+    ERROR,
+    FAILED,
+    SUCCESS,
+    TIMEOUT,
+    JobSetEvent,
+)
 from airflow_provider_jax.triggers.leader_log import LeaderLog
 from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START
 from airflow_provider_jax.triggers.pod_startup import PodsCannotStart, PodStartup
 
-SUCCESS, FAILED, TIMEOUT, ERROR = "success", "failed", "timeout", "error"
+__all__ = ["ERROR", "FAILED", "SUCCESS", "TIMEOUT", "JobSetTrigger"]
 LOG_GRACE = 5.0  # seconds to show the end of a finished leader's log before firing
 # From 3.3 the triggerer calls on_kill() for user actions only; before, cleanup() must ask.
 _TRIGGER_ON_KILL = Version(Version(airflow_version).base_version) >= Version("3.3.0")
@@ -44,8 +51,7 @@ class JobSetTrigger(BaseTrigger):
     most ``log_lines`` of each. A pod that can never start (its image cannot be pulled) ends
     the wait at once.
 
-    The event: ``status`` (success / failed / timeout / error), ``name``, ``namespace``,
-    ``uid``, ``reason``, ``message`` and ``jobset`` (conditions and restarts).
+    The event is a :class:`~airflow_provider_jax.triggers.jobset_event.JobSetEvent` as a dict.
     """
 
     def __init__(
@@ -91,9 +97,9 @@ class JobSetTrigger(BaseTrigger):
     async def run(self) -> AsyncIterator[TriggerEvent]:
         event = await self.wait()
         self._fired = True
-        yield TriggerEvent(event)
+        yield TriggerEvent(event.to_dict())
 
-    async def wait(self, connection_extras: dict[str, Any] | None = None) -> dict[str, Any]:
+    async def wait(self, connection_extras: dict[str, Any] | None = None) -> JobSetEvent:
         """The event this trigger fires; the operator's blocking mode awaits it directly."""
         limit = asyncio.timeout(None if self.deadline is None else self.deadline - time.time())
         try:
@@ -115,7 +121,7 @@ class JobSetTrigger(BaseTrigger):
             # Not transient (401, 403, ...): waiting longer will not help.
             return self._event(ERROR, "ApiError", f"Kubernetes API refused a call: {explain(err)}")
 
-    async def _watch(self, connection_extras: dict[str, Any] | None) -> dict[str, Any]:
+    async def _watch(self, connection_extras: dict[str, Any] | None) -> JobSetEvent:
         async with subscribe(
             self.kubernetes,
             self.namespace,
@@ -157,7 +163,7 @@ class JobSetTrigger(BaseTrigger):
                 if leader_log is not None:
                     await leader_log.stop()
 
-    def _verdict(self, change: Change) -> dict[str, Any] | None:
+    def _verdict(self, change: Change) -> JobSetEvent | None:
         jobset = change.obj
         where = f"JobSet {self.namespace}/{self.name}"
         if jobset is None or status.uid(jobset) != self.uid:
@@ -176,16 +182,8 @@ class JobSetTrigger(BaseTrigger):
 
     def _event(
         self, outcome: str, reason: str, message: str, jobset: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
-        return {
-            "status": outcome,
-            "name": self.name,
-            "namespace": self.namespace,
-            "uid": self.uid,
-            "reason": reason,
-            "message": message,
-            "jobset": jobset,
-        }
+    ) -> JobSetEvent:
+        return JobSetEvent(outcome, self.name, self.namespace, self.uid, reason, message, jobset)
 
     async def on_kill(self) -> None:
         """The task was killed, cleared or marked failed/success while deferred (3.3+)."""

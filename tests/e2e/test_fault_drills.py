@@ -24,7 +24,7 @@ from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.jobset_schema import REPO
 from tests.support.jobsets import matching, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, PodRun, PodScript
-from tests.support.xcoms import xcoms
+from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -46,7 +46,9 @@ def play(pod: PodRun) -> PodScript:
 
 
 @pytest.fixture(scope="module")
-def stack(k8s_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory):
+def stack(
+    k8s_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServer
+):
     home = tmp_path_factory.mktemp("fault-drills")
     k8s_emulator.reset()
     k8s_emulator.script(play)
@@ -62,19 +64,9 @@ def stack(k8s_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory):
         "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
         "PYTHONPATH": str(REPO),
     }
-    with airflow_stack(home, DAGS, env) as running:
+    with airflow_stack(home, DAGS, postgres.create_database(), env) as running:
         yield running
     k8s_emulator.reset()
-
-
-@pytest.fixture
-def fresh_triggerer(stack: AirflowStack) -> AirflowStack:
-    """A triggerer that has never run a trigger: SQLite, unlike the databases production
-    uses, hands a deleted trigger's id to the next trigger, and a triggerer that ran the old
-    one may take the new one for it and never start it."""
-    stack.kill("triggerer")
-    stack.start("triggerer")
-    return stack
 
 
 def running_jobset(k8s: Emulator, dag_id: str, task_id: str, timeout: float = 180) -> str:
@@ -130,15 +122,15 @@ def test_a_triggerer_killed_five_times_loses_nothing(stack: AirflowStack, k8s_em
     stack.wait_for_state("drill_triggerer", run_id, "train", {"success", "failed"})
     ti = stack.task_instance("drill_triggerer", run_id, "train")
     assert (ti["state"], ti["try_number"]) == ("success", 1), stack.logs("triggerer")
-    assert xcoms(stack.home / "airflow.db", "drill_triggerer", "train")[run_id] == RESULT
+    assert stack.xcoms("drill_triggerer", "train")[run_id] == RESULT
     assert len(matching(k8s.submitted, dag_id="drill_triggerer")) == 1
     assert k8s.jobset(name) is None  # on_finish_action=delete_jobset
 
 
 def test_marking_failed_or_clearing_deletes_the_jobset_within_5s(
-    fresh_triggerer: AirflowStack, k8s_emulator: Emulator
+    stack: AirflowStack, k8s_emulator: Emulator
 ):
-    stack, k8s, dag_id = fresh_triggerer, k8s_emulator, "drill_user_actions"
+    k8s, dag_id = k8s_emulator, "drill_user_actions"
     stack.wait_for_dag(dag_id)
     run_id = stack.trigger(dag_id)
     tasks = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
@@ -166,7 +158,7 @@ def test_marking_failed_or_clearing_deletes_the_jobset_within_5s(
     # The cleared task runs again, on a JobSet of its own, and nothing is left behind.
     ti = stack.wait_for_state(dag_id, run_id, "cleared", {"success", "failed"})
     assert (ti["state"], ti["try_number"]) == ("success", 2), stack.logs("scheduler")
-    assert xcoms(stack.home / "airflow.db", dag_id, "cleared")[run_id] == "rerun"
+    assert stack.xcoms(dag_id, "cleared")[run_id] == "rerun"
     assert len(matching(k8s.submitted, dag_id=dag_id, task_id="cleared")) == 2
     assert {t: stack.task_instance(dag_id, run_id, t)["state"] for t in names} == {
         "failed_deferred": "failed",
@@ -178,9 +170,9 @@ def test_marking_failed_or_clearing_deletes_the_jobset_within_5s(
 
 
 def test_execution_timeout_deletes_the_jobset_within_5s(
-    fresh_triggerer: AirflowStack, k8s_emulator: Emulator
+    stack: AirflowStack, k8s_emulator: Emulator
 ):
-    stack, k8s, dag_id = fresh_triggerer, k8s_emulator, "drill_timeouts"
+    k8s, dag_id = k8s_emulator, "drill_timeouts"
     stack.wait_for_dag(dag_id)
     run_id = stack.trigger(dag_id)
     names = {t: running_jobset(k8s, dag_id, t) for t in ("timeout_deferred", "timeout_blocking")}

@@ -1,4 +1,4 @@
-"""A real Airflow: api-server, scheduler, dag-processor and triggerer (LocalExecutor, SQLite),
+"""A real Airflow: api-server, scheduler, dag-processor and triggerer (LocalExecutor, PostgreSQL),
 with the example DAGs pointed at the Kubernetes API emulator by configuration alone.
 
 The quickstart is started with ``airflow dags trigger --conf`` and defers, so its wait runs in
@@ -13,13 +13,15 @@ from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.jobset_schema import REPO
 from tests.support.jobsets import matching
 from tests.support.k8s_emulator import Emulator, ProcessRunner
-from tests.support.xcoms import xcoms
+from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.timeout(900)
 
 
 @pytest.fixture(scope="module")
-def stack(k8s_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory):
+def stack(
+    k8s_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServer
+):
     home = tmp_path_factory.mktemp("running-airflow")
     k8s_emulator.reset()
     k8s_emulator.runner = ProcessRunner(pythonpath=[str(REPO), str(REPO / "dags")])
@@ -31,7 +33,7 @@ def stack(k8s_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory):
         "AIRFLOW_VAR_JAX_OUTPUT_ROOT": str(home / "outputs"),
         "PYTHONPATH": str(REPO),
     }
-    with airflow_stack(home, REPO / "dags", env) as running:
+    with airflow_stack(home, REPO / "dags", postgres.create_database(), env) as running:
         yield running
     k8s_emulator.reset()
 
@@ -41,7 +43,7 @@ def test_trigger_with_conf_defers_through_the_triggerer(stack: AirflowStack, k8s
     run_id = stack.trigger("quickstart", {"steps": 30})
     runs = stack.wait_for_runs("quickstart", 1, timeout=420)
     assert [r["state"] for r in runs] == ["success"], stack.logs("scheduler")
-    result = xcoms(stack.home / "airflow.db", "quickstart", "train")[run_id]
+    result = stack.xcoms("quickstart", "train")[run_id]
     assert result["step"] == 30  # the conf reached the pods
     assert result["processes"] == 2
     # The triggerer wrote the trigger's part of the task log: the wait ran there.
@@ -72,7 +74,7 @@ def test_two_day_backfill_gets_one_output_dir_per_day(stack: AirflowStack):
     runs = stack.wait_for_runs("scheduled_training", 3, timeout=600)
     backfill = [r for r in runs if r["run_id"].startswith("backfill__")]
     assert sorted(r["state"] for r in backfill) == ["success", "success"], runs
-    results = xcoms(stack.home / "airflow.db", "scheduled_training", "train")
+    results = stack.xcoms("scheduled_training", "train")
     outputs = {results[r["run_id"]]["ds"]: results[r["run_id"]]["output_dir"] for r in backfill}
     root = stack.home / "outputs" / "scheduled_training"
     assert outputs == {"2026-11-01": f"{root}/20261101", "2026-11-02": f"{root}/20261102"}

@@ -14,7 +14,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.gke import GKEAsyncJobSetHook, GKEJobSetHook
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.jobsets import manifest, succeed

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import JobSetExists
 from tests.support.jobsets import fail_host, manifest, succeed
 from tests.support.k8s_emulator import Emulator, Faults

@@ -1,5 +1,6 @@
 """A real Airflow for end-to-end tests: api-server, scheduler, dag-processor and triggerer
-with LocalExecutor on SQLite, in a temp AIRFLOW_HOME, driven through the `airflow` CLI."""
+with LocalExecutor on PostgreSQL (as in production), in a temp AIRFLOW_HOME, driven through
+the `airflow` CLI."""
 
 from __future__ import annotations
 
@@ -7,16 +8,16 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import time
 import urllib.request
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+import sqlalchemy
 
 from tests.support.airflow_home import AIRFLOW
 
@@ -33,6 +34,7 @@ def free_port() -> int:
 class AirflowStack:
     home: Path
     dags_folder: Path
+    database: str  # SQLAlchemy URL of the metadata database
     extra_env: Mapping[str, str] = field(default_factory=dict)
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     api_port: int = field(default_factory=free_port)
@@ -45,6 +47,7 @@ class AirflowStack:
         return {
             **os.environ,
             "AIRFLOW_HOME": str(self.home),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.database,
             "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
@@ -147,21 +150,39 @@ class AirflowStack:
         with urllib.request.urlopen(request, timeout=60) as reply:
             return json.load(reply)
 
+    def query(self, sql: str, **params: Any) -> list[tuple[Any, ...]]:
+        """Rows of one read-only query on the metadata database."""
+        engine = sqlalchemy.create_engine(self.database, poolclass=sqlalchemy.pool.NullPool)
+        try:
+            with engine.connect() as db:
+                return [tuple(row) for row in db.execute(sqlalchemy.text(sql), params)]
+        finally:
+            engine.dispose()
+
     def task_instance(self, dag_id: str, run_id: str, task_id: str) -> dict[str, Any]:
         """``state``, ``try_number`` and ``start_date`` (epoch seconds) from the metadata DB."""
-        with sqlite3.connect(self.home / "airflow.db") as db:
-            row = db.execute(
-                "SELECT state, try_number, start_date FROM task_instance"
-                " WHERE dag_id = ? AND run_id = ? AND task_id = ?",
-                (dag_id, run_id, task_id),
-            ).fetchone()
-        if row is None:
+        rows = self.query(
+            "SELECT state, try_number, start_date FROM task_instance"
+            " WHERE dag_id = :dag_id AND run_id = :run_id AND task_id = :task_id",
+            dag_id=dag_id,
+            run_id=run_id,
+            task_id=task_id,
+        )
+        if not rows:
             return {"state": None, "try_number": 0, "start_date": None}
-        state, tries, started = row
-        start = datetime.fromisoformat(started) if started else None
-        if start is not None and start.tzinfo is None:
-            start = start.replace(tzinfo=UTC)  # stored as UTC
+        state, tries, start = rows[0]
         return {"state": state, "try_number": tries, "start_date": start and start.timestamp()}
+
+    def xcoms(self, dag_id: str, task_id: str, key: str = "return_value") -> dict[str, Any]:
+        """``{run_id: value}`` of one task's XCom ``key`` (JSONB: decoded by the driver)."""
+        rows = self.query(
+            "SELECT run_id, value FROM xcom"
+            " WHERE dag_id = :dag_id AND task_id = :task_id AND key = :key",
+            dag_id=dag_id,
+            task_id=task_id,
+            key=key,
+        )
+        return dict(rows)
 
     def wait_for_state(
         self, dag_id: str, run_id: str, task_id: str, states: set[str], timeout: float = 180
@@ -191,9 +212,12 @@ def _json_tail(text: str) -> list[dict]:
 
 @contextmanager
 def airflow_stack(
-    home: Path, dags_folder: Path, extra_env: Mapping[str, str] | None = None
+    home: Path, dags_folder: Path, database: str, extra_env: Mapping[str, str] | None = None
 ) -> Iterator[AirflowStack]:
-    stack = AirflowStack(home=home, dags_folder=dags_folder, extra_env=dict(extra_env or {}))
+    """Airflow's four services on ``database`` (an empty one: it is migrated here)."""
+    stack = AirflowStack(
+        home=home, dags_folder=dags_folder, database=database, extra_env=dict(extra_env or {})
+    )
     stack.cli("db", "migrate", timeout=300)
     try:
         for component in COMPONENTS:

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.triggers import jobset as trigger_module
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.jobsets import fail_host, manifest, run_forever, succeed

@@ -1,6 +1,6 @@
 """The HTTP face of the emulator: the slice of the Kubernetes API that our hooks use.
 
-JobSets (create, get, list, watch, delete), pods (get, list, watch, log), with the API server's
+JobSets (create, get, list, watch, merge-patch, delete), pods (get, list, watch, log), with the API server's
 status codes and ``Status`` bodies, bearer-token auth, request counting, and faults on demand:
 429/500/503 with ``Retry-After``, connections reset before or after the work is done, latency,
 watches that drop, and compacted history (410 Gone).
@@ -89,6 +89,7 @@ class Api:
                 web.get(JOBSETS_PATH, self.list_jobsets),
                 web.post(JOBSETS_PATH, self.create_jobset),
                 web.get(JOBSETS_PATH + "/{name}", self.get_jobset),
+                web.patch(JOBSETS_PATH + "/{name}", self.patch_jobset),
                 web.delete(JOBSETS_PATH + "/{name}", self.delete_jobset),
                 web.get(PODS_PATH, self.list_pods),
                 web.get(PODS_PATH + "/{name}", self.get_pod),
@@ -179,6 +180,45 @@ class Api:
 
     async def list_jobsets(self, request: web.Request) -> web.StreamResponse:
         return await self._list(request, JOBSET, "jobset.x-k8s.io/v1alpha2", "JobSetList")
+
+    async def patch_jobset(self, request: web.Request) -> web.Response:
+        """A JSON merge patch (RFC 7386) of metadata labels and annotations. As on the API
+        server, a ``metadata.resourceVersion`` in the patch is a precondition: 409 Conflict
+        if the object has changed since, so a read-check-patch is one atomic step."""
+        namespace, name = request.match_info["namespace"], request.match_info["name"]
+        if request.content_type != "application/merge-patch+json":
+            return status(415, "UnsupportedMediaType", f"{request.content_type} is not served")
+        patch = await request.json()
+        current = self.store.get(JOBSET, namespace, name)
+        if current is None:
+            return _not_found(JOBSET, name)
+        meta = patch.get("metadata") or {}
+        if set(patch) - {"metadata"} or set(meta) - {
+            "labels",
+            "annotations",
+            "resourceVersion",
+            "uid",
+        }:
+            return status(422, "Invalid", "the emulator patches metadata labels/annotations only")
+        if meta.get("uid") not in (None, current["metadata"]["uid"]):
+            return status(
+                409,
+                "Conflict",
+                f"Precondition failed: UID in precondition: {meta['uid']}, "
+                f"UID in object meta: {current['metadata']['uid']}",
+            )
+        expected = meta.get("resourceVersion")
+        if expected is not None and expected != current["metadata"]["resourceVersion"]:
+            return status(
+                409,
+                "Conflict",
+                f'Operation cannot be fulfilled on jobsets.jobset.x-k8s.io "{name}": the object '
+                "has been modified; please apply your changes to the latest version and try again",
+            )
+        for key in ("labels", "annotations"):
+            merged = {**(current["metadata"].get(key) or {}), **(meta.get(key) or {})}
+            current["metadata"][key] = {k: v for k, v in merged.items() if v is not None}
+        return web.json_response(self.store.update(JOBSET, current))
 
     async def delete_jobset(self, request: web.Request) -> web.Response:
         namespace, name = request.match_info["namespace"], request.match_info["name"]

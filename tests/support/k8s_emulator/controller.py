@@ -67,6 +67,9 @@ class Controller:
         self.deletions: list[tuple[str, str]] = []  # (name, propagation policy)
         self.finished_at: dict[str, float] = {}  # JobSet name -> monotonic time it finished
         self.unpullable: dict[str, str] = {}  # image -> why its pull fails, as kubelet says
+        # Seconds a Foreground-deleted JobSet stays (deletionTimestamp set) after its pods are
+        # gone: finalizers, a slow garbage collector or many pods make real deletions slow.
+        self.deletion_hold = 0.0
         self._background: set[asyncio.Task[None]] = set()
 
     # JobSets -------------------------------------------------------------------------------
@@ -328,6 +331,8 @@ class Controller:
     async def _collect(self, namespace: str, name: str, pods: list[PodRun], remove_jobset: bool):
         await self._stop_pods(pods, delete=True)
         if remove_jobset:
+            if self.deletion_hold:
+                await asyncio.sleep(self.deletion_hold)
             self.store.remove(JOBSET, namespace, name)
 
     async def shutdown(self) -> None:

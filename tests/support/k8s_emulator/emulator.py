@@ -88,6 +88,7 @@ class Emulator:
             self.controller.deletions.clear()
             self.controller.finished_at.clear()
             self.controller.unpullable.clear()
+            self.controller.deletion_hold = 0.0
             for task in list(self.api.streams):
                 task.cancel()
             self.store.objects.clear()
@@ -118,6 +119,10 @@ class Emulator:
     def unpullable(self, image: str, why: str) -> None:
         """Make every pull of ``image`` fail with kubelet's ``why``; its pods never start."""
         self.call(lambda: self.controller.unpullable.__setitem__(image, why))
+
+    def hold_deletions(self, seconds: float) -> None:
+        """Keep each Foreground-deleted JobSet, marked as being deleted, ``seconds`` longer."""
+        self.call(lambda: setattr(self.controller, "deletion_hold", seconds))
 
     def release(self) -> None:
         """Let every scripted pod that waits for it (``duration=math.inf``) end now."""

@@ -1,4 +1,4 @@
-"""The local backend: run the JobSet the Kubernetes path would submit, as local processes.
+"""Run the JobSet the Kubernetes path would submit, as local processes.
 
 It behaves like a slice, so a DAG that works here works on GKE: one process per pod, the
 coordinator on 127.0.0.1, every line in the task log as ``[slice/host] ...``, and when one
@@ -9,96 +9,25 @@ catches SIGTERM, so a grace period would only be a delay.
 
 from __future__ import annotations
 
-import copy
-import json
-import os
 import queue
-import socket
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import conf
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
 from airflow_provider_jax.exceptions import JaxJobFailed, ProcessFailure
+from airflow_provider_jax.local.localize import free_ports, localize
 from airflow_provider_jax.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.local.processes import PodProcess
-from airflow_provider_jax.operators.jax_job import LAST_REPORT_XCOM_KEY
-from airflow_provider_jax.runtime import storage
-from airflow_provider_jax.runtime.env import COORDINATOR_ADDRESS_ENV
 from airflow_provider_jax.runtime.messages import format_report, parse_message, parse_report
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
     from airflow.sdk.types import Logger
 
-    from airflow_provider_jax.operators.jax_job import JaxJobOperator
-
-LOCALHOST = "127.0.0.1"
 LOG_TAIL_LINES = 40
 _TICK_S = 0.05
-
-
-def run_local(operator: JaxJobOperator, manifest: Mapping[str, Any], context: Context) -> Any:
-    """Run ``manifest`` for ``operator``; return the leader's result and push its last
-    progress report as XCom ``last_report``."""
-    timeout = operator.execution_timeout
-    jobset = LocalJobSet(
-        manifest,
-        log=operator.log,
-        pythonpath=dag_pythonpath(operator),
-        timeout_s=timeout.total_seconds() if timeout else None,
-    )
-    operator._local_run = jobset  # for on_kill
-    try:
-        result, report = jobset.run()
-    finally:
-        operator._local_run = None
-    if report is not None:
-        context["ti"].xcom_push(key=LAST_REPORT_XCOM_KEY, value=report)
-    return result
-
-
-def dag_pythonpath(operator: JaxJobOperator) -> list[str]:
-    """The DAG file's folder and the DAGs folder, so entrypoint modules beside a DAG import."""
-    folders = []
-    if operator.has_dag() and operator.dag.fileloc:
-        folders.append(os.path.dirname(os.path.abspath(operator.dag.fileloc)))
-    if dags_folder := conf.get("core", "dags_folder", fallback=None):
-        folders.append(os.path.abspath(os.path.expanduser(dags_folder)))
-    return [f for f in dict.fromkeys(folders) if os.path.isdir(f)]
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now (held together, so they differ)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind((LOCALHOST, 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
-
-
-def localize(
-    manifest: Mapping[str, Any], coordinator_port: int, megascale_port: int
-) -> dict[str, Any]:
-    """A copy of ``manifest`` whose coordinators are on 127.0.0.1, at the given ports."""
-    rewrites = {
-        COORDINATOR_ADDRESS_ENV: f"{LOCALHOST}:{coordinator_port}",
-        "MEGASCALE_COORDINATOR_ADDRESS": LOCALHOST,
-        "MEGASCALE_PORT": str(megascale_port),
-    }
-    local = copy.deepcopy(dict(manifest))
-    for rjob in local["spec"]["replicatedJobs"]:
-        for container in rjob["template"]["spec"]["template"]["spec"]["containers"]:
-            for item in container.get("env", []):
-                if item["name"] in rewrites:
-                    item["value"] = rewrites[item["name"]]
-    return local
 
 
 class LocalJobSet:
@@ -122,8 +51,9 @@ class LocalJobSet:
         self._killed = False
         self._deadline: float | None = None
 
-    def run(self) -> tuple[Any, dict[str, Any] | None]:
-        """Run to the end: the leader's result and its last progress report."""
+    def run(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """Run to the end: the leader's parsed success message (None if it left none) and
+        its last progress report. Reading a result it names is the caller's business."""
         if self.timeout_s is not None:
             self._deadline = time.monotonic() + self.timeout_s
         for attempt in range(self.max_restarts + 1):
@@ -218,7 +148,7 @@ class _Attempt:
             if jobset._deadline is not None and time.monotonic() > jobset._deadline:
                 raise AirflowTaskTimeout(
                     f"JAX job {jobset.name} ran past its execution_timeout of "
-                    f"{jobset.timeout_s:g}s; all its processes were stopped."
+                    f"{jobset.timeout_s:.0f}s; all its processes were stopped."
                 )
         return []
 
@@ -244,12 +174,10 @@ class _Attempt:
         except queue.Empty:
             pass
 
-    def result(self) -> tuple[Any, dict[str, Any] | None]:
-        """The leader's result (read from ``result_uri`` when it did not fit the message)
-        and its last report."""
-        body = parse_message(self.leader_message) or {}
-        if "result_uri" in body:
-            result = json.loads(storage.read_text(body["result_uri"]))
-        else:
-            result = body.get("result")
-        return result, body.get("report") or self.last_report
+    def result(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The leader's success message and its last report (from the message, else from
+        its last report line)."""
+        body = parse_message(self.leader_message)
+        if body is None or not body["ok"]:
+            return None, self.last_report
+        return body, body.get("report") or self.last_report

@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import logging
 import signal
+import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
+from airflow_provider_jax.backends import JobSettings
+from airflow_provider_jax.backends.local import LocalBackend
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.jobset import build_jobset
-from airflow_provider_jax.local.backend import LocalJobSet, localize, run_local
+from airflow_provider_jax.local.localize import localize
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from tests.support.jobset_schema import REPO
 from tests.support.processes import wait_gone
@@ -41,10 +45,20 @@ def manifest(program: str, **kwargs: Any) -> dict[str, Any]:
 
 
 def run(program: str, timeout_s: float | None = None, **kwargs: Any) -> tuple[Any, Any]:
-    job = LocalJobSet(
-        manifest(program, **kwargs), log=LOG, pythonpath=[str(REPO)], timeout_s=timeout_s
+    """(result, last report) of ``program`` run by the local backend, as the operator does."""
+    op = operator(program, **kwargs)
+    backend = LocalBackend(
+        JobSettings(
+            name="job",
+            namespace="default",
+            log=LOG,
+            deadline=None if timeout_s is None else time.time() + timeout_s,
+            output_dir=op.output_dir,
+            pythonpath=(str(REPO),),
+        )
     )
-    return job.run()
+    outcome = backend.wait(backend.start(build_jobset(op.build_spec(name="job"))))
+    return outcome.result, outcome.report
 
 
 @pytest.fixture(autouse=True)
@@ -113,27 +127,22 @@ def test_timeout_leaves_no_process(tmp_path):
     assert wait_gone(pids) == []
 
 
-class _TI:
-    """The part of a task instance run_local touches."""
-
-    def __init__(self) -> None:
-        self.xcom: dict[str, Any] = {}
-
-    def xcom_push(self, key: str, value: Any) -> None:
-        self.xcom[key] = value
-
-
 def test_on_kill_from_a_signal_handler_leaves_no_process(tmp_path, monkeypatch):
     """Airflow calls on_kill from its SIGTERM handler, on the thread that runs execute()."""
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     op = operator(
         "hang", initialize_distributed=False, entrypoint_kwargs={"pid_dir": str(tmp_path)}
     )
+    ti = SimpleNamespace(
+        dag_id="d", task_id="train", run_id="r", map_index=-1, try_number=1, start_date=None
+    )
+    ti.xcom_push = lambda key, value: None
     previous = signal.signal(signal.SIGALRM, lambda *_: op.on_kill())
     signal.setitimer(signal.ITIMER_REAL, 2.0)
     try:
         with pytest.raises(JaxJobFailed, match="was killed"):
-            run_local(op, build_jobset(op.build_spec(name="job")), {"ti": _TI()})
+            op.backend = "local"
+            op.execute({"ti": ti})
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)

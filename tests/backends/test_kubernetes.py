@@ -1,4 +1,4 @@
-"""The kubernetes backend's steps against the emulator: submit or reattach, the leader's
+"""The Kubernetes backend's steps against the emulator: submit or reattach, the leader's
 result, the failure report, and on_finish_action. End to end runs are in test_kubernetes_e2e."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import time
 from datetime import timedelta
 from pathlib import Path
 from types import SimpleNamespace
@@ -13,18 +14,15 @@ from urllib.parse import unquote
 
 import pytest
 
+from airflow_provider_jax.backends import CLUSTER_DEADLINE_GRACE_S, JobSettings
+from airflow_provider_jax.backends.jobset_failure import explain_failure
+from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
+from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
-from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.links.jobset import cloud_logging_url
 from airflow_provider_jax.operators import JaxTpuSliceOperator
-from airflow_provider_jax.operators.jax_job import CLUSTER_DEADLINE_GRACE
-from airflow_provider_jax.operators.kubernetes import (
-    JobSetRef,
-    complete_on_kubernetes,
-    failure,
-    submit,
-)
 from airflow_provider_jax.runtime.messages import failure_message, success_message
+from airflow_provider_jax.triggers.jobset_event import JobSetEvent
 from tests.support.jobsets import manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
 
@@ -44,21 +42,28 @@ def operator(tmp_path: Path, **kwargs) -> JaxTpuSliceOperator:
     )
 
 
+def backend(tmp_path: Path, **kwargs) -> KubernetesBackend:
+    """The backend as the operator would set it up for ``name`` with ``output_dir=tmp_path``."""
+    return KubernetesBackend(
+        JobSettings(name="unused", namespace="default", log=LOG, output_dir=str(tmp_path), **kwargs)
+    )
+
+
+def complete(tmp_path: Path, event: dict, **kwargs):
+    """What the task returns once the trigger fired ``event``."""
+    return backend(tmp_path, **kwargs).complete(event, CLUSTER.to_dict()).result
+
+
 def finished(k8s: Emulator, body: dict) -> dict:
     """Submit ``body`` and wait until it has finished; the trigger's event for it."""
     ref = submit(CLUSTER.hook(), CLUSTER, body, LOG)
     jobset = k8s.wait_for(lambda: _terminal(k8s, ref.name), 20, "the JobSet to finish")
     state = jobset["status"]["terminalState"]
     condition = jobset["status"]["conditions"][-1]
-    return {
-        "status": "success" if state == "Completed" else "failed",
-        "name": ref.name,
-        "namespace": ref.namespace,
-        "uid": ref.uid,
-        "reason": condition["reason"],
-        "message": condition["message"],
-        "jobset": None,
-    }
+    outcome = "success" if state == "Completed" else "failed"
+    return JobSetEvent(
+        outcome, ref.name, ref.namespace, ref.uid, condition["reason"], condition["message"]
+    ).to_dict()
 
 
 def _terminal(k8s: Emulator, name: str) -> dict | None:
@@ -96,6 +101,60 @@ def test_a_later_try_replaces_a_finished_jobset_once_it_is_gone(k8s):
     assert k8s.controller.deletions == [(fresh.name, "Foreground")]
 
 
+def test_a_retry_after_a_crash_before_deferring_reattaches(k8s):
+    """Try 1's worker died before it deferred: its JobSet runs on, and try 2 waits on it."""
+    k8s.script(run_forever)
+    first = submit(CLUSTER.hook(), CLUSTER, manifest(try_number=1), LOG)
+    assert submit(CLUSTER.hook(), CLUSTER, manifest(try_number=2), LOG) == first
+    assert len(k8s.submitted) == 1 and k8s.controller.deletions == []
+
+
+def test_a_cleared_deferred_task_reruns_on_a_fresh_jobset_whatever_the_timing(k8s, tmp_path):
+    """The clear-rerun race: try 1 deferred on its JobSet; the user clears it, and try 2
+    starts before try 1's trigger has deleted the JobSet (it deletes slowly, too). Try 2
+    must not reattach to a JobSet that is about to vanish: it deletes it itself and waits
+    until it is gone, then starts afresh."""
+    k8s.script(run_forever)
+    k8s.hold_deletions(3.0)
+    first = backend(tmp_path, deferrable=True).start(manifest(try_number=1))
+    assert first.deferral is not None
+    old_uid = k8s.jobset(first.name)["metadata"]["uid"]
+    began = time.monotonic()
+    ref = submit(CLUSTER.hook(), CLUSTER, manifest(try_number=2), LOG)
+    waited = time.monotonic() - began
+    assert ref.uid != old_uid and k8s.jobset(first.name)["metadata"]["uid"] == ref.uid
+    assert waited >= 3.0  # it waited for the old one to be gone, not merely marked
+    assert k8s.controller.deletions == [(first.name, "Foreground")]
+    # The old trigger's own delete, arriving late, never touches the new JobSet.
+    assert CLUSTER.hook().delete_jobset(first.name, "default", old_uid) is False
+    assert k8s.jobset(first.name)["metadata"]["uid"] == ref.uid
+
+
+def test_a_jobset_being_deleted_is_waited_for_never_reattached(k8s):
+    """The old trigger's Foreground delete got there first: the JobSet is still there,
+    marked with a deletionTimestamp, for a while. The new try waits it out."""
+    k8s.script(run_forever)
+    k8s.hold_deletions(3.0)
+    old = submit(CLUSTER.hook(), CLUSTER, manifest(try_number=1), LOG)
+    assert CLUSTER.hook().delete_jobset(old.name, "default", old.uid)
+    assert k8s.jobset(old.name)["metadata"].get("deletionTimestamp")
+    fresh = submit(CLUSTER.hook(), CLUSTER, manifest(try_number=2), LOG)
+    assert fresh.uid != old.uid and len(k8s.submitted) == 2
+
+
+def test_waiting_for_a_deletion_is_bounded_with_a_clear_error(k8s, monkeypatch):
+    from airflow_provider_jax.backends import kubernetes
+
+    k8s.script(run_forever)
+    k8s.hold_deletions(30.0)
+    old = submit(CLUSTER.hook(), CLUSTER, manifest(try_number=1), LOG)
+    CLUSTER.hook().delete_jobset(old.name, "default", old.uid)
+    monkeypatch.setattr(kubernetes, "GONE_TIMEOUT_S", 1)
+    with pytest.raises(JobSetConflict, match="still being deleted after 1s"):
+        submit(CLUSTER.hook(), CLUSTER, manifest(try_number=2), LOG)
+    assert len(k8s.submitted) == 1
+
+
 def test_submit_refuses_a_jobset_made_for_another_task_instance(k8s):
     k8s.script(run_forever)
     submit(CLUSTER.hook(), CLUSTER, manifest(run_id="scheduled__1"), LOG)
@@ -129,16 +188,14 @@ def test_a_result_too_big_for_the_termination_message_is_read_from_its_uri(k8s, 
 
     k8s.script(script)
     event = finished(k8s, manifest())
-    assert complete_on_kubernetes(operator(tmp_path), {}, event, CLUSTER.to_dict()) == big
+    assert complete(tmp_path, event) == big
 
 
 def test_without_a_message_the_result_comes_from_output_dir(k8s, tmp_path):
     (tmp_path / "result.json").write_text('{"from": "output_dir"}')
     k8s.script(lambda pod: PodScript())
     event = finished(k8s, manifest())
-    assert complete_on_kubernetes(operator(tmp_path), {}, event, CLUSTER.to_dict()) == {
-        "from": "output_dir"
-    }
+    assert complete(tmp_path, event) == {"from": "output_dir"}
 
 
 def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
@@ -150,7 +207,7 @@ def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
 
     k8s.script(script)
     event = finished(k8s, manifest(hosts=8))
-    error = failure(CLUSTER.hook(), JobSetRef(CLUSTER, event["name"], "default", None), event)
+    error = explain_failure(CLUSTER.hook(), event["name"], "default", JobSetEvent.from_dict(event))
     report = str(error)
     lines = report.splitlines()
     assert lines[0].startswith(f"JobSet default/{event['name']} failed: FailedJobs")
@@ -173,12 +230,11 @@ def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
 def test_on_finish_action(k8s, tmp_path, action, outcome, kept):
     k8s.script(succeed() if outcome == "success" else lambda pod: PodScript(exit_code=1))
     event = finished(k8s, manifest(hosts=1))
-    op = operator(tmp_path, on_finish_action=action)
     if outcome == "success":
-        complete_on_kubernetes(op, {}, event, CLUSTER.to_dict())
+        complete(tmp_path, event, on_finish_action=action)
     else:
         with pytest.raises(JaxJobFailed):
-            complete_on_kubernetes(op, {}, event, CLUSTER.to_dict())
+            complete(tmp_path, event, on_finish_action=action)
     if kept:
         assert "deletionTimestamp" not in k8s.jobset(event["name"])["metadata"]
     else:
@@ -193,7 +249,12 @@ def test_when_airflow_fails_a_deferred_task_itself_the_jobset_goes(k8s, tmp_path
     k8s.script(run_forever)
     op = operator(tmp_path)
     ti = SimpleNamespace(
-        dag_id="dag", task_id="train", run_id="manual__1", map_index=-1, try_number=1
+        dag_id="dag",
+        task_id="train",
+        run_id="manual__1",
+        map_index=-1,
+        try_number=1,
+        start_date=None,
     )
     context = {"ti": ti}
     ref = submit(CLUSTER.hook(), CLUSTER, op.build_manifest(context), LOG)
@@ -207,7 +268,7 @@ def test_execution_timeout_is_also_the_clusters_deadline(tmp_path, validate_jobs
     manifest = op.dry_run()
     validate_jobset(manifest)
     job = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]
-    assert job["activeDeadlineSeconds"] == 2 * 3600 + CLUSTER_DEADLINE_GRACE
+    assert job["activeDeadlineSeconds"] == 2 * 3600 + CLUSTER_DEADLINE_GRACE_S
     assert manifest["spec"]["failurePolicy"]["rules"] == [
         {
             "name": "FailAtDeadline",

@@ -1,0 +1,156 @@
+"""Where a JAX job runs: one small interface, two implementations.
+
+The operator builds the manifest, hands it to a backend with plain :class:`JobSettings`
+(never the operator itself), and keeps every XCom push and the deferral in one place:
+
+    started = backend.start(manifest)      # submit (or reattach), or start local processes
+    outcome = backend.wait(started)        # block until it ends; or the operator defers on
+                                           # started.deferral and later calls
+    outcome = backend.complete(event)      # with the trigger's event
+    backend.kill()                         # on_kill, or when Airflow fails a deferred task
+
+Implementations are imported only when a task runs (:func:`get_backend`), never at parse.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import datetime
+
+    from airflow.triggers.base import BaseTrigger
+
+BACKENDS = ("kubernetes", "local")
+ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
+# execution_timeout is also the cluster's own deadline for the JobSet's Jobs, this much later,
+# so Airflow's timeout (which explains itself) acts first whenever Airflow is there to act.
+CLUSTER_DEADLINE_GRACE_S = 60
+# XComs live in a JSON column of the metadata database, are loaded by every task that pulls
+# them and shown in the UI. Airflow's own providers cap XCom output at 48 KiB; MySQL's default
+# max_allowed_packet (64 MiB) is the hard ceiling of the common backends. 1 MiB leaves room for
+# metrics and small tables; anything bigger belongs in output_dir, returned as a path.
+DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ClusterSettings:
+    """Which Kubernetes cluster: a Kubernetes connection, or a GKE cluster by name.
+
+    :param kubernetes_conn_id: the ``kubernetes`` connection (ignored when GKE is named).
+    :param cluster_name: a GKE cluster's name; its endpoint is looked up through Google.
+    :param project_id: its project (default: the Google connection's).
+    :param location: its region or zone.
+    :param gcp_conn_id: the Google connection, for GKE tokens and ``gs://`` results.
+    :param impersonation_chain: service accounts to impersonate with it.
+    """
+
+    kubernetes_conn_id: str | None = "kubernetes_default"
+    cluster_name: str | None = None
+    project_id: str | None = None
+    location: str | None = None
+    gcp_conn_id: str = "google_cloud_default"
+    impersonation_chain: str | tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class JobSettings:
+    """Everything a backend needs to run one try of one task, as plain values.
+
+    :param name: the JobSet's name (one per task instance, across tries).
+    :param namespace: its namespace.
+    :param deadline: when this try's ``execution_timeout`` runs out (epoch seconds), or None.
+    :param output_dir: the rendered ``output_dir``: the only place a result is read from.
+    :param on_finish_action: what becomes of the JobSet once it ended.
+    :param deferrable: whether the operator will defer on the started job.
+    :param poll_interval: seconds between status polls when watching is not allowed.
+    :param max_result_bytes: the largest leader result that is read.
+    :param cluster: which cluster (Kubernetes backend).
+    :param pythonpath: folders the local processes import from (the DAG's folder).
+    :param log: the task's logger.
+    """
+
+    name: str
+    namespace: str
+    log: Any
+    deadline: float | None = None
+    output_dir: str | None = None
+    on_finish_action: str = "delete_jobset"
+    deferrable: bool = False
+    poll_interval: float = 10.0
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    cluster: ClusterSettings = field(default_factory=ClusterSettings)
+    pythonpath: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Deferral:
+    """What the operator defers on: the trigger, the kwargs ``execute_complete`` gets, and
+    Airflow's own timeout for the trigger (a backstop behind the trigger's deadline)."""
+
+    trigger: BaseTrigger
+    kwargs: dict[str, Any]
+    timeout: datetime.timedelta | None
+
+
+@dataclass(frozen=True)
+class Started:
+    """A job that runs: its name, what to XCom about it, and how to wait without a worker."""
+
+    name: str
+    namespace: str
+    links: Mapping[str, str] = field(default_factory=dict)  # extra-link XCom key -> URL
+    deferral: Deferral | None = None  # None: this backend can only wait in the worker
+    handle: Any = None  # the backend's own state, opaque to the operator
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The leader's (process 0's) return value and its last progress report."""
+
+    result: Any
+    report: dict[str, Any] | None = None
+
+
+class Backend(Protocol):
+    settings: JobSettings
+
+    def start(self, manifest: Mapping[str, Any]) -> Started: ...
+
+    def wait(self, started: Started) -> Outcome: ...
+
+    def complete(
+        self, event: Mapping[str, Any], cluster: Mapping[str, Any] | None = None
+    ) -> Outcome: ...
+
+    def kill(self) -> None: ...
+
+
+def get_backend(name: str, settings: JobSettings) -> Backend:
+    """The backend called ``name``, imported now (a task runs), never at DAG parse."""
+    if name not in BACKENDS:
+        raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}.")
+    module = importlib.import_module(f"airflow_provider_jax.backends.{name}")
+    return module.BACKEND(settings)
+
+
+def try_deadline(
+    execution_timeout: datetime.timedelta | None, started: datetime.datetime | None, now: float
+) -> float | None:
+    """When this try's ``execution_timeout`` runs out, as epoch seconds."""
+    if execution_timeout is None:
+        return None
+    start = started.timestamp() if started is not None else now
+    return start + execution_timeout.total_seconds()
+
+
+def cluster_deadline_seconds(execution_timeout: datetime.timedelta | None) -> int | None:
+    """``activeDeadlineSeconds`` for the JobSet's Jobs: the timeout plus a grace, so a slice
+    stops even when no part of Airflow is left to stop it."""
+    if execution_timeout is None:
+        return None
+    return math.ceil(execution_timeout.total_seconds()) + CLUSTER_DEADLINE_GRACE_S

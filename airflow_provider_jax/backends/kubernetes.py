@@ -1,0 +1,260 @@
+"""The Kubernetes backend: submit (or reattach) → the operator defers on
+:class:`JobSetTrigger`, or the very same trigger is awaited inline when ``deferrable=False`` →
+read the leader's result, or explain the failure → apply ``on_finish_action``.
+
+Each task instance has one JobSet name across all its tries, so a retry finds the JobSet of
+the try before. Still running after a worker crash, it is reattached. But one that an earlier
+try had *deferred* on is never reattached: a deferred try ends only through a path that deletes
+its JobSet (a user's clear or mark, a timeout), and that delete may still be on its way from
+the old trigger, so the new try deletes it itself (by uid), waits until it is gone, and starts
+afresh. Finished or being deleted, it is likewise replaced. There is never a second JobSet for
+one task instance, and a cleared task always reruns on a fresh one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_jax import jobset_status as status
+from airflow_provider_jax.backends import JobSettings, Outcome, Started
+from airflow_provider_jax.backends.jobset_failure import explain_failure
+from airflow_provider_jax.backends.result import ResultReader
+from airflow_provider_jax.cluster import KubernetesCluster, cluster_from
+from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
+from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
+from airflow_provider_jax.jobset import DEFERRED_BY_TRY_ANNOTATION
+from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
+from airflow_provider_jax.runtime.messages import parse_message
+from airflow_provider_jax.triggers.jobset import JobSetTrigger
+from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
+
+# Airflow's own trigger timeout, this long after ours: a backstop only.
+TRIGGER_TIMEOUT_BACKSTOP_S = 60
+GONE_TIMEOUT_S = 600  # longest wait for an earlier try's JobSet to be deleted
+
+
+@dataclass(frozen=True)
+class JobSetRef:
+    """One JobSet, down to its uid: deleting by uid never touches a successor."""
+
+    cluster: KubernetesCluster
+    name: str
+    namespace: str
+    uid: str | None
+
+    @property
+    def where(self) -> str:
+        return f"JobSet {self.namespace}/{self.name}"
+
+
+class KubernetesBackend:
+    """Runs the JobSet on a cluster (a Kubernetes connection, or GKE by name)."""
+
+    def __init__(self, settings: JobSettings) -> None:
+        self.settings = settings
+        self.log = settings.log
+        self._ref: JobSetRef | None = None
+        self._cluster: KubernetesCluster | None = None
+
+    @property
+    def cluster(self) -> KubernetesCluster:
+        if self._cluster is None:
+            c = self.settings.cluster
+            self._cluster = cluster_from(
+                kubernetes_conn_id=c.kubernetes_conn_id,
+                cluster_name=c.cluster_name,
+                project_id=c.project_id,
+                location=c.location,
+                gcp_conn_id=c.gcp_conn_id,
+                impersonation_chain=c.impersonation_chain,
+            )
+        return self._cluster
+
+    def start(self, manifest: Mapping[str, Any]) -> Started:
+        hook = self.cluster.hook()
+        ref = self._ref = submit(hook, self.cluster, manifest, self.log)
+        trigger = JobSetTrigger(
+            name=ref.name,
+            namespace=ref.namespace,
+            uid=ref.uid or "",
+            cluster=self.cluster.to_dict(),
+            deadline=self.settings.deadline,
+            poll_interval=self.settings.poll_interval,
+        )
+        deferral = None
+        if self.settings.deferrable:
+            try_number = (manifest["metadata"].get("labels") or {}).get(status.TRY_NUMBER_LABEL)
+            hook.annotate_jobset(
+                ref.name, ref.namespace, ref.uid, {DEFERRED_BY_TRY_ANNOTATION: str(try_number)}
+            )
+            deadline = self.settings.deadline
+            timeout = None
+            if deadline is not None:
+                left = deadline - time.time() + TRIGGER_TIMEOUT_BACKSTOP_S
+                timeout = datetime.timedelta(seconds=max(left, 1))
+            from airflow_provider_jax.backends import Deferral
+
+            deferral = Deferral(trigger, {"cluster": self.cluster.to_dict()}, timeout)
+        return Started(ref.name, ref.namespace, self._links(ref), deferral, trigger)
+
+    def _links(self, ref: JobSetRef) -> dict[str, str]:
+        c = self.settings.cluster
+        if not (c.project_id and c.location and c.cluster_name):
+            return {}
+        url = cloud_logging_url(
+            project_id=c.project_id,
+            location=c.location,
+            cluster_name=c.cluster_name,
+            namespace=ref.namespace,
+            name=ref.name,
+        )
+        return {JobSetLogsLink().xcom_key: url}
+
+    def wait(self, started: Started) -> Outcome:
+        """Await the trigger in this process (``deferrable=False``)."""
+        trigger: JobSetTrigger = started.handle
+        extras = None if self.cluster.is_gke else self.cluster.hook().conn_extras
+        event = asyncio.run(trigger.wait(connection_extras=extras))
+        return self.complete(event.to_dict(), self.cluster.to_dict())
+
+    def complete(
+        self, event: Mapping[str, Any], cluster: Mapping[str, Any] | None = None
+    ) -> Outcome:
+        """The trigger's event as the task's outcome or error, reading before deleting."""
+        if cluster:
+            self._cluster = KubernetesCluster.from_dict(cluster)
+        ended = JobSetEvent.from_dict(event)
+        ref = self._ref = JobSetRef(self.cluster, ended.name, ended.namespace, ended.uid or None)
+        hook = self.cluster.hook()
+        if ended.status == SUCCESS:
+            try:
+                return self._leader_result(hook, ref)
+            finally:
+                self._finish(hook, ref, succeeded=True)
+        if ended.status == TIMEOUT:
+            _delete(hook, ref, self.log)
+            from airflow.sdk.exceptions import AirflowTaskTimeout
+
+            raise AirflowTaskTimeout(f"{ref.where} was deleted: {ended.message}.")
+        if ended.status == FAILED:
+            error = explain_failure(hook, ref.name, ref.namespace, ended)
+        else:
+            error = JaxJobFailed(f"{ref.where}: {ended.message}")
+        self._finish(hook, ref, succeeded=False, ended=ended.status == FAILED)
+        raise error
+
+    def _leader_result(self, hook: JobSetHook, ref: JobSetRef) -> Outcome:
+        leader = status.leader_pod(hook.list_jobset_pods(ref.name, ref.namespace))
+        message = parse_message(status.termination_message(leader)) if leader else None
+        reader = ResultReader(
+            self.settings.output_dir,
+            self.settings.cluster.gcp_conn_id,
+            self.settings.cluster.impersonation_chain,
+            self.settings.max_result_bytes,
+        )
+        result, report = reader.from_message(
+            message if message and message["ok"] else None, self.log
+        )
+        return Outcome(result, report)
+
+    def _finish(
+        self, hook: JobSetHook, ref: JobSetRef, *, succeeded: bool, ended: bool = True
+    ) -> None:
+        """Apply ``on_finish_action``. Once the JobSet has ended, a delete that fails leaves
+        an object, not a workload: say so and keep the task's own outcome."""
+        action = self.settings.on_finish_action
+        if action == "keep_jobset" or (action == "delete_succeeded_jobset" and not succeeded):
+            self.log.info("Keeping %s (on_finish_action=%s).", ref.where, action)
+            return
+        try:
+            _delete(hook, ref, self.log)
+        except Exception:
+            if not ended:
+                raise
+            self.log.exception(
+                "Could not delete the finished %s; remove it with: kubectl delete jobset -n %s %s",
+                ref.where,
+                ref.namespace,
+                ref.name,
+            )
+
+    def kill(self) -> None:
+        """Delete the task's JobSet (Foreground): on kill, on a timeout while blocking, and
+        when Airflow fails a deferred task itself (its trigger timeout, a crashed trigger)."""
+        ref = self._ref or JobSetRef(
+            self.cluster, self.settings.name, self.settings.namespace, None
+        )
+        _delete(ref.cluster.hook(), ref, self.log)
+
+
+def submit(
+    hook: JobSetHook, cluster: KubernetesCluster, manifest: Mapping[str, Any], log: Any
+) -> JobSetRef:
+    """Create the task instance's JobSet, or attach to the one there when that is safe (see
+    the module's docstring); anything else of ours is deleted first, and waited for, so a
+    new try never runs beside it."""
+    meta = manifest["metadata"]
+    name, namespace, labels = meta["name"], meta["namespace"], meta.get("labels") or {}
+    for _ in range(3):
+        existing = hook.get_jobset(name, namespace)
+        if existing is not None:
+            uid = status.uid(existing)
+            if not status.owned_by(existing, labels):
+                owner = {
+                    k: existing["metadata"].get("labels", {}).get(k) for k in status.IDENTITY_LABELS
+                }
+                raise JobSetConflict(
+                    f"JobSet {namespace}/{name} exists but was not made for this task instance "
+                    f"(its labels say {owner}). Delete it, or give the operator another name."
+                )
+            why_not = _why_not_reattach(existing, labels)
+            if why_not is None:
+                state = status.terminal_state(existing)
+                why = "still running" if state is None else "made by this try"
+                log.info("Reattaching to JobSet %s/%s (uid %s): %s.", namespace, name, uid, why)
+                return JobSetRef(cluster, name, namespace, uid)
+            log.info("JobSet %s/%s (uid %s) %s; replacing it.", namespace, name, uid, why_not)
+            hook.delete_jobset(name, namespace, uid)
+            try:
+                hook.wait_until_gone(name, namespace, uid, timeout=GONE_TIMEOUT_S)
+            except TimeoutError as err:
+                raise JobSetConflict(f"Cannot start afresh: {err}") from None
+        try:
+            created = hook.create_jobset(manifest)
+        except JobSetExists:
+            continue  # ours whose reply was lost, or a racing try: look at it again
+        log.info("Created JobSet %s/%s (uid %s).", namespace, name, status.uid(created))
+        return JobSetRef(cluster, name, namespace, status.uid(created))
+    raise JobSetConflict(f"JobSet {namespace}/{name} keeps reappearing; is another try running?")
+
+
+def _why_not_reattach(jobset: Mapping[str, Any], labels: Mapping[str, str]) -> str | None:
+    """None when a try may wait on this JobSet of its task instance; else why not."""
+    if status.is_deleting(jobset):
+        return "is being deleted"
+    same_try = status.same_try(jobset, labels)
+    state = status.terminal_state(jobset)
+    if state is not None and not same_try:
+        return f"from an earlier try is {state.lower()}"
+    deferred_by = ((jobset.get("metadata") or {}).get("annotations") or {}).get(
+        DEFERRED_BY_TRY_ANNOTATION
+    )
+    if deferred_by is not None and not same_try:
+        return (
+            f"was deferred on by try {deferred_by}, which ended while deferred (cleared, "
+            "marked or timed out), so its trigger is deleting it"
+        )
+    return None
+
+
+def _delete(hook: JobSetHook, ref: JobSetRef, log: Any) -> None:
+    if hook.delete_jobset(ref.name, ref.namespace, ref.uid):
+        log.info("Deleted %s (Foreground: its pods go first).", ref.where)
+
+
+BACKEND = KubernetesBackend

@@ -1,0 +1,58 @@
+"""The local backend: the same JobSet manifest, run as local processes with JAX on the CPU.
+
+It waits in the worker only (there is nothing for a triggerer to watch), and reads the
+leader's result exactly as the Kubernetes backend does: through
+:class:`~airflow_provider_jax.backends.result.ResultReader`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_provider_jax.backends import JobSettings, Outcome, Started
+from airflow_provider_jax.backends.result import ResultReader
+from airflow_provider_jax.local.jobset import LocalJobSet
+
+
+class LocalBackend:
+    def __init__(self, settings: JobSettings) -> None:
+        self.settings = settings
+        self._jobset: LocalJobSet | None = None
+
+    def start(self, manifest: Mapping[str, Any]) -> Started:
+        deadline = self.settings.deadline
+        self._jobset = LocalJobSet(
+            manifest,
+            log=self.settings.log,
+            pythonpath=self.settings.pythonpath,
+            timeout_s=None if deadline is None else max(deadline - time.time(), 0.0),
+        )
+        meta = manifest["metadata"]
+        return Started(meta["name"], meta["namespace"], handle=self._jobset)
+
+    def wait(self, started: Started) -> Outcome:
+        jobset: LocalJobSet = started.handle
+        message, report = jobset.run()
+        reader = ResultReader(
+            self.settings.output_dir,
+            self.settings.cluster.gcp_conn_id,
+            self.settings.cluster.impersonation_chain,
+            self.settings.max_result_bytes,
+        )
+        result, message_report = reader.from_message(message, self.settings.log)
+        return Outcome(result, message_report or report)
+
+    def complete(
+        self, event: Mapping[str, Any], cluster: Mapping[str, Any] | None = None
+    ) -> Outcome:
+        raise RuntimeError("the local backend never defers, so it has no event to complete")
+
+    def kill(self) -> None:
+        """Stop every process now; safe from a signal handler (it only sends signals)."""
+        if self._jobset is not None:
+            self._jobset.kill()
+
+
+BACKEND = LocalBackend

@@ -1,0 +1,134 @@
+"""Read the leader's result on the Airflow side: the one reader both backends use.
+
+Trust model: code in a pod can write any termination message it likes (it needs no bug in our
+runtime, only ``open("/dev/termination-log", "w")``), while the Airflow worker that reads the
+result holds far more privilege (its Google connection, its own files). So the pod never picks
+what the worker reads. The only place a result is ever read from is ``<output_dir>/result.json``,
+with ``output_dir`` as the operator rendered it; a message naming anything else fails the task
+and nothing is read. Sizes are capped before a byte is read, and a result is JSON, never
+unpickled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from airflow_provider_jax.backends import DEFAULT_MAX_RESULT_BYTES
+from airflow_provider_jax.exceptions import JaxJobFailed
+from airflow_provider_jax.runtime.messages import RESULT_FILE
+
+
+class ResultRejected(JaxJobFailed):
+    """The leader's result is somewhere Airflow will not read, or too large to read."""
+
+
+def result_location(output_dir: str) -> str:
+    """``<output_dir>/result.json``: where the runtime writes a result too big for a message."""
+    return f"{output_dir.rstrip('/')}/{RESULT_FILE}"
+
+
+@dataclass(frozen=True)
+class ResultReader:
+    """Reads ``<output_dir>/result.json`` and nothing else.
+
+    :param output_dir: the operator's rendered ``output_dir`` (None: no file results).
+    :param gcp_conn_id: the Google connection for a ``gs://`` output_dir.
+    :param impersonation_chain: service accounts to impersonate for it.
+    :param max_bytes: the largest result read, in bytes.
+    """
+
+    output_dir: str | None
+    gcp_conn_id: str = "google_cloud_default"
+    impersonation_chain: str | tuple[str, ...] | None = None
+    max_bytes: int = DEFAULT_MAX_RESULT_BYTES
+
+    @property
+    def location(self) -> str | None:
+        return result_location(self.output_dir) if self.output_dir else None
+
+    def from_message(self, message: Mapping[str, Any] | None, log: Any) -> tuple[Any, Any]:
+        """(result, last report) from the leader's parsed success message, or from
+        ``<output_dir>/result.json`` when there is no message (its pod is gone)."""
+        if message is None:
+            if self.location is None:
+                return None, None
+            try:
+                return self.read(), None
+            except FileNotFoundError:
+                log.warning("No result: the leader left no message and no %s.", self.location)
+                return None, None
+        report = message.get("report")
+        if "result_uri" not in message:
+            return message.get("result"), report
+        named = message["result_uri"]
+        if not isinstance(named, str) or self.location is None or named != self.location:
+            raise ResultRejected(
+                f"The leader named a result outside output_dir ({str(named)[:200]!r}; the only "
+                f"result Airflow reads is {self.location or '<output_dir>/' + RESULT_FILE!r}). "
+                "Nothing was read."
+            )
+        log.info("Reading the leader's result from %s", self.location)
+        return self.read(), report
+
+    def read(self) -> Any:
+        """The JSON value of ``<output_dir>/result.json``; FileNotFoundError if absent."""
+        assert self.location is not None
+        parts = urlsplit(self.location)
+        if parts.scheme == "gs":
+            data = self._read_gcs(parts.netloc, parts.path.lstrip("/"))
+        elif parts.scheme == "" and os.path.isabs(self.location):
+            data = self._read_local(self.location)
+        else:
+            raise ResultRejected(
+                f"output_dir {self.output_dir!r} is neither gs:// nor an absolute local path."
+            )
+        try:
+            return json.loads(data)
+        except ValueError as err:
+            raise ResultRejected(f"{self.location} is not JSON: {err}") from None
+
+    def _check_size(self, size: int) -> None:
+        if size > self.max_bytes:
+            raise ResultRejected(
+                f"{self.location} is {size} bytes, over the {self.max_bytes}-byte cap on a "
+                "result ([jax] max_result_bytes): XComs live in Airflow's database. Write large "
+                "outputs to output_dir and return their paths."
+            )
+
+    def _read_local(self, path: str) -> bytes:
+        # A pod that shares the filesystem could leave a symlink to the worker's secrets.
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError as err:
+            if isinstance(err, FileNotFoundError):
+                raise
+            raise ResultRejected(f"{path} cannot be read as a plain file: {err}") from None
+        with os.fdopen(fd, "rb") as f:
+            info = os.fstat(f.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ResultRejected(f"{path} is not a regular file; nothing was read.")
+            self._check_size(info.st_size)
+            return f.read(self.max_bytes + 1)
+
+    def _read_gcs(self, bucket: str, name: str) -> bytes:
+        from airflow.providers.google.cloud.hooks.gcs import GCSHook
+        from google.api_core.exceptions import NotFound
+
+        hook = GCSHook(gcp_conn_id=self.gcp_conn_id, impersonation_chain=self.impersonation_chain)
+        try:
+            blob = hook.get_conn().bucket(bucket).get_blob(name)
+            if blob is None:
+                raise FileNotFoundError(self.location)
+            self._check_size(blob.size or 0)
+            # The object may have been replaced since: never take more than the cap.
+            data = blob.download_as_bytes(end=self.max_bytes)  # inclusive: cap + 1 bytes
+        except NotFound as err:
+            raise FileNotFoundError(self.location) from err
+        self._check_size(len(data))
+        return data

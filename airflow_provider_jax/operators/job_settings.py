@@ -1,0 +1,58 @@
+"""From an operator and its task instance to the plain settings a backend gets."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import TYPE_CHECKING
+
+from airflow.sdk import conf
+
+from airflow_provider_jax.backends import (
+    DEFAULT_MAX_RESULT_BYTES,
+    ClusterSettings,
+    JobSettings,
+    try_deadline,
+)
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_provider_jax.operators.jax_job import JaxJobOperator
+
+
+def job_settings(op: JaxJobOperator, context: Context) -> JobSettings:
+    """This try's settings; the deadline is computed here and nowhere else."""
+    ti = context["ti"]
+    chain = op.impersonation_chain
+    return JobSettings(
+        name=op.jobset_name_for(context),
+        namespace=op.namespace,
+        log=op.log,
+        deadline=try_deadline(op.execution_timeout, ti.start_date, time.time()),
+        output_dir=op.output_dir,
+        on_finish_action=op.on_finish_action,
+        deferrable=op.deferrable,
+        poll_interval=op.poll_interval,
+        max_result_bytes=conf.getint("jax", "max_result_bytes", fallback=DEFAULT_MAX_RESULT_BYTES),
+        cluster=ClusterSettings(
+            kubernetes_conn_id=op.kubernetes_conn_id,
+            cluster_name=op.cluster_name,
+            project_id=op.project_id,
+            location=op.location,
+            gcp_conn_id=op.gcp_conn_id,
+            impersonation_chain=tuple(chain) if isinstance(chain, list | tuple) else chain,
+        ),
+        pythonpath=tuple(dag_pythonpath(op)),
+    )
+
+
+def dag_pythonpath(op: JaxJobOperator) -> list[str]:
+    """The DAG file's folder and the DAGs folder, so entrypoint modules beside a DAG import
+    in local processes."""
+    folders = []
+    if op.has_dag() and op.dag.fileloc:
+        folders.append(os.path.dirname(os.path.abspath(op.dag.fileloc)))
+    if dags_folder := conf.get("core", "dags_folder", fallback=None):
+        folders.append(os.path.abspath(os.path.expanduser(dags_folder)))
+    return [f for f in dict.fromkeys(folders) if os.path.isdir(f)]

@@ -1,0 +1,61 @@
+"""The one event a :class:`~airflow_provider_jax.triggers.jobset.JobSetTrigger` fires.
+
+It crosses a process boundary (triggerer → database → worker), so it travels as a plain dict;
+this type is its single definition, used by the trigger, both backends and the tests.
+``from_dict`` reads events written by earlier releases too: a task deferred before an upgrade
+resumes after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+SUCCESS, FAILED, TIMEOUT, ERROR = "success", "failed", "timeout", "error"
+OUTCOMES = (SUCCESS, FAILED, TIMEOUT, ERROR)
+
+
+@dataclass(frozen=True)
+class JobSetEvent:
+    """How JobSet ``namespace/name`` (``uid``) ended, as the trigger saw it.
+
+    :param status: ``success``, ``failed``, ``timeout`` (the task's deadline passed; the
+        trigger already deleted the JobSet) or ``error`` (the API could not be used).
+    :param name: the JobSet's name.
+    :param namespace: its namespace.
+    :param uid: its uid: what the worker reads and deletes is that object, never a successor.
+    :param reason: a short CamelCase cause (``Completed``, ``FailedJobs``, ``Deleted``, ...).
+    :param message: one human sentence.
+    :param jobset: the status summary (conditions, restarts) when the JobSet was seen.
+    """
+
+    status: str
+    name: str
+    namespace: str
+    uid: str
+    reason: str
+    message: str
+    jobset: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if self.status not in OUTCOMES:
+            raise ValueError(f"unknown JobSet event status {self.status!r}; one of {OUTCOMES}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobSetEvent:
+        """From a serialized event, of this release or an earlier one (unknown keys are
+        ignored; ``uid``, ``reason`` and ``jobset`` may be missing)."""
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in data.items() if k in known}
+        values.setdefault("uid", "")
+        values.setdefault("reason", str(data.get("status", "")).capitalize())
+        values.setdefault("message", "")
+        return cls(**values)
+
+    @property
+    def where(self) -> str:
+        return f"JobSet {self.namespace}/{self.name}"

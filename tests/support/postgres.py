@@ -1,0 +1,105 @@
+"""A throwaway PostgreSQL server for the tests that run Airflow as a service.
+
+Production (and our compose file) runs Airflow on PostgreSQL; on SQLite a running scheduler,
+triggerer and api-server contend for one file lock ("database is locked") and a deleted
+trigger's id is handed to the next trigger. So every running-Airflow test gets a database of
+its own on one server started here, from Debian's ``postgresql`` binaries, in a temp dir.
+``initdb`` refuses to run as root, so under root the server runs as the ``postgres`` user.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import pwd
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import count
+from pathlib import Path
+
+import pytest
+
+from tests.support.airflow_stack import free_port
+
+USER = "airflow"  # the database role Airflow connects as (trust auth, loopback only)
+
+
+def postgres_bin() -> Path | None:
+    """The newest installed server's bin folder (Debian keeps them versioned)."""
+    found = sorted(glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"), key=_version)
+    return Path(found[-1]).parent if found else None
+
+
+def _version(path: str) -> float:
+    try:
+        return float(Path(path).parent.parent.name)
+    except ValueError:
+        return 0.0
+
+
+@dataclass
+class PostgresServer:
+    bin: Path
+    root: Path
+    port: int
+    as_user: str | None  # the OS user the server runs as, when we are root
+    _names = count()
+
+    def _run(self, tool: str, *args: str) -> str:
+        argv = [str(self.bin / tool), *args]
+        if self.as_user:
+            argv = ["runuser", "-u", self.as_user, "--", *argv]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+        if done.returncode:
+            raise RuntimeError(f"{tool} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+        return done.stdout
+
+    def start(self) -> None:
+        data = self.root / "data"
+        self._run("initdb", "-D", str(data), "-U", USER, "--auth=trust", "-E", "UTF8")
+        # A test server: durability off buys speed; loopback and a private socket dir only.
+        options = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off"
+            " -c synchronous_commit=off -c full_page_writes=off -c max_connections=300"
+        )
+        self._run("pg_ctl", "-D", str(data), "-o", options, "-l", str(self.root / "log"), "-w",
+                  "start")  # fmt: skip
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
+
+    def create_database(self, prefix: str = "airflow") -> str:
+        """A new, empty database; its SQLAlchemy URL."""
+        name = f"{prefix}_{next(self._names)}"
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", USER, name)
+        return f"postgresql+psycopg2://{USER}@127.0.0.1:{self.port}/{name}"
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """One server for the session; each running Airflow takes a database of its own."""
+    bin_dir = postgres_bin()
+    if bin_dir is None:
+        pytest.skip(
+            "PostgreSQL is not installed (apt-get install postgresql): the running-Airflow "
+            "tests need it, as production does; .ci/run installs it."
+        )
+    as_user = None
+    # Not pytest's tmp_path: its parents are private to root, out of the postgres user's reach.
+    root = Path(tempfile.mkdtemp(prefix="airflow-jax-pg-"))
+    if os.geteuid() == 0:
+        as_user = "postgres"
+        entry = pwd.getpwnam(as_user)
+        os.chown(root, entry.pw_uid, entry.pw_gid)
+    server = PostgresServer(bin=bin_dir, root=root, port=free_port(), as_user=as_user)
+    server.start()
+    try:
+        yield server
+    finally:
+        try:
+            server.stop()
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
