@@ -18,14 +18,13 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(UV) pip install -q --python $(PY) -c requirements/constraints.txt -e ".[test,docs]"
 	touch $@
 
-test: $(STAMP)
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
+test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 format: $(STAMP)
 	$(VENV)/bin/ruff check --fix .

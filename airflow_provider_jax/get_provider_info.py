@@ -79,6 +79,15 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "local",
                         "default": "kubernetes",
                     },
+                    "max_result_bytes": {
+                        "description": "The largest leader result read into XCom, in bytes. "
+                        "Results live in the metadata database; write large outputs to "
+                        "output_dir and return their paths.",
+                        "version_added": "0.2.0",
+                        "type": "integer",
+                        "example": "65536",
+                        "default": "1048576",
+                    },
                 },
             }
         },

@@ -333,21 +333,22 @@ class JaxJobOperator(BaseOperator):
         except (ValueError, TypeError) as err:
             # Rendered values that are wrong stay wrong: fail without burning retries.
             raise AirflowFailException(f"{self.task_id}: {err}") from err
+        # Kept until the wait returns: Airflow calls on_kill *after* a timeout or a kill has
+        # raised out of execute(), and on_kill must still reach the job.
         backend = self._running = self._backend(context)
-        try:
-            started = backend.start(manifest)
-            self._announce(context, started)
-            if self.deferrable and started.deferral is not None:
-                deferral = started.deferral
-                self.defer(
-                    trigger=deferral.trigger,
-                    method_name="execute_complete",
-                    kwargs=deferral.kwargs,
-                    timeout=deferral.timeout,
-                )
-            return self._publish(context, backend.wait(started))
-        finally:
-            self._running = None
+        started = backend.start(manifest)
+        self._announce(context, started)
+        if self.deferrable and started.deferral is not None:
+            deferral = started.deferral
+            self.defer(
+                trigger=deferral.trigger,
+                method_name="execute_complete",
+                kwargs=deferral.kwargs,
+                timeout=deferral.timeout,
+            )
+        outcome = backend.wait(started)
+        self._running = None
+        return self._publish(context, outcome)
 
     def _announce(self, context: Context, started: Started) -> None:
         """XCom the JobSet's name and namespace, and its links, before waiting on it."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import datetime
 import os
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow.sdk import conf
 
@@ -18,10 +20,31 @@ from airflow_provider_jax.backends import (
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_jax.operators.jax_job import JaxJobOperator
+
+class JaxJobFields(Protocol):
+    """What of a JAX operator the settings are made from."""
+
+    namespace: str
+    log: Any
+    execution_timeout: datetime.timedelta | None
+    output_dir: str | None
+    on_finish_action: str
+    deferrable: bool
+    poll_interval: float
+    kubernetes_conn_id: str | None
+    cluster_name: str | None
+    project_id: str | None
+    location: str | None
+    gcp_conn_id: str
+    impersonation_chain: str | Sequence[str] | None
+    dag: Any
+
+    def jobset_name_for(self, context: Context) -> str: ...
+
+    def has_dag(self) -> bool: ...
 
 
-def job_settings(op: JaxJobOperator, context: Context) -> JobSettings:
+def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
     """This try's settings; the deadline is computed here and nowhere else."""
     ti = context["ti"]
     chain = op.impersonation_chain
@@ -47,7 +70,7 @@ def job_settings(op: JaxJobOperator, context: Context) -> JobSettings:
     )
 
 
-def dag_pythonpath(op: JaxJobOperator) -> list[str]:
+def dag_pythonpath(op: JaxJobFields) -> list[str]:
     """The DAG file's folder and the DAGs folder, so entrypoint modules beside a DAG import
     in local processes."""
     folders = []

@@ -93,3 +93,15 @@ def nan() -> float:
 
 def broken() -> None:
     raise KeyError("missing-key")
+
+
+def names_its_own_result(result_uri: str) -> None:
+    """Hostile pod code: write a success message naming ``result_uri`` and exit 0 before the
+    runtime writes its own. Needs no bug in the runtime, only the termination-message path."""
+    from airflow_provider_jax.runtime.env import DEFAULT_TERMINATION_PATH, TERMINATION_PATH_ENV
+    from airflow_provider_jax.runtime.messages import success_message
+
+    path = os.environ.get(TERMINATION_PATH_ENV, DEFAULT_TERMINATION_PATH)
+    Path(path).write_text(success_message(result_uri=result_uri))
+    sys.stdout.flush()
+    os._exit(0)
