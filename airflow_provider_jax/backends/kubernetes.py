@@ -29,7 +29,7 @@ from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
 from airflow_provider_jax.jobset import DEFERRED_BY_TRY_ANNOTATION
 from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
-from airflow_provider_jax.runtime.messages import parse_message
+from airflow_provider_jax.runtime.messages import format_report, parse_message
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
 
@@ -157,10 +157,10 @@ class KubernetesBackend:
             self.settings.cluster.impersonation_chain,
             self.settings.max_result_bytes,
         )
-        result, report = reader.from_message(
-            message if message and message["ok"] else None, self.log
-        )
-        return Outcome(result, report)
+        ok = message if message and message["ok"] else None
+        if ok and ok.get("report"):  # its log may not have been streamed: say it here
+            self.log.info("Leader's last report: %s", format_report(ok["report"]))
+        return Outcome(*reader.from_message(ok, self.log))
 
     def _finish(
         self, hook: JobSetHook, ref: JobSetRef, *, succeeded: bool, ended: bool = True

@@ -289,3 +289,17 @@ def test_with_no_airflow_left_the_cluster_stops_the_slice_at_its_deadline(k8s):
     assert jobset["status"]["restarts"] == 0
     assert "FailAtDeadline" in jobset["status"]["conditions"][-1]["message"]
     assert k8s.running_pods() == 0
+
+
+def test_the_leaders_last_report_is_logged_and_returned(k8s, tmp_path, caplog):
+    """A deferred task's log has no streamed leader lines of its own: say the last report."""
+    caplog.set_level(logging.INFO, logger=LOG.name)
+
+    def script(pod: PodRun) -> PodScript:
+        leader = pod.slice_index == pod.host_index == 0
+        return PodScript(message=success_message(1, {"step": 30, "loss": 0.5}) if leader else "")
+
+    k8s.script(script)
+    outcome = backend(tmp_path).complete(finished(k8s, manifest()), CLUSTER.to_dict())
+    assert (outcome.result, outcome.report) == (1, {"step": 30, "loss": 0.5})
+    assert "Leader's last report: step 30: loss=0.5" in caplog.messages
