@@ -17,11 +17,11 @@ import asyncio
 import datetime
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.backends import JobSettings, Outcome, Started
+from airflow_provider_jax.backends import Deferral, JobSettings, Outcome, Started
 from airflow_provider_jax.backends.jobset_failure import explain_failure
 from airflow_provider_jax.backends.result import ResultReader
 from airflow_provider_jax.cluster import KubernetesCluster, cluster_from
@@ -63,16 +63,8 @@ class KubernetesBackend:
 
     @property
     def cluster(self) -> KubernetesCluster:
-        if self._cluster is None:
-            c = self.settings.cluster
-            self._cluster = cluster_from(
-                kubernetes_conn_id=c.kubernetes_conn_id,
-                cluster_name=c.cluster_name,
-                project_id=c.project_id,
-                location=c.location,
-                gcp_conn_id=c.gcp_conn_id,
-                impersonation_chain=c.impersonation_chain,
-            )
+        if self._cluster is None:  # a GKE endpoint lookup: once, and only when needed
+            self._cluster = cluster_from(**asdict(self.settings.cluster))
         return self._cluster
 
     def start(self, manifest: Mapping[str, Any]) -> Started:
@@ -97,8 +89,6 @@ class KubernetesBackend:
             if deadline is not None:
                 left = deadline - time.time() + TRIGGER_TIMEOUT_BACKSTOP_S
                 timeout = datetime.timedelta(seconds=max(left, 1))
-            from airflow_provider_jax.backends import Deferral
-
             deferral = Deferral(trigger, {"cluster": self.cluster.to_dict()}, timeout)
         return Started(ref.name, ref.namespace, self._links(ref), deferral, trigger)
 
