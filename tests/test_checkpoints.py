@@ -27,6 +27,7 @@ from airflow_provider_jax.checkpoints import (
     afind_newest_finalized,
     find_newest_finalized,
 )
+from airflow_provider_jax.retries import ExponentialJitter
 from tests.support.gcs_emulator import GcsEmulator
 from tests.support.orbax_saves import MULTI_ITEM_PREFIXED_PADDED, SINGLE_ITEM, Layout, save_steps
 
@@ -104,10 +105,9 @@ def test_xcom_value_is_iso_utc() -> None:
 
 
 def test_retry_delays_grow_and_stay_bounded() -> None:
-    delays = list(RetryPolicy(attempts=6, initial_delay=1, max_delay=4).delays())
-    assert len(delays) == 5
-    for delay, ceiling in zip(delays, [1, 2, 4, 4, 4], strict=True):
-        assert ceiling / 2 <= delay <= ceiling
+    wait = ExponentialJitter(first=1, cap=4)
+    for attempt, ceiling in enumerate([1, 2, 4, 4, 4], start=1):
+        assert ceiling / 2 <= wait.delay(attempt) <= ceiling
 
 
 # --- GCS, real Orbax saves ----------------------------------------------------------------------

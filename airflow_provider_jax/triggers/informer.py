@@ -15,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_delay
 
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import (
@@ -30,6 +31,7 @@ from airflow_provider_jax.hooks.jobset import (
     explain,
     is_transient,
 )
+from airflow_provider_jax.retries import ExponentialJitter
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -43,11 +45,12 @@ class ApiUnavailable(Exception):
 
 
 class Backoff:
-    """Exponential backoff with jitter that honours ``Retry-After``, within a time budget
-    counted from the first failure since the last :meth:`reset`."""
+    """Backoff within a time budget counted from the first failure since the last
+    :meth:`reset`. A hand-held loop rather than a tenacity ``Retrying``, because a watch that
+    delivers events between failures is progress, and must start the budget over."""
 
     def __init__(self, budget: float, first: float = 1.0, cap: float = 30.0) -> None:
-        self.budget, self.first, self.cap = budget, first, cap
+        self.budget, self.wait_for = budget, ExponentialJitter(first, cap)
         self.reset()
 
     def reset(self) -> None:
@@ -59,29 +62,35 @@ class Backoff:
         now = time.monotonic()
         self.since = self.since or now
         if now - self.since >= self.budget:
-            raise ApiUnavailable(
-                f"the Kubernetes API has been failing for {now - self.since:.0f}s: {explain(err)}"
-            ) from err
-        delay = min(self.cap, self.first * 2**self.failures) * random.uniform(0.5, 1.0)
-        headers = getattr(err, "headers", None) or {}
-        if retry_after := headers.get("Retry-After"):
-            with contextlib.suppress(ValueError):
-                delay = max(delay, float(retry_after))
+            raise _gave_up(now - self.since, err) from err
         self.failures += 1
+        delay = self.wait_for.delay(self.failures, err)
         await asyncio.sleep(min(delay, self.budget - (now - self.since)))
+
+
+def _gave_up(seconds: float, err: BaseException) -> ApiUnavailable:
+    return ApiUnavailable(f"the Kubernetes API has been failing for {seconds:.0f}s: {explain(err)}")
 
 
 async def with_retries(call: Callable[[], Awaitable[T]], budget: float) -> T:
     """``call()``, retried on transient API errors until they have lasted ``budget`` seconds."""
-    backoff = Backoff(budget)
-    while True:
-        try:
-            return await call()
-        except Exception as err:
-            if not is_transient(err):
-                raise
-            log.warning("Kubernetes API call failed, retrying: %s", explain(err))
-            await backoff.wait(err)
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(is_transient),
+        stop=stop_after_delay(budget),
+        wait=ExponentialJitter(),
+        before_sleep=lambda state: log.warning(
+            "Kubernetes API call failed, retrying: %s", explain(state.outcome.exception())
+        ),
+    )
+
+    async def attempt() -> T:  # tenacity awaits only coroutine functions, not lambdas
+        return await call()
+
+    try:
+        return await retrying(attempt)
+    except RetryError as gave_up:
+        err = gave_up.last_attempt.exception()
+        raise _gave_up(budget, err) from err
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,10 @@ def test_serialize_holds_plain_data_and_round_trips() -> None:
     assert import_string(classpath)(**kwargs).serialize() == (classpath, kwargs)
 
 
+def _root_listings(emulator: GcsEmulator, bucket: str) -> list[Any]:
+    return [r for r in emulator.list_requests(bucket) if r.param("prefix") == "runs/llm/"]
+
+
 @pytest.mark.parametrize("storage", ["gcs", "local"])
 async def test_waits_for_min_step_then_fires_once_when_the_save_lands(
     storage: str, request: pytest.FixtureRequest, tmp_path: Path
@@ -67,13 +71,13 @@ async def test_waits_for_min_step_then_fires_once_when_the_save_lands(
     events = trigger.run()
     first = asyncio.ensure_future(anext(events))
 
-    await asyncio.sleep(0.6)
+    if storage == "gcs":  # it really polls: three looks at the root, and no event
+        async with asyncio.timeout(EVENT_TIMEOUT):
+            while len(_root_listings(emulator, bucket)) < 3:
+                await asyncio.sleep(0.05)
+    else:
+        await asyncio.sleep(0.6)
     assert not first.done()  # steps 1 and 2 are finalized, but below min_step
-    if storage == "gcs":
-        root_listings = [
-            r for r in emulator.list_requests(bucket) if r.param("prefix") == "runs/llm/"
-        ]
-        assert len(root_listings) >= 3  # it really polls
 
     # The save lands while the trigger keeps polling (and sees its partial states).
     await asyncio.to_thread(save_steps, root, [3, 4], layout)
