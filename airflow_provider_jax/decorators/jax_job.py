@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk.bases.decorator import DecoratedOperator
 
 from airflow_provider_jax.launcher import to_json
 from airflow_provider_jax.operators.jax_job import JaxJobOperator
+
+if TYPE_CHECKING:
+    from airflow.sdk.bases.decorator import TaskDecorator
 
 # Context values a function may ask for by name; they travel as JSON like any argument.
 CONTEXT_KEYS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
@@ -82,3 +85,33 @@ def _placeholder(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [_placeholder(v) for v in value]
     return value
+
+
+def decorator_for(
+    operator_class: type[JaxDecoratedMixin], runs_on: str
+) -> Callable[..., TaskDecorator]:
+    """The ``@task.<name>`` function for one decorated operator class."""
+    from airflow.sdk.bases.decorator import task_decorator_factory
+
+    def jax_task(
+        python_callable: Callable | None = None, multiple_outputs: bool | None = None, **kwargs: Any
+    ) -> TaskDecorator:
+        return task_decorator_factory(
+            python_callable=python_callable,
+            multiple_outputs=multiple_outputs,
+            decorated_operator_class=operator_class,
+            **kwargs,
+        )
+
+    jax_task.__doc__ = f"""Wrap a function to run in every JAX process of {runs_on}.
+
+    The function's source and JSON arguments are shipped to each process; the runtime calls it
+    after ``jax.distributed.initialize()``. Process 0's return value (JSON) is the XCom.
+
+    :param python_callable: the function. It runs from its own source, so it must not use
+        names from an enclosing function; its arguments must be JSON-serializable.
+    :param multiple_outputs: push each key of a returned dict as its own XCom.
+    :param kwargs: any ``{operator_class.__bases__[-1].__name__}`` argument, e.g. ``accelerator``
+        and ``image``.
+    """
+    return jax_task
