@@ -88,6 +88,15 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "65536",
                         "default": "1048576",
                     },
+                    "local_secrets_dir": {
+                        "description": "Where the local backend reads the Kubernetes Secrets "
+                        "a job references (secrets=): <dir>/<secret>/<key> files, as a Secret "
+                        "volume lays them out. Unset: referencing a Secret locally is an error.",
+                        "version_added": "0.2.0",
+                        "type": "string",
+                        "example": "/run/secrets/jax",
+                        "default": "",
+                    },
                 },
             }
         },

@@ -8,13 +8,13 @@ JAX process id in a tiny ``sh`` prelude, because Kubernetes cannot do arithmetic
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.accelerators import Accelerator
+from airflow_provider_jax.jobset_names import check_name, rjob_name
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     DEFAULT_TERMINATION_PATH,
@@ -29,6 +29,7 @@ from airflow_provider_jax.runtime.env import (
     RESTART_ATTEMPT_ENV,
     SLICE_INDEX_ENV,
 )
+from airflow_provider_jax.secret_refs import SecretRef, env_names, render_env, render_volumes
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -57,9 +58,6 @@ PROCESS_ID_PRELUDE = (
 )
 PRELUDE_ARGV0 = "jax-launch"
 
-_MAX_LABEL = 63
-_POD_SUFFIX = "-abcde"  # the random suffix Kubernetes adds to a Job's pod names
-_DNS_1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 # A child Job past activeDeadlineSeconds fails the JobSet outright: no restart.
 DEADLINE_RULE = {
     "name": "FailAtDeadline",
@@ -93,6 +91,15 @@ RESERVED_ENV = frozenset(
 )
 
 
+# No privilege escalation, no capabilities, the runtime's seccomp filter: the accelerators get
+# their devices from the device plugins, so JAX needs none of these (docs/security.md).
+SAFE_SECURITY_CONTEXT: Mapping[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
 @dataclass(frozen=True)
 class JaxJobSpec:
     """Everything the manifest depends on. ``command`` runs after the env prelude."""
@@ -121,6 +128,8 @@ class JaxJobSpec:
     image_pull_policy: str | None = None
     coordinator_port: int = DEFAULT_COORDINATOR_PORT
     megascale_port: int = DEFAULT_MEGASCALE_PORT
+    secrets: Sequence[SecretRef] = ()
+    security_context: Mapping[str, Any] = field(default_factory=lambda: SAFE_SECURITY_CONTEXT)
 
     def __post_init__(self) -> None:
         _positive_int("num_slices", self.num_slices)
@@ -147,10 +156,13 @@ class JaxJobSpec:
                 raise ValueError(
                     f"env value for {key!r} must be a string, got {type(value).__name__} {value!r}."
                 )
-        if clash := RESERVED_ENV & set(self.env):
+        secret_env = env_names(self.secrets)
+        if clash := RESERVED_ENV & (set(self.env) | secret_env):
             raise ValueError(
                 f"env sets {sorted(clash)}, which the provider sets for every process."
             )
+        if clash := secret_env & set(self.env):
+            raise ValueError(f"{sorted(clash)} come from both env and secrets; pick one.")
         if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int):
             raise ValueError(f"max_restarts must be an integer >= 0, got {self.max_restarts!r}.")
         if self.max_restarts < 0:
@@ -164,7 +176,7 @@ class JaxJobSpec:
 
     @property
     def replicated_job_name(self) -> str:
-        return _rjob_name(self.accelerator)
+        return rjob_name(self.accelerator)
 
     @property
     def num_processes(self) -> int:
@@ -179,62 +191,6 @@ class JaxJobSpec:
 def _positive_int(what: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{what} must be a positive integer, got {value!r}.")
-
-
-def _rjob_name(accelerator: Accelerator) -> str:
-    return "slice" if accelerator.kind == "tpu" else "node"
-
-
-def _longest_pod_name(name: str, accelerator: Accelerator, num_slices: int) -> str:
-    rjob = _rjob_name(accelerator)
-    return f"{name}-{rjob}-{num_slices - 1}-{accelerator.hosts - 1}{_POD_SUFFIX}"
-
-
-def max_name_length(accelerator: Accelerator, num_slices: int) -> int:
-    """Longest JobSet name whose pods still get valid (DNS-1035, <= 63 chars) names."""
-    return _MAX_LABEL - (len(_longest_pod_name("", accelerator, num_slices)))
-
-
-def check_name(name: str, accelerator: Accelerator, num_slices: int) -> None:
-    """Reject names JobSet's webhook would reject, before anything reaches a cluster."""
-    if not isinstance(name, str) or not _DNS_1035.match(name):
-        raise ValueError(
-            f"JobSet name {name!r} must be a DNS-1035 label: lowercase letters, digits and '-', "
-            "starting with a letter."
-        )
-    limit = max_name_length(accelerator, num_slices)
-    if len(name) > limit:
-        raise ValueError(
-            f"JobSet name {name!r} is {len(name)} characters; with {num_slices} slice(s) of "
-            f"{accelerator.hosts} host(s) its pod names "
-            f"({_longest_pod_name(name, accelerator, num_slices)!r}) would pass 63 characters. "
-            f"Use at most {limit} characters."
-        )
-
-
-def jobset_name(
-    dag_id: str,
-    task_id: str,
-    run_id: str,
-    map_index: int,
-    accelerator: Accelerator,
-    num_slices: int,
-) -> str:
-    """A deterministic name per task instance, so every try finds the same JobSet.
-
-    Readable task id first, then a hash of the whole identity; try_number is left out on
-    purpose, since a retry must reattach to (or replace) the JobSet of an earlier try.
-    """
-    identity = f"{dag_id}\x00{task_id}\x00{run_id}\x00{map_index}"
-    digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
-    budget = max_name_length(accelerator, num_slices) - len(digest) - 1
-    if budget < 1:
-        raise ValueError(
-            f"{num_slices} slice(s) of {accelerator.hosts} hosts leave no room for a JobSet name."
-        )
-    slug = re.sub(r"[^a-z0-9]+", "-", task_id.lower()).strip("-")
-    slug = re.sub(r"^[^a-z]+", "", slug)[:budget].rstrip("-") or "jax"
-    return f"{slug[:budget]}-{digest}"
 
 
 def airflow_labels(
@@ -284,11 +240,14 @@ def _container(spec: JaxJobSpec) -> dict[str, Any]:
     acc = spec.accelerator
     requests = {acc.resource_name: str(acc.chips_per_host), **spec.resources.get("requests", {})}
     limits = {acc.resource_name: str(acc.chips_per_host), **spec.resources.get("limits", {})}
+    secret_env, env_from = render_env(spec.secrets)
     container: dict[str, Any] = {
         "name": CONTAINER_NAME,
         "image": spec.image,
         "command": ["/bin/sh", "-c", PROCESS_ID_PRELUDE, PRELUDE_ARGV0, *spec.command],
-        "env": coordination_env(spec) + [{"name": k, "value": v} for k, v in spec.env.items()],
+        "env": coordination_env(spec)
+        + [{"name": k, "value": v} for k, v in spec.env.items()]
+        + secret_env,
         "resources": {"requests": requests, "limits": limits},
         "ports": [{"name": "jax-coord", "containerPort": spec.coordinator_port}],
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
@@ -296,8 +255,13 @@ def _container(spec: JaxJobSpec) -> dict[str, Any]:
     }
     if spec.image_pull_policy:
         container["imagePullPolicy"] = spec.image_pull_policy
-    if spec.volume_mounts:
-        container["volumeMounts"] = [dict(m) for m in spec.volume_mounts]
+    if spec.security_context:
+        container["securityContext"] = copy.deepcopy(dict(spec.security_context))
+    if env_from:
+        container["envFrom"] = env_from
+    mounts = [dict(m) for m in spec.volume_mounts] + render_volumes(spec.secrets)[1]
+    if mounts:
+        container["volumeMounts"] = mounts
     return container
 
 
@@ -316,12 +280,18 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         pod_spec["serviceAccountName"] = spec.service_account_name
     if spec.priority_class_name:
         pod_spec["priorityClassName"] = spec.priority_class_name
-    if spec.volumes:
-        pod_spec["volumes"] = [dict(v) for v in spec.volumes]
+    volumes = [dict(v) for v in spec.volumes] + render_volumes(spec.secrets)[0]
+    if volumes:
+        pod_spec["volumes"] = volumes
     template = {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec}
     if spec.annotations:
         template["metadata"]["annotations"] = dict(spec.annotations)
     if spec.pod_template_override:
+        overrides = (spec.pod_template_override.get("spec") or {}).get("containers") or []
+        if any(c.get("name") == CONTAINER_NAME and "securityContext" in c for c in overrides):
+            # Replaced, not merged: privileged=true beside our allowPrivilegeEscalation=false
+            # is a pod the API server rejects.
+            template["spec"]["containers"][0].pop("securityContext", None)
         template = merge_override(template, spec.pod_template_override)
     return template
 

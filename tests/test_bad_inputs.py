@@ -97,7 +97,7 @@ AT_PARSE = [
     Bad("checkpoint_dir_s3", sensor("s3://bucket/ckpt"), "only GCS is supported"),
     Bad("checkpoint_dir_relative", sensor("ckpt/run1"), "is relative"),
     Bad("checkpoint_dir_bucket", sensor("gs://My_Bucket/ckpt"), "not a valid GCS bucket name"),
-    Bad("checkpoint_dir_no_bucket", sensor("gs:///ckpt"), r"Expected gs://<bucket>/<path>"),
+    Bad("checkpoint_dir_no_bucket", sensor("gs:///ckpt"), r"is not a valid GCS bucket name"),
 ]
 
 

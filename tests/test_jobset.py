@@ -11,10 +11,9 @@ from airflow_provider_jax.jobset import (
     JaxJobSpec,
     airflow_labels,
     build_jobset,
-    jobset_name,
-    max_name_length,
     merge_override,
 )
+from airflow_provider_jax.jobset_names import jobset_name, max_name_length
 from airflow_provider_jax.local.pods import plan_pods
 from tests.test_accelerators import TPU_TABLE
 

@@ -71,6 +71,7 @@ class JobSettings:
     :param max_result_bytes: the largest leader result that is read.
     :param cluster: which cluster (Kubernetes backend).
     :param pythonpath: folders the local processes import from (the DAG's folder).
+    :param local_secrets_dir: where the local backend reads referenced Secrets.
     :param log: the task's logger.
     """
 
@@ -85,6 +86,7 @@ class JobSettings:
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
     cluster: ClusterSettings = field(default_factory=ClusterSettings)
     pythonpath: tuple[str, ...] = ()
+    local_secrets_dir: str | None = None
 
 
 @dataclass(frozen=True)

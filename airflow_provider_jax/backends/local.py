@@ -28,6 +28,7 @@ class LocalBackend:
             log=self.settings.log,
             pythonpath=self.settings.pythonpath,
             timeout_s=None if deadline is None else max(deadline - time.time(), 0.0),
+            secrets_dir=self.settings.local_secrets_dir,
         )
         meta = manifest["metadata"]
         return Started(meta["name"], meta["namespace"], handle=self._jobset)

@@ -59,6 +59,9 @@ class JaxDecoratedMixin(DecoratedOperator):
             kwargs=self._call_kwargs(rendered),
         )
 
+    def _call_arguments(self, rendered: bool) -> Mapping[str, Any]:
+        return self._call_kwargs(rendered)
+
     def _call_kwargs(self, rendered: bool) -> dict[str, Any]:
         """Bind op_args/op_kwargs to parameter names; fill asked-for context keys."""
         signature = inspect.signature(self.python_callable)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import re
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -28,6 +29,7 @@ from kubernetes.client.rest import ApiException
 from kubernetes_asyncio import client as async_client
 from kubernetes_asyncio import watch as async_watch
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
+from kubernetes_asyncio.client.rest import RESTResponse
 
 from airflow_provider_jax.hooks.shared_client import SharedApiClient
 from airflow_provider_jax.jobset import (
@@ -66,7 +68,29 @@ def explain(exc: BaseException) -> str:
         message = json.loads(body).get("message") if body else None
     except (TypeError, ValueError, AttributeError):
         message = None
-    return f"HTTP {status} {getattr(exc, 'reason', '') or ''}: {message or ''}".strip(" :")
+    account = f"HTTP {status} {getattr(exc, 'reason', '') or ''}: {message or ''}".strip(" :")
+    if status == 403 and message and (lacks := missing_permission(message)):
+        return f"{lacks} (see the Role in docs/kubernetes.md). {account}"
+    return account
+
+
+_FORBIDDEN = re.compile(
+    r'cannot (?P<verb>[a-z]+) resource "(?P<resource>[^"]+)" in API group "(?P<group>[^"]*)"'
+    r'(?: in the namespace "(?P<namespace>[^"]+)")?'
+)
+
+
+def missing_permission(message: str) -> str | None:
+    """The permission an API server's 403 message names, said plainly, or None."""
+    match = _FORBIDDEN.search(message)
+    if match is None:
+        return None
+    resource, group = match["resource"], match["group"]
+    if group:
+        base, _, sub = resource.partition("/")
+        resource = f"{base}.{group}" + (f"/{sub}" if sub else "")
+    where = f"in namespace {match['namespace']}" if match["namespace"] else "cluster-wide"
+    return f"the identity lacks `{match['verb']}` on `{resource}` {where}"
 
 
 def is_transient(exc: BaseException) -> bool:
@@ -314,6 +338,7 @@ class AsyncJobSetOperations:
             response = await async_client.CoreV1Api(api).list_namespaced_pod(
                 namespace, label_selector=pods_selector(name), _preload_content=False
             )
+            await raise_for_status(response)
             return json.loads(await response.read())["items"]
 
     async def follow_pod_log(
@@ -338,11 +363,22 @@ class AsyncJobSetOperations:
             response = await async_client.CoreV1Api(api).read_namespaced_pod_log(
                 pod_name, namespace, **kwargs
             )
+            await raise_for_status(response)
             try:
                 async for raw in response.content:
                     yield raw.decode("utf-8", errors="replace").rstrip("\n")
             finally:
                 response.release()
+
+
+async def raise_for_status(response: Any) -> None:
+    """What kubernetes_asyncio skips with ``_preload_content=False``: an error status raises
+    :class:`ApiException`, instead of its Status body being read as data (or log lines)."""
+    if 200 <= response.status <= 299:
+        return
+    data = await response.read()
+    response.release()
+    raise AsyncApiException(http_resp=RESTResponse(response, data))
 
 
 class AsyncJobSetHook(AsyncJobSetOperations, AsyncKubernetesHook):

@@ -21,6 +21,7 @@ from airflow_provider_jax.exceptions import JaxJobFailed, ProcessFailure
 from airflow_provider_jax.local.localize import free_ports, localize
 from airflow_provider_jax.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.local.processes import PodProcess
+from airflow_provider_jax.local.secret_files import check_runs_locally, secret_files
 from airflow_provider_jax.runtime.messages import format_report, parse_message, parse_report
 
 if TYPE_CHECKING:
@@ -40,7 +41,10 @@ class LocalJobSet:
         log: Logger,
         pythonpath: Sequence[str] = (),
         timeout_s: float | None = None,
+        secrets_dir: str | None = None,
     ) -> None:
+        check_runs_locally(manifest, secrets_dir)
+        self.secrets = secret_files(secrets_dir)
         self.manifest = manifest
         self.name: str = manifest["metadata"]["name"]
         self.max_restarts: int = manifest["spec"].get("failurePolicy", {}).get("maxRestarts", 0)
@@ -89,7 +93,7 @@ class _Attempt:
         self.jobset = jobset
         coordinator_port, megascale_port = free_ports(2)
         local = localize(jobset.manifest, coordinator_port, megascale_port)
-        self.plans = plan_pods(local, restart_attempt=attempt)
+        self.plans = plan_pods(local, restart_attempt=attempt, secrets=jobset.secrets)
         self.leader = next(p for p in self.plans if (p.slice_index, p.host_index) == (0, 0))
         self.lines: queue.SimpleQueue[tuple[PodPlan, str, str]] = queue.SimpleQueue()
         self.attempt = attempt

@@ -8,7 +8,7 @@ pod would see: downward-API values from the pod's labels and annotations, and Ku
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +24,8 @@ from airflow_provider_jax.runtime.messages import host_tag
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 _FIELD_PATH = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
 _ACCELERATOR_RESOURCES = ("google.com/tpu", "nvidia.com/gpu")
+# A Secret's data by its name, as the kubelet reads it; KeyError when there is no such Secret.
+SecretSource = Callable[[str], Mapping[str, str]]
 
 
 @dataclass(frozen=True)
@@ -79,20 +81,37 @@ def _field_value(path: str, labels: Mapping[str, str], annotations: Mapping[str,
 
 
 def resolve_env(
-    container: Mapping[str, Any], labels: Mapping[str, str], annotations: Mapping[str, str]
+    container: Mapping[str, Any],
+    labels: Mapping[str, str],
+    annotations: Mapping[str, str],
+    secrets: SecretSource | None = None,
 ) -> dict[str, str]:
-    """The env a container sees, in declaration order, as the kubelet builds it."""
+    """The env a container sees, as the kubelet builds it: ``envFrom`` first, then ``env`` in
+    declaration order. Without ``secrets``, values from Secrets are left out (for callers that
+    only need a pod's identity, as the JobSet controller does)."""
     env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        if secrets is not None and "secretRef" in source:
+            env.update(secrets(source["secretRef"]["name"]))
     for item in container.get("env", []):
+        value_from = item.get("valueFrom", {})
         if "value" in item:
             env[item["name"]] = expand(item["value"], env)
-        elif "fieldRef" in item.get("valueFrom", {}):
+        elif "fieldRef" in value_from:
             env[item["name"]] = _field_value(
-                item["valueFrom"]["fieldRef"]["fieldPath"], labels, annotations
+                value_from["fieldRef"]["fieldPath"], labels, annotations
             )
+        elif "secretKeyRef" in value_from:
+            if secrets is not None:
+                ref = value_from["secretKeyRef"]
+                data = secrets(ref["name"])
+                if ref["key"] not in data:
+                    raise KeyError(f"secret {ref['name']!r} has no key {ref['key']!r}")
+                env[item["name"]] = data[ref["key"]]
         else:
             raise ValueError(
-                f"env {item['name']!r}: only values and fieldRefs run outside a cluster"
+                f"env {item['name']!r}: only values, fieldRefs and secretKeyRefs run outside a "
+                "cluster"
             )
     return env
 
@@ -102,8 +121,11 @@ def _chips(container: Mapping[str, Any]) -> int:
     return next((int(limits[r]) for r in _ACCELERATOR_RESOURCES if r in limits), 1)
 
 
-def plan_pods(manifest: Mapping[str, Any], restart_attempt: int = 0) -> list[PodPlan]:
-    """Every pod of the JobSet, slice-major, with JobSet's labels and annotations applied."""
+def plan_pods(
+    manifest: Mapping[str, Any], restart_attempt: int = 0, secrets: SecretSource | None = None
+) -> list[PodPlan]:
+    """Every pod of the JobSet, slice-major, with JobSet's labels and annotations applied,
+    and its env resolved (Secrets from ``secrets``)."""
     name = manifest["metadata"]["name"]
     pods: list[PodPlan] = []
     for rjob in manifest["spec"]["replicatedJobs"]:
@@ -123,7 +145,7 @@ def plan_pods(manifest: Mapping[str, Any], restart_attempt: int = 0) -> list[Pod
                     **template.get("metadata", {}).get("annotations", {}),
                     COMPLETION_INDEX_ANNOTATION: str(host_index),
                 }
-                env = resolve_env(container, labels, annotations)
+                env = resolve_env(container, labels, annotations, secrets)
                 argv = [expand(a, env) for a in container.get("command", [])]
                 argv += [expand(a, env) for a in container.get("args", [])]
                 pods.append(

@@ -14,20 +14,17 @@ from airflow_provider_jax.backends import (
     BACKENDS,
     ON_FINISH_ACTIONS,
     Outcome,
-    cluster_deadline_seconds,
     get_backend,
 )
 from airflow_provider_jax.jobset import (
     DEFAULT_COORDINATOR_PORT,
-    JaxJobSpec,
-    airflow_labels,
-    build_jobset,
-    jobset_name,
+    SAFE_SECURITY_CONTEXT,
 )
-from airflow_provider_jax.launcher import python_call, split_pip_packages
+from airflow_provider_jax.launcher import split_pip_packages
 from airflow_provider_jax.links.jobset import JobSetLogsLink
 from airflow_provider_jax.operators.job_settings import job_settings
-from airflow_provider_jax.templates import is_template
+from airflow_provider_jax.operators.job_spec import JobSpecBuilder
+from airflow_provider_jax.secret_refs import as_secret_refs
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -37,14 +34,13 @@ if TYPE_CHECKING:
 LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
 JOBSET_NAME_XCOM_KEY, JOBSET_NAMESPACE_XCOM_KEY = "jobset_name", "jobset_namespace"
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
-TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
 
 
 def default_backend() -> str:
     return conf.get("jax", "default_backend", fallback="kubernetes")
 
 
-class JaxJobOperator(BaseOperator):
+class JaxJobOperator(JobSpecBuilder, BaseOperator):
     """Run a multi-host JAX program as a JobSet and return process 0's result.
 
     Give either ``command`` (any argv; the JAX coordination env is set for it) or
@@ -81,6 +77,11 @@ class JaxJobOperator(BaseOperator):
     :param pod_template_override: a pod template deep-merged over the generated one.
     :param image_pull_policy: ``Always``, ``IfNotPresent`` or ``Never``.
     :param coordinator_port: the port of the JAX coordinator on process 0.
+    :param secrets: Kubernetes Secrets by reference (``SecretRef`` or the cncf provider's
+        ``Secret``): env vars, every key as env vars, or read-only volumes. Values never enter
+        the manifest; a masked value in ``env`` or the arguments is refused.
+    :param security_context: the container's securityContext (default: no privilege
+        escalation, all capabilities dropped, RuntimeDefault seccomp; ``{}`` for none).
     :param backend: ``kubernetes`` or ``local`` (default: ``[jax] default_backend``).
     :param kubernetes_conn_id: the Kubernetes connection (when no GKE cluster is named).
     :param deferrable: wait in the triggerer, freeing the worker slot (default:
@@ -148,6 +149,8 @@ class JaxJobOperator(BaseOperator):
         pod_template_override: Mapping[str, Any] | None = None,
         image_pull_policy: str | None = None,
         coordinator_port: int = DEFAULT_COORDINATOR_PORT,
+        secrets: Sequence[Any] = (),
+        security_context: Mapping[str, Any] | None = None,
         backend: str | None = None,
         kubernetes_conn_id: str | None = "kubernetes_default",
         deferrable: bool | None = None,
@@ -207,6 +210,10 @@ class JaxJobOperator(BaseOperator):
         self.pod_template_override = pod_template_override
         self.image_pull_policy = image_pull_policy
         self.coordinator_port = coordinator_port
+        self.secrets = as_secret_refs(secrets)
+        self.security_context = dict(
+            SAFE_SECURITY_CONTEXT if security_context is None else security_context
+        )
         self.backend = backend
         self.kubernetes_conn_id = kubernetes_conn_id
         if deferrable is None:  # read at construction, so config changes need no re-import
@@ -222,107 +229,12 @@ class JaxJobOperator(BaseOperator):
         # Fail at parse, not at run: a spec with the literal values must already be valid.
         self._check_static_spec()
 
-    def _check_static_spec(self) -> None:
-        if self.name is not None and not is_template(self.name):
-            self.build_spec(name=self.name, rendered=False)
-        else:
-            self.build_spec(name="x", rendered=False)
-
     @property
     def resolved_backend(self) -> str:
         backend = self.backend or default_backend()
         if backend not in BACKENDS:
             raise ValueError(f"[jax] default_backend must be one of {BACKENDS}, got {backend!r}.")
         return backend
-
-    def build_spec(
-        self, *, name: str, labels: Mapping[str, str] | None = None, rendered: bool = True
-    ) -> JaxJobSpec:
-        """The job spec from this operator's (rendered) fields."""
-        command, env = self._program(rendered)
-        image = self.image
-        if not rendered and is_template(image):
-            image = TEMPLATED_IMAGE  # checked once rendered
-        return JaxJobSpec(
-            name=name,
-            accelerator=self.accelerator,
-            image=image,
-            command=command,
-            namespace=self.namespace,
-            num_slices=self.num_slices,
-            env={**self.env, **env},
-            resources=self.container_resources,
-            labels={**self.labels, **(labels or {})},
-            annotations=self.annotations,
-            service_account_name=self.service_account_name,
-            node_selector=self.node_selector,
-            tolerations=self.tolerations,
-            volumes=self.volumes,
-            volume_mounts=self.volume_mounts,
-            max_restarts=self.max_restarts,
-            active_deadline_seconds=cluster_deadline_seconds(self.execution_timeout),
-            ttl_seconds_after_finished=self.ttl_seconds_after_finished,
-            priority_class_name=self.priority_class_name,
-            queue_name=self.queue_name,
-            pod_template_override=self.pod_template_override,
-            image_pull_policy=self.image_pull_policy,
-            coordinator_port=self.coordinator_port,
-        )
-
-    def _program(self, rendered: bool) -> tuple[Sequence[str], dict[str, str]]:
-        """Command and env of the program. Before rendering, Jinja strings are still strings,
-        which JSON-encodes fine, so every value that is already real gets checked."""
-        if isinstance(self.command, str):
-            return self.command, {}  # a string, which the spec rejects
-        if self.command is not None:
-            return list(self.command), {}
-        return self._python_call(entrypoint=self.entrypoint, kwargs=self.entrypoint_kwargs)
-
-    def _python_call(self, **call: Any) -> tuple[list[str], dict[str, str]]:
-        return python_call(
-            output_dir=self.output_dir,
-            initialize=self.initialize_distributed,
-            pip_packages=self.pip_packages,
-            python=self.python,
-            **call,
-        )
-
-    def jobset_name_for(self, context: Context) -> str:
-        if self.name:
-            return self.name
-        ti = context["ti"]
-        return jobset_name(
-            ti.dag_id,
-            ti.task_id,
-            ti.run_id,
-            ti.map_index if ti.map_index is not None else -1,
-            self.accelerator,
-            self.num_slices,
-        )
-
-    def build_manifest(self, context: Context) -> dict[str, Any]:
-        """Render the JobSet for this task instance (after templates are rendered)."""
-        ti = context["ti"]
-        labels = airflow_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)
-        spec = self.build_spec(name=self.jobset_name_for(context), labels=labels)
-        return build_jobset(spec)
-
-    def dry_run(self) -> dict[str, Any]:
-        """The manifest this task would submit, without touching a cluster."""
-        dag_id = self.dag_id if self.has_dag() else "dry_run"
-        name = self.name or jobset_name(
-            dag_id, self.task_id, "dry_run", -1, self.accelerator, self.num_slices
-        )
-        labels = airflow_labels(dag_id, self.task_id, "dry_run", -1, 0)
-        manifest = build_jobset(self.build_spec(name=name, labels=labels, rendered=False))
-        self.log.info(
-            "Dry run: JobSet %s, %d slice(s) x %d host(s) of %s",
-            name,
-            self.num_slices,
-            self.accelerator.hosts,
-            self.accelerator.name,
-        )
-        return manifest
 
     def _backend(self, context: Context) -> Backend:
         return get_backend(self.resolved_backend, job_settings(self, context))

@@ -67,6 +67,7 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
             impersonation_chain=tuple(chain) if isinstance(chain, list | tuple) else chain,
         ),
         pythonpath=tuple(dag_pythonpath(op)),
+        local_secrets_dir=conf.get("jax", "local_secrets_dir", fallback=None) or None,
     )
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, is_transient
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
 from airflow_provider_jax.runtime.messages import format_report, parse_report
 
 MAX_LINE = 1000  # characters of one log line shown in the task log
@@ -104,7 +104,7 @@ class LeaderLog:
         except asyncio.CancelledError:
             raise
         except Exception as err:
-            self.log.warning("Stopped streaming the leader's log: %r", err)
+            self.log.warning("Stopped streaming the leader's log: %s", explain(err))
 
     async def _follow(self, pod: Mapping[str, Any]) -> bool:
         """Stream one pod's log until it ends, skipping lines shown before a reconnect.

@@ -18,7 +18,7 @@ from functools import cache
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, is_transient
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, explain, is_transient
 
 CHECK_DELAYS = (5, 10, 20, 30)  # seconds between pod lists while not ready; then every 60 s
 CHECK_EVERY = 60
@@ -71,7 +71,7 @@ class PodStartup:
                 if is_transient(err):
                     continue
                 # Only a convenience: the wait itself goes on regardless.
-                self.log.warning("Stopped checking that the pods can start: %r", err)
+                self.log.warning("Stopped checking that the pods can start: %s", explain(err))
                 return
             if problem is not None:
                 self.on_stuck(PodsCannotStart(problem))

@@ -9,11 +9,13 @@ import pytest
 
 from tests.support.jobset_schema import SCHEMA_PATH, jobset_validator
 from tests.support.k8s_emulator import Emulator
+from tests.support.k8s_emulator.rbac import docs_role
 
 
 @pytest.fixture(scope="session")
 def k8s_emulator() -> Iterator[Emulator]:
-    """One emulator for the session; every JobSet it receives is checked against the CRD."""
+    """One emulator for the session; every JobSet it receives is checked against the CRD,
+    and every request against the docs' Role."""
     validator = jobset_validator()
     if validator is None:
         pytest.skip(f"JobSet CRD schema not found at {SCHEMA_PATH}; set JOBSET_CRD_SCHEMA")
@@ -24,7 +26,9 @@ def k8s_emulator() -> Iterator[Emulator]:
             for e in validator.iter_errors(body)
         ]
 
-    emulator = Emulator(validate).start()
+    # RBAC on, with exactly the Role docs/kubernetes.md publishes: every Kubernetes test
+    # proves it sufficient for what that test does.
+    emulator = Emulator(validate, role=docs_role()).start()
     yield emulator
     emulator.stop()
 

@@ -13,6 +13,7 @@ from airflow_provider_jax.triggers import jobset as trigger_module
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.jobsets import fail_host, manifest, run_forever, succeed
 from tests.support.k8s_emulator import Faults
+from tests.support.k8s_emulator.rbac import docs_role
 
 CLUSTER = KubernetesCluster().to_dict()
 
@@ -160,7 +161,7 @@ async def test_survives_an_api_server_restart_under_its_watch(k8s):
 
 
 async def test_falls_back_to_polling_where_watch_is_forbidden(k8s):
-    k8s.faults = Faults(forbid_watch=True)
+    k8s.grant(docs_role().without("watch", "jobset.x-k8s.io", "jobsets"))
     k8s.script(succeed(duration=0.5))
     trigger = submit(k8s)
     trigger.poll_interval = 0.2

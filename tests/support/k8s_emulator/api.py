@@ -1,7 +1,7 @@
 """The HTTP face of the emulator: the slice of the Kubernetes API that our hooks use.
 
 JobSets (create, get, list, watch, merge-patch, delete), pods (get, list, watch, log), with the API server's
-status codes and ``Status`` bodies, bearer-token auth, request counting, and faults on demand:
+status codes and ``Status`` bodies, bearer-token auth, RBAC (``rbac.py``), request counting, and faults on demand:
 429/500/503 with ``Retry-After``, connections reset before or after the work is done, latency,
 watches that drop, and compacted history (410 Gone).
 """
@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
+from tests.support.k8s_emulator.rbac import Access, Role
 from tests.support.k8s_emulator.store import Expired, Store, parse_selector
 
 JOBSETS_PATH = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets"
@@ -33,7 +34,6 @@ class Faults:
     (dropped after it acted, so the client never hears). Watches end after about
     ``drop_watch_after`` seconds; with probability ``expire_rate`` the history they would
     resume from is compacted first, so the client meets 410 Gone and must list again.
-    ``forbid_watch`` answers every watch with 403, as RBAC without the ``watch`` verb does.
     ``seed`` fixes which requests fail, counted in arrival order."""
 
     rate: float = 0.0
@@ -42,7 +42,6 @@ class Faults:
     latency: float = 0.0
     drop_watch_after: float | None = None
     expire_rate: float = 0.0
-    forbid_watch: bool = False
     only: Callable[[web.Request], bool] = lambda request: True
     seed: int | None = None
 
@@ -73,6 +72,7 @@ class Api:
     validate: Callable[[dict[str, Any]], list[str]]
     faults: Faults = field(default_factory=Faults)
     tokens: set[str] = field(default_factory=lambda: {"emulator-token"})
+    role: Role | None = None  # what every token may do; None: anything
     bookmark_interval: float = 5.0
     requests: list[Request] = field(default_factory=list)
     minted: list[str] = field(default_factory=list)  # OAuth tokens handed out at /token
@@ -116,13 +116,14 @@ class Api:
         if request.path != "/token" and auth.removeprefix("Bearer ").strip() not in self.tokens:
             self.requests.append(Request(**record, status=401))
             return status(401, "Unauthorized", "Unauthorized")
+        access = Access.of(request.method, request.path, flag(request, "watch"))
+        if access is not None and self.role is not None and not self.role.check(access):
+            self.requests.append(Request(**record, status=403))
+            return forbidden(access)
         faults = self.faults
         if faults.latency:
             await asyncio.sleep(random.uniform(0, faults.latency))
         fault = faults.pick(request)
-        if faults.forbid_watch and flag(request, "watch"):
-            self.requests.append(Request(**record, status=403))
-            return status(403, "Forbidden", "watch is forbidden by RBAC")
         if fault == "lost" and streaming:
             fault = "reset"
         self.requests.append(Request(**record, status=fault or "ok"))
@@ -393,6 +394,15 @@ def _status_body(code: int, reason: str, message: str) -> dict[str, Any]:
 
 def status(code: int, reason: str, message: str) -> web.Response:
     return web.json_response(_status_body(code, reason, message), status=code)
+
+
+def forbidden(access: Access) -> web.Response:
+    body = _status_body(403, "Forbidden", access.forbidden_message())
+    base = access.resource.split("/")[0]
+    body["details"] = {"group": access.group, "kind": base}
+    if access.name:
+        body["details"]["name"] = access.name
+    return web.json_response(body, status=403)
 
 
 def _not_found(kind: str, name: str) -> web.Response:

@@ -17,6 +17,7 @@ from aiohttp import web
 from tests.support.k8s_emulator.api import Api, Faults, Request
 from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
 from tests.support.k8s_emulator.kubelet import PodRun, PodScript, Runner, ScriptedRunner
+from tests.support.k8s_emulator.rbac import Role
 from tests.support.k8s_emulator.store import Store
 
 TOKEN = "emulator-token"
@@ -30,11 +31,15 @@ class Emulator:
     ``requests``, ``submitted``) from their own thread; all state lives on its event loop.
     """
 
-    def __init__(self, validate: Callable[[dict[str, Any]], list[str]]) -> None:
+    def __init__(
+        self, validate: Callable[[dict[str, Any]], list[str]], role: Role | None = None
+    ) -> None:
+        """:param role: what the provider's identity may do (RBAC on); None for anything."""
+        self.role = role
         self.runner: Runner = ScriptedRunner()
         self.store = Store()
         self.controller = Controller(self.store, lambda: self.runner)
-        self.api = Api(self.store, self.controller, validate)
+        self.api = Api(self.store, self.controller, validate, role=role)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self.loop.run_forever, name="k8s-emulator", daemon=True
@@ -101,6 +106,7 @@ class Emulator:
         self.api.submitted.clear()
         self.api.minted.clear()
         self.api.tokens = {TOKEN}
+        self.api.role = self.role
 
     # steering ------------------------------------------------------------------------------
 
@@ -123,6 +129,10 @@ class Emulator:
     def hold_deletions(self, seconds: float) -> None:
         """Keep each Foreground-deleted JobSet, marked as being deleted, ``seconds`` longer."""
         self.call(lambda: setattr(self.controller, "deletion_hold", seconds))
+
+    def grant(self, role: Role | None) -> None:
+        """Bind ``role`` to the provider's identity instead (until :meth:`reset`)."""
+        self.api.role = role
 
     def release(self) -> None:
         """Let every scripted pod that waits for it (``duration=math.inf``) end now."""

@@ -1,0 +1,132 @@
+"""How an operator's fields become a job spec and a JobSet manifest: at parse (checked with the
+literal values), for a dry run, and for each try once templates are rendered."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_jax.backends import cluster_deadline_seconds
+from airflow_provider_jax.jobset import JaxJobSpec, airflow_labels, build_jobset
+from airflow_provider_jax.jobset_names import jobset_name
+from airflow_provider_jax.launcher import python_call
+from airflow_provider_jax.operators.secret_guard import refuse_masked_values
+from airflow_provider_jax.templates import is_template
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
+
+
+class JobSpecBuilder:
+    """The spec-building half of :class:`~airflow_provider_jax.operators.jax_job.JaxJobOperator`."""
+
+    # Set by the operator.
+    name: str | None
+    image: str
+    command: Sequence[str] | str | None
+
+    def _check_static_spec(self) -> None:
+        if self.name is not None and not is_template(self.name):
+            self.build_spec(name=self.name, rendered=False)
+        else:
+            self.build_spec(name="x", rendered=False)
+
+    def build_spec(
+        self, *, name: str, labels: Mapping[str, str] | None = None, rendered: bool = True
+    ) -> JaxJobSpec:
+        """The job spec from this operator's (rendered) fields."""
+        command, env = self._program(rendered)
+        image = self.image
+        if not rendered and is_template(image):
+            image = TEMPLATED_IMAGE  # checked once rendered
+        spec = JaxJobSpec(
+            name=name,
+            accelerator=self.accelerator,
+            image=image,
+            command=command,
+            namespace=self.namespace,
+            num_slices=self.num_slices,
+            env={**self.env, **env},
+            resources=self.container_resources,
+            labels={**self.labels, **(labels or {})},
+            annotations=self.annotations,
+            service_account_name=self.service_account_name,
+            node_selector=self.node_selector,
+            tolerations=self.tolerations,
+            volumes=self.volumes,
+            volume_mounts=self.volume_mounts,
+            max_restarts=self.max_restarts,
+            active_deadline_seconds=cluster_deadline_seconds(self.execution_timeout),
+            ttl_seconds_after_finished=self.ttl_seconds_after_finished,
+            priority_class_name=self.priority_class_name,
+            queue_name=self.queue_name,
+            pod_template_override=self.pod_template_override,
+            image_pull_policy=self.image_pull_policy,
+            coordinator_port=self.coordinator_port,
+            secrets=self.secrets,
+            security_context=self.security_context,
+        )
+        if rendered:  # the values are real now: none may be one Airflow masks
+            refuse_masked_values(self.env, self._call_arguments(rendered))
+        return spec
+
+    def _program(self, rendered: bool) -> tuple[Sequence[str], dict[str, str]]:
+        """Command and env of the program. Before rendering, Jinja strings are still strings,
+        which JSON-encodes fine, so every value that is already real gets checked."""
+        if isinstance(self.command, str):
+            return self.command, {}  # a string, which the spec rejects
+        if self.command is not None:
+            return list(self.command), {}
+        return self._python_call(entrypoint=self.entrypoint, kwargs=self.entrypoint_kwargs)
+
+    def _python_call(self, **call: Any) -> tuple[list[str], dict[str, str]]:
+        return python_call(
+            output_dir=self.output_dir,
+            initialize=self.initialize_distributed,
+            pip_packages=self.pip_packages,
+            python=self.python,
+            **call,
+        )
+
+    def _call_arguments(self, rendered: bool) -> Mapping[str, Any]:
+        """The arguments shipped to every process, as they will travel."""
+        return self.entrypoint_kwargs if self.entrypoint else {}
+
+    def jobset_name_for(self, context: Context) -> str:
+        if self.name:
+            return self.name
+        ti = context["ti"]
+        return jobset_name(
+            ti.dag_id,
+            ti.task_id,
+            ti.run_id,
+            ti.map_index if ti.map_index is not None else -1,
+            self.accelerator,
+            self.num_slices,
+        )
+
+    def build_manifest(self, context: Context) -> dict[str, Any]:
+        """Render the JobSet for this task instance (after templates are rendered)."""
+        ti = context["ti"]
+        labels = airflow_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)
+        spec = self.build_spec(name=self.jobset_name_for(context), labels=labels)
+        return build_jobset(spec)
+
+    def dry_run(self) -> dict[str, Any]:
+        """The manifest this task would submit, without touching a cluster."""
+        dag_id = self.dag_id if self.has_dag() else "dry_run"
+        name = self.name or jobset_name(
+            dag_id, self.task_id, "dry_run", -1, self.accelerator, self.num_slices
+        )
+        labels = airflow_labels(dag_id, self.task_id, "dry_run", -1, 0)
+        manifest = build_jobset(self.build_spec(name=name, labels=labels, rendered=False))
+        self.log.info(
+            "Dry run: JobSet %s, %d slice(s) x %d host(s) of %s",
+            name,
+            self.num_slices,
+            self.accelerator.hosts,
+            self.accelerator.name,
+        )
+        return manifest
