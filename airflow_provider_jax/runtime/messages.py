@@ -70,10 +70,13 @@ def report_line(report: dict[str, Any]) -> str:
     return REPORT_PREFIX + _dump(report)
 
 
+MAX_REPORT_CHARS = 4096
+
+
 def parse_report(line: str) -> dict[str, Any] | None:
     """The report in a log line, or None if the line is ordinary output."""
     head, sep, tail = line.strip().partition(REPORT_PREFIX)
-    if not sep or head:
+    if not sep or head or len(tail) > MAX_REPORT_CHARS:  # a pod's output: bounded before parsing
         return None
     try:
         report = json.loads(tail)

@@ -49,3 +49,10 @@ def test_reports():
     assert (
         format_report({"step": 7, "loss": 0.0312345, "epoch": 1}) == "step 7: loss=0.03123 epoch=1"
     )
+
+
+def test_an_oversized_report_is_plain_output_not_parsed() -> None:
+    from airflow_provider_jax.runtime.messages import MAX_REPORT_CHARS, parse_report, report_line
+
+    assert parse_report(report_line({"step": 1})) == {"step": 1}
+    assert parse_report(report_line({"blob": "x" * MAX_REPORT_CHARS})) is None

@@ -79,6 +79,16 @@ def echo(**kwargs: Any) -> dict[str, Any]:
     return {"kwargs": kwargs, "process": process_index()}
 
 
+def secret_digests(names: list[str]) -> dict[str, str | None]:
+    """What a process sees of its secret env vars, without returning them: their digests."""
+    import hashlib
+
+    return {
+        n: hashlib.sha256(os.environ[n].encode()).hexdigest() if n in os.environ else None
+        for n in names
+    }
+
+
 def large(size: int) -> str:
     return "x" * size
 

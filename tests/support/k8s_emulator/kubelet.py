@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -134,10 +134,16 @@ class ProcessRunner:
     """Run each pod's real command as a local process, through the local backend's
     :class:`~airflow_provider_jax.local.processes.PodProcess`: the coordinator moves to
     127.0.0.1 and the CPU poses as the pod's chips, so a JAX job's result is real.
-    ``pythonpath`` makes modules importable in the pods (what the image would contain)."""
+    ``pythonpath`` makes modules importable in the pods (what the image would contain);
+    ``secrets`` are the namespace's Secrets (name to data), which a kubelet reads for
+    ``secretKeyRef`` and ``envFrom``: a missing one fails the pod, as CreateContainerConfigError
+    would keep it from starting."""
 
-    def __init__(self, pythonpath: Sequence[str] = ()) -> None:
+    def __init__(
+        self, pythonpath: Sequence[str] = (), secrets: Mapping[str, Mapping[str, str]] = {}
+    ) -> None:
         self.pythonpath = list(pythonpath)
+        self.secrets = dict(secrets)
         self._plans: dict[tuple[str, str, int], dict[str, PodPlan]] = {}
 
     def _local_plan(self, pod: PodRun) -> PodPlan:
@@ -145,7 +151,7 @@ class ProcessRunner:
         key = (pod.namespace, pod.manifest["metadata"]["uid"], pod.attempt)
         if key not in self._plans:
             local = localize(pod.manifest, *free_ports(2))
-            plans = plan_pods(local, restart_attempt=pod.attempt)
+            plans = plan_pods(local, restart_attempt=pod.attempt, secrets=self.secrets.__getitem__)
             self._plans[key] = {plan.name: plan for plan in plans}
         return self._plans[key][pod.plan.name]
 
