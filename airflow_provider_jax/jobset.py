@@ -29,7 +29,13 @@ from airflow_provider_jax.runtime.env import (
     RESTART_ATTEMPT_ENV,
     SLICE_INDEX_ENV,
 )
-from airflow_provider_jax.secret_refs import SecretRef, env_names, render_env, render_volumes
+from airflow_provider_jax.secret_refs import (
+    SecretRef,
+    env_names,
+    render_env,
+    secret_mounts,
+    secret_volumes,
+)
 
 API_VERSION = "jobset.x-k8s.io/v1alpha2"
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -259,7 +265,7 @@ def _container(spec: JaxJobSpec) -> dict[str, Any]:
         container["securityContext"] = copy.deepcopy(dict(spec.security_context))
     if env_from:
         container["envFrom"] = env_from
-    mounts = [dict(m) for m in spec.volume_mounts] + render_volumes(spec.secrets)[1]
+    mounts = [dict(m) for m in spec.volume_mounts] + secret_mounts(spec.secrets)
     if mounts:
         container["volumeMounts"] = mounts
     return container
@@ -280,7 +286,7 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         pod_spec["serviceAccountName"] = spec.service_account_name
     if spec.priority_class_name:
         pod_spec["priorityClassName"] = spec.priority_class_name
-    volumes = [dict(v) for v in spec.volumes] + render_volumes(spec.secrets)[0]
+    volumes = [dict(v) for v in spec.volumes] + secret_volumes(spec.secrets)
     if volumes:
         pod_spec["volumes"] = volumes
     template = {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec}

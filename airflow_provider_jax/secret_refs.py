@@ -119,15 +119,22 @@ def render_env(refs: Iterable[SecretRef]) -> tuple[list[dict[str, Any]], list[di
     return env, env_from
 
 
-def render_volumes(refs: Iterable[SecretRef]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """The pod's ``volumes`` and the container's ``volumeMounts`` for ``refs``."""
-    volumes, mounts = [], []
+def secret_volumes(refs: Iterable[SecretRef]) -> list[dict[str, Any]]:
+    """The pod's ``volumes`` for the volume ``refs``."""
+    volumes = []
     for ref in refs:
-        if ref.deploy_type != "volume":
-            continue
-        source: dict[str, Any] = {"secretName": ref.secret}
-        if items := ref.volume_items():
-            source["items"] = items
-        volumes.append({"name": ref.volume_name, "secret": source})
-        mounts.append({"name": ref.volume_name, "mountPath": ref.deploy_target, "readOnly": True})
-    return volumes, mounts
+        if ref.deploy_type == "volume":
+            source: dict[str, Any] = {"secretName": ref.secret}
+            if items := ref.volume_items():
+                source["items"] = items
+            volumes.append({"name": ref.volume_name, "secret": source})
+    return volumes
+
+
+def secret_mounts(refs: Iterable[SecretRef]) -> list[dict[str, Any]]:
+    """The container's read-only ``volumeMounts`` for the volume ``refs``."""
+    return [
+        {"name": ref.volume_name, "mountPath": ref.deploy_target, "readOnly": True}
+        for ref in refs
+        if ref.deploy_type == "volume"
+    ]

@@ -43,8 +43,8 @@ class LocalJobSet:
         timeout_s: float | None = None,
         secrets_dir: str | None = None,
     ) -> None:
-        check_runs_locally(manifest, secrets_dir)
         self.secrets = secret_files(secrets_dir)
+        check_runs_locally(manifest, self.secrets)
         self.manifest = manifest
         self.name: str = manifest["metadata"]["name"]
         self.max_restarts: int = manifest["spec"].get("failurePolicy", {}).get("maxRestarts", 0)

@@ -5,11 +5,11 @@ Secret, or at files made for a demo; values never pass through the manifest."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_jax.local.pods import SecretSource
+from airflow_provider_jax.local.pods import SecretSource, plan_pods
 
 
 class MissingSecret(LookupError):
@@ -37,23 +37,15 @@ def secret_files(root: str | None) -> SecretSource:
     return read
 
 
-def check_runs_locally(manifest: Mapping[str, Any], root: str | None) -> None:
-    """Fail before any process starts if a referenced Secret cannot be resolved here."""
-    source = secret_files(root)
+def check_runs_locally(manifest: Mapping[str, Any], source: SecretSource) -> None:
+    """Fail before any process starts if a referenced Secret cannot be resolved here: the
+    pods' env is resolved once, as each attempt will resolve it."""
     for rjob in manifest["spec"]["replicatedJobs"]:
-        pod_spec = rjob["template"]["spec"]["template"]["spec"]
-        for volume in pod_spec.get("volumes", []):
+        for volume in rjob["template"]["spec"]["template"]["spec"].get("volumes", []):
             if "secret" in volume:
                 raise MissingSecret(
                     f"Secret {volume['secret']['secretName']!r} is mounted as a volume, which "
                     "the local backend cannot do; pass it as env (SecretRef('env', ...)) to "
                     "run locally."
                 )
-        for container in pod_spec["containers"]:
-            names: Sequence[str] = [
-                item["valueFrom"]["secretKeyRef"]["name"]
-                for item in container.get("env", [])
-                if "secretKeyRef" in item.get("valueFrom", {})
-            ] + [s["secretRef"]["name"] for s in container.get("envFrom", []) if "secretRef" in s]
-            for name in names:
-                source(name)
+    plan_pods(manifest, secrets=source)

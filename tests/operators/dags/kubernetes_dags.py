@@ -27,14 +27,20 @@ def use(upstream: Any, name: str) -> Any:
 
 
 with DAG("jax_k8s_e2e", schedule=None, catchup=False):
-    use(tpu("deferred", deferrable=True).output, "deferred")
+    deferred = tpu("deferred", deferrable=True)
+    use(deferred.output, "deferred")
     use(tpu("blocking", deferrable=False).output, "blocking")
     outputs = tpu("outputs", deferrable=True, multiple_outputs=True)
     use(outputs.output["loss"], "outputs_loss")
     tpu("fails", deferrable=True)
     tpu("retried", deferrable=True, retries=1, retry_delay=timedelta(0))
-    tpu("timeout_deferred", deferrable=True, execution_timeout=timedelta(seconds=4))
-    tpu("timeout_blocking", deferrable=False, execution_timeout=timedelta(seconds=4))
+    # After a task that ran the backend: the first task of `dags test` spends seconds
+    # importing the Kubernetes clients (more with no bytecode cache, on two busy cores),
+    # which a 4 s execution_timeout would count, timing out before any JobSet is made.
+    deferred >> [
+        tpu("timeout_deferred", deferrable=True, execution_timeout=timedelta(seconds=4)),
+        tpu("timeout_blocking", deferrable=False, execution_timeout=timedelta(seconds=4)),
+    ]
 
 with DAG("jax_k8s_one", schedule=None, catchup=False) as one:
     use(tpu("train", deferrable=os.environ.get("JAX_TEST_DEFERRABLE") != "0").output, "train")

@@ -140,10 +140,12 @@ class ProcessRunner:
     would keep it from starting."""
 
     def __init__(
-        self, pythonpath: Sequence[str] = (), secrets: Mapping[str, Mapping[str, str]] = {}
+        self,
+        pythonpath: Sequence[str] = (),
+        secrets: Mapping[str, Mapping[str, str]] | None = None,
     ) -> None:
         self.pythonpath = list(pythonpath)
-        self.secrets = dict(secrets)
+        self.secrets = dict(secrets or {})
         self._plans: dict[tuple[str, str, int], dict[str, PodPlan]] = {}
 
     def _local_plan(self, pod: PodRun) -> PodPlan:
