@@ -332,7 +332,9 @@ def _named_list(value: object) -> bool:
 def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
     """Render the JobSet manifest for ``spec``."""
     acc = spec.accelerator
-    labels = dict(spec.labels)
+    # Always ours: the trigger's shared watch selects on this label, so a JobSet without it
+    # would never be seen finishing.
+    labels = {**spec.labels, MANAGED_BY_LABEL: MANAGED_BY}
     annotations = dict(spec.annotations)
     if acc.kind == "tpu" and acc.multi_host:
         # One slice per node pool: a multi-host slice must not straddle two.

@@ -20,7 +20,6 @@ from airflow_provider_jax.jobset import build_jobset
 from airflow_provider_jax.local.secret_files import MissingSecret
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.secret_refs import SecretRef
-from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.jobset_schema import REPO
 from tests.support.k8s_emulator import Emulator, ProcessRunner
 
@@ -134,9 +133,7 @@ def test_kubernetes_backend_passes_secrets_by_reference(k8s: Emulator, caplog) -
         JobSettings(name="secrets", namespace="default", log=LOG, deferrable=True)
     )
     trigger = backend.start(manifest).deferral.trigger
-    # log_lines=0: following the log of a pod that the emulator's ProcessRunner ends within a
-    # second does not end (the emulator's or LeaderLog's race; under investigation).
-    event = asyncio.run(JobSetTrigger(**{**trigger.serialize()[1], "log_lines": 0}).wait())
+    event = asyncio.run(trigger.wait())
     outcome = backend.complete(event.to_dict())
     assert outcome.result == {"WANDB_API_KEY": digest(TOKEN), "HF_TOKEN": digest(HF)}
     assert TOKEN not in json.dumps(k8s.submitted) and TOKEN not in caplog.text

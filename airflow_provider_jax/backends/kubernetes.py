@@ -190,6 +190,12 @@ def submit(
     new try never runs beside it."""
     meta = manifest["metadata"]
     name, namespace, labels = meta["name"], meta["namespace"], meta.get("labels") or {}
+    if labels.get(status.MANAGED_BY_LABEL) != status.MANAGED_BY:
+        # The trigger watches only labelled JobSets: this one would never be seen to finish.
+        raise ValueError(
+            f"JobSet {namespace}/{name} lacks the label "
+            f"{status.MANAGED_BY_LABEL}={status.MANAGED_BY}; build it with build_jobset()."
+        )
     for _ in range(3):
         existing = hook.get_jobset(name, namespace)
         if existing is not None:

@@ -163,6 +163,16 @@ def test_submit_refuses_a_jobset_made_for_another_task_instance(k8s):
     assert len(k8s.jobsets()) == 1 and k8s.controller.deletions == []
 
 
+def test_submit_refuses_a_jobset_its_watch_could_never_see(k8s):
+    """The trigger's shared watch selects on the managed-by label: without it the wait
+    would never end, so nothing is created."""
+    unlabelled = manifest()
+    del unlabelled["metadata"]["labels"]["app.kubernetes.io/managed-by"]
+    with pytest.raises(ValueError, match="lacks the label app.kubernetes.io/managed-by"):
+        submit(CLUSTER.hook(), CLUSTER, unlabelled, LOG)
+    assert k8s.submitted == []
+
+
 @pytest.mark.parametrize("script", [run_forever, succeed(duration=0.01)], ids=["runs", "done"])
 def test_submit_survives_a_create_whose_reply_was_lost(k8s, script):
     """The retried create meets our own JobSet (409): running or already done, it is ours to
