@@ -14,21 +14,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.accelerators import Accelerator
-from airflow_provider_jax.jobset_names import check_name, rjob_name
-from airflow_provider_jax.runtime.env import (
-    COORDINATOR_ADDRESS_ENV,
-    DEFAULT_TERMINATION_PATH,
-    HOST_INDEX_ENV,
-    HOSTS_PER_SLICE_ENV,
-    MEGASCALE_COORDINATOR_ADDRESS_ENV,
-    MEGASCALE_NUM_SLICES_ENV,
-    MEGASCALE_PORT_ENV,
-    MEGASCALE_SLICE_ID_ENV,
-    NUM_PROCESSES_ENV,
-    PROCESS_ID_ENV,
-    RESTART_ATTEMPT_ENV,
-    SLICE_INDEX_ENV,
+from airflow_provider_jax.accelerators.tpu import check_multislice
+from airflow_provider_jax.coordination import (
+    DEFAULT_MEGASCALE_PORT,
+    PRELUDE_ARGV0,
+    PROCESS_ID_PRELUDE,
+    RESERVED_ENV,
+    Coordination,
+    coordination_env,
+    coordinator_port_for,
 )
+from airflow_provider_jax.gpu_direct import decorations
+from airflow_provider_jax.jobset_names import check_name, rjob_name
+from airflow_provider_jax.runtime.env import DEFAULT_TERMINATION_PATH
 from airflow_provider_jax.secret_refs import (
     SecretRef,
     env_names,
@@ -41,9 +39,6 @@ API_VERSION = "jobset.x-k8s.io/v1alpha2"
 GROUP, VERSION, PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
 
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
-JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
-RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
-COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 EXCLUSIVE_TOPOLOGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -54,15 +49,6 @@ DEFERRED_BY_TRY_ANNOTATION = "jax.airflow.apache.org/deferred-by-try"
 
 CONTAINER_NAME = "jax"
 TERMINATION_MESSAGE_PATH = DEFAULT_TERMINATION_PATH
-DEFAULT_COORDINATOR_PORT = 8476
-DEFAULT_MEGASCALE_PORT = 8080
-
-# `$$` is Kubernetes' escape for `$` in command/args; sh then sees `$((...))`.
-PROCESS_ID_PRELUDE = (
-    f'export {PROCESS_ID_ENV}="$$(({SLICE_INDEX_ENV} * {HOSTS_PER_SLICE_ENV} + {HOST_INDEX_ENV}))"; '
-    'exec "$$@"'
-)
-PRELUDE_ARGV0 = "jax-launch"
 
 # A child Job past activeDeadlineSeconds fails the JobSet outright: no restart.
 DEADLINE_RULE = {
@@ -79,21 +65,6 @@ _IMAGE_DOMAIN = (
 _IMAGE_REFERENCE = re.compile(
     rf"^(?:{_IMAGE_DOMAIN}(?::[0-9]+)?/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
     r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
-)
-RESERVED_ENV = frozenset(
-    {
-        COORDINATOR_ADDRESS_ENV,
-        NUM_PROCESSES_ENV,
-        PROCESS_ID_ENV,
-        HOSTS_PER_SLICE_ENV,
-        SLICE_INDEX_ENV,
-        HOST_INDEX_ENV,
-        RESTART_ATTEMPT_ENV,
-        MEGASCALE_COORDINATOR_ADDRESS_ENV,
-        MEGASCALE_NUM_SLICES_ENV,
-        MEGASCALE_SLICE_ID_ENV,
-        MEGASCALE_PORT_ENV,
-    }
 )
 
 
@@ -132,8 +103,11 @@ class JaxJobSpec:
     queue_name: str | None = None
     pod_template_override: Mapping[str, Any] | None = None
     image_pull_policy: str | None = None
-    coordinator_port: int = DEFAULT_COORDINATOR_PORT
+    coordinator_port: int | None = None
     megascale_port: int = DEFAULT_MEGASCALE_PORT
+    host_network: bool | None = None
+    gpu_networking: str = "auto"
+    gpu_networks: Sequence[str] = ()
     secrets: Sequence[SecretRef] = ()
     security_context: Mapping[str, Any] = field(default_factory=lambda: SAFE_SECURITY_CONTEXT)
 
@@ -176,8 +150,17 @@ class JaxJobSpec:
         if self.active_deadline_seconds is not None:
             _positive_int("active_deadline_seconds", self.active_deadline_seconds)
         for port in (self.coordinator_port, self.megascale_port):
-            if not isinstance(port, int) or not 0 < port < 65536:
+            if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
                 raise ValueError(f"port {port!r} is not a valid TCP port.")
+        if self.host_network not in (None, True, False):
+            raise ValueError(
+                f"host_network must be True, False or None, got {self.host_network!r}."
+            )
+        if self.gpu_networking not in ("auto", "none"):
+            raise ValueError(
+                f"gpu_networking must be 'auto' or 'none', got {self.gpu_networking!r}."
+            )
+        check_multislice(self.accelerator, self.num_slices)
         check_name(self.name, self.accelerator, self.num_slices)
 
     @property
@@ -190,8 +173,40 @@ class JaxJobSpec:
 
     @property
     def leader_host(self) -> str:
-        """Stable DNS name of process 0: slice 0, pod 0."""
+        """Stable DNS name of process 0: slice 0, pod 0. It resolves under hostNetwork too:
+        JobSet sets the pods' subdomain to its headless Service whatever their network."""
         return f"{self.name}-{self.replicated_job_name}-0-0.{self.name}"
+
+    @property
+    def gpu_direct(self) -> str | None:
+        """The GPUDirect stack this job's pods get (multi-node GPU jobs, when "auto")."""
+        acc = self.accelerator
+        wanted = self.gpu_networking == "auto" and acc.kind == "gpu" and acc.multi_host
+        return acc.gpu_direct if wanted else None
+
+    @property
+    def uses_host_network(self) -> bool:
+        """xpk's defaults: multi-host TPU slices and multi-node GPU jobs without GPUDirect
+        (whose own NICs come through multi-networking instead) use the node's network."""
+        if self.host_network is not None:
+            return self.host_network
+        return self.accelerator.multi_host and self.gpu_direct is None
+
+    @property
+    def coordination(self) -> Coordination:
+        port = coordinator_port_for(
+            self.name,
+            self.coordinator_port,
+            shared_host_network=self.uses_host_network and self.accelerator.shares_nodes,
+        )
+        return Coordination(
+            leader_host=self.leader_host,
+            port=port,
+            num_processes=self.num_processes,
+            hosts_per_slice=self.accelerator.hosts,
+            num_slices=self.num_slices,
+            megascale_port=self.megascale_port,
+        )
 
 
 def _positive_int(what: str, value: object) -> None:
@@ -213,35 +228,6 @@ def airflow_labels(
     }
 
 
-def _field_env(name: str, path: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
-
-
-def coordination_env(spec: JaxJobSpec) -> list[dict[str, Any]]:
-    """The env every JAX process needs; the prelude turns it into JAX_PROCESS_ID."""
-    slice_index = f"metadata.labels['{JOB_INDEX_LABEL}']"
-    env: list[dict[str, Any]] = [
-        {
-            "name": COORDINATOR_ADDRESS_ENV,
-            "value": f"{spec.leader_host}:{spec.coordinator_port}",
-        },
-        {"name": NUM_PROCESSES_ENV, "value": str(spec.num_processes)},
-        {"name": HOSTS_PER_SLICE_ENV, "value": str(spec.accelerator.hosts)},
-        _field_env(SLICE_INDEX_ENV, slice_index),
-        _field_env(HOST_INDEX_ENV, f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"),
-        # Lets training code tell a fresh start from a restart (e.g. to resume a checkpoint).
-        _field_env(RESTART_ATTEMPT_ENV, f"metadata.labels['{RESTART_ATTEMPT_LABEL}']"),
-    ]
-    if spec.num_slices > 1:
-        env += [
-            {"name": MEGASCALE_COORDINATOR_ADDRESS_ENV, "value": spec.leader_host},
-            {"name": MEGASCALE_NUM_SLICES_ENV, "value": str(spec.num_slices)},
-            {"name": MEGASCALE_PORT_ENV, "value": str(spec.megascale_port)},
-            _field_env(MEGASCALE_SLICE_ID_ENV, slice_index),
-        ]
-    return env
-
-
 def _container(spec: JaxJobSpec) -> dict[str, Any]:
     acc = spec.accelerator
     requests = {acc.resource_name: str(acc.chips_per_host), **spec.resources.get("requests", {})}
@@ -251,11 +237,11 @@ def _container(spec: JaxJobSpec) -> dict[str, Any]:
         "name": CONTAINER_NAME,
         "image": spec.image,
         "command": ["/bin/sh", "-c", PROCESS_ID_PRELUDE, PRELUDE_ARGV0, *spec.command],
-        "env": coordination_env(spec)
+        "env": coordination_env(spec.coordination)
         + [{"name": k, "value": v} for k, v in spec.env.items()]
         + secret_env,
         "resources": {"requests": requests, "limits": limits},
-        "ports": [{"name": "jax-coord", "containerPort": spec.coordinator_port}],
+        "ports": [{"name": "jax-coord", "containerPort": spec.coordination.port}],
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
@@ -266,6 +252,10 @@ def _container(spec: JaxJobSpec) -> dict[str, Any]:
     if env_from:
         container["envFrom"] = env_from
     mounts = [dict(m) for m in spec.volume_mounts] + secret_mounts(spec.secrets)
+    if spec.gpu_direct:
+        extra = decorations(spec.gpu_direct, spec.gpu_networks)
+        container["env"] += extra["env"]
+        mounts += extra["volume_mounts"]
     if mounts:
         container["volumeMounts"] = mounts
     return container
@@ -286,12 +276,25 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         pod_spec["serviceAccountName"] = spec.service_account_name
     if spec.priority_class_name:
         pod_spec["priorityClassName"] = spec.priority_class_name
+    if spec.uses_host_network:
+        # Slice-to-slice (DCN) traffic on the node's NICs, as xpk runs TPU and GPU jobs; DNS
+        # stays the cluster's, so the leader's name still resolves.
+        pod_spec["hostNetwork"] = True
+        pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     volumes = [dict(v) for v in spec.volumes] + secret_volumes(spec.secrets)
+    annotations = dict(spec.annotations)
+    if spec.gpu_direct:
+        extra = decorations(spec.gpu_direct, spec.gpu_networks)
+        volumes += extra["volumes"]
+        pod_spec["tolerations"] += extra["tolerations"]
+        if extra["init_containers"]:
+            pod_spec["initContainers"] = extra["init_containers"]
+        annotations = {**extra["annotations"], **annotations}
     if volumes:
         pod_spec["volumes"] = volumes
     template = {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec}
-    if spec.annotations:
-        template["metadata"]["annotations"] = dict(spec.annotations)
+    if annotations:
+        template["metadata"]["annotations"] = annotations
     if spec.pod_template_override:
         overrides = (spec.pod_template_override.get("spec") or {}).get("containers") or []
         if any(c.get("name") == CONTAINER_NAME and "securityContext" in c for c in overrides):

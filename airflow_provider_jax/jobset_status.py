@@ -9,14 +9,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_provider_jax.jobset import (
+from airflow_provider_jax.coordination import (
     COMPLETION_INDEX_ANNOTATION,
-    CONTAINER_NAME,
     JOB_INDEX_LABEL,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
     RESTART_ATTEMPT_LABEL,
 )
+from airflow_provider_jax.jobset import CONTAINER_NAME, MANAGED_BY, MANAGED_BY_LABEL
 from airflow_provider_jax.runtime.messages import host_tag, parse_message
 
 COMPLETED, FAILED = "Completed", "Failed"

@@ -21,8 +21,7 @@ from airflow.sdk import dag, task
 )
 def multislice_tpu() -> None:
     @task.jax_tpu(
-        accelerator="tpu-v5litepod-8",
-        chips_per_host=4,
+        accelerator="tpu-v5litepod-8",  # two 4-chip VMs per slice
         num_slices=2,
         image="us-docker.pkg.dev/my-project/training/jax:latest",
         max_restarts=2,  # a preempted host restarts every slice together

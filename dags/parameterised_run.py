@@ -25,7 +25,6 @@ from airflow.sdk import Param, dag, task
 def parameterised_run() -> None:
     @task.jax_tpu(
         accelerator="tpu-v5litepod-8",
-        chips_per_host=4,
         image="us-docker.pkg.dev/my-project/training/jax:latest",
         labels={"run-name": "{{ params.run_name }}"},
     )

@@ -25,8 +25,7 @@ with DAG(
 ):
     train = JaxTpuSliceOperator(
         task_id="train",
-        accelerator="tpu-v5litepod-8",
-        chips_per_host=4,  # 2 hosts x 4 chips
+        accelerator="tpu-v5litepod-8",  # 2 hosts x 4 chips, as GKE pools run it
         image="us-docker.pkg.dev/my-project/training/quickstart:latest",  # ignored locally
         entrypoint="quickstart_train:train",
         entrypoint_kwargs={"steps": "{{ params.steps }}"},  # --conf '{"steps": 100}'

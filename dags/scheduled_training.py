@@ -33,7 +33,6 @@ OUTPUT_ROOT = "{{ var.value.get('jax_output_root', '/tmp/airflow-jax-outputs') }
 def scheduled_training() -> None:
     @task.jax_tpu(
         accelerator="tpu-v5litepod-8",
-        chips_per_host=4,
         image=IMAGE,
         output_dir=OUTPUT_ROOT + "/scheduled_training/{{ ds_nodash }}",
         execution_timeout=timedelta(hours=4),

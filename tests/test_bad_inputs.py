@@ -61,8 +61,16 @@ def decorated_call(value: Any) -> Callable[[], Any]:
 
 
 AT_PARSE = [
-    Bad("unknown_tpu", tpu(accelerator="tpu-v6e-17"), "Did you mean .*'tpu-v6e-16'"),
-    Bad("unknown_topology", tpu(accelerator="v5litepod-4x5"), r"'v5litepod-4x5'.*Did you mean"),
+    Bad("unknown_tpu", tpu(accelerator="tpu-v9-17"), "Unknown TPU accelerator"),
+    Bad("no_such_slice", tpu(accelerator="tpu-v6e-17"), "no v6e slice has 17 chips.*'tpu-v6e-16'"),
+    Bad("bad_shape", tpu(accelerator="v5p-4x4x10"), "multiple of 4.*tpu-v5p-4x4x8"),
+    Bad(
+        "multislice_single_host",
+        tpu(accelerator="tpu-v5p-8", num_slices=2),
+        "GKE's multislice needs multi-host",
+    ),
+    Bad("gpu_networking", gpu(gpu_networking="fast"), "gpu_networking must be 'auto' or 'none'"),
+    Bad("unknown_topology", tpu(accelerator="v5litepod-4x5"), r"GKE offers only.*v5litepod-4x4"),
     Bad("gpu_on_tpu_operator", tpu(accelerator="h100"), "use JaxGpuJobOperator"),
     Bad("tpu_on_gpu_operator", gpu(accelerator="tpu-v6e-8"), "use JaxTpuSliceOperator"),
     Bad("chips_per_host", tpu(chips_per_host=8), r"valid chips_per_host for it: \[4\]"),

@@ -51,7 +51,8 @@ def all_accelerators():
 CASES = [
     (acc, slices)
     for acc in all_accelerators()
-    for slices in ((1, 4) if acc.kind == "tpu" else (1,))  # GPU jobs have one replica
+    # GPU jobs have one replica; GKE runs multislice on multi-host slices only
+    for slices in ((1, 4) if acc.kind == "tpu" and acc.multi_host else (1,))
 ]
 
 
@@ -115,7 +116,13 @@ def test_every_process_gets_a_unique_id_and_one_coordinator(accelerator, num_sli
     assert {e["JAX_NUM_PROCESSES"] for e in envs} == {str(n)}
     (coordinator,) = {e["JAX_COORDINATOR_ADDRESS"] for e in envs}
     name, rjob = manifest["metadata"]["name"], _rjob(manifest)["name"]
-    assert coordinator == f"{name}-{rjob}-0-0.{name}:8476"
+    assert coordinator == f"{name}-{rjob}-0-0.{name}:8490"
+    for e in envs:  # what xpk- and MaxText-style scripts read
+        assert (e["JAX_COORDINATOR_IP"], e["JAX_COORDINATOR_PORT"]) == (
+            f"{name}-{rjob}-0-0.{name}",
+            "8490",
+        )
+        assert (e["NNODES"], e["NODE_RANK"]) == (str(n), e["JAX_PROCESS_ID"])
     if num_slices > 1:
         assert sorted({e["MEGASCALE_SLICE_ID"] for e in envs}) == [
             str(i) for i in range(num_slices)

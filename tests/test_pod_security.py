@@ -1,6 +1,7 @@
 """Every kind of job we render meets the Pod Security Standard docs/security.md claims for it:
-restricted (but for runAsNonRoot, the image's business) by default, baseline with the user's
-own volumes, and privileged only where the user asks for it."""
+restricted (but for runAsNonRoot, the image's business) without the node's network, baseline
+with the user's own volumes, and privileged only where the user asks for it or GKE's fast
+networking needs it (hostNetwork for multi-host TPU, GPUDirect's host paths and daemon)."""
 
 from __future__ import annotations
 
@@ -34,17 +35,42 @@ JOBS = {
 }
 
 
+POD_NETWORK = {"host_network": False, "gpu_networking": "none"}
+
+
 @pytest.mark.parametrize("job", JOBS)
-def test_default_jobs_meet_restricted_but_for_run_as_non_root(job: str) -> None:
+def test_jobs_on_the_pod_network_meet_restricted_but_for_run_as_non_root(job: str) -> None:
     secrets = [SecretRef("env", "TOKEN", "wandb", "key"), SecretRef("volume", "/s", "gcs")]
-    for pod in pods(JOBS[job](secrets=secrets)):
+    for pod in pods(JOBS[job](secrets=secrets, **POD_NETWORK)):
         assert restricted_violations(pod) == []
+
+
+@pytest.mark.parametrize(
+    ("job", "relaxed"),
+    [
+        ("tpu-single-host", []),
+        ("tpu-multislice", ["hostNetwork=true"]),
+        (
+            "gpu",  # h100 on a3-highgpu-8g: GPUDirect-TCPX
+            [
+                *(
+                    f"hostPath volume '{v}'"
+                    for v in ("libraries", "sys", "proc-sys", "tcpx-socket")
+                ),
+                "container 'tcpx-daemon': adds capabilities ['NET_ADMIN']",
+            ],
+        ),
+    ],
+)
+def test_gke_networking_relaxes_baseline_exactly_as_documented(job: str, relaxed: list) -> None:
+    for pod in pods(JOBS[job]()):
+        assert baseline_violations(pod) == relaxed
 
 
 @pytest.mark.parametrize("job", JOBS)
 def test_a_host_path_volume_leaves_baseline(job: str) -> None:
     volumes = [{"name": "data", "hostPath": {"path": "/mnt/disks/ssd0"}}]
-    (pod, *_) = pods(JOBS[job](volumes=volumes))
+    (pod, *_) = pods(JOBS[job](volumes=volumes, **POD_NETWORK))
     assert baseline_violations(pod) == ["hostPath volume 'data'"]
 
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
+    COORDINATOR_IP_ENV,
+    COORDINATOR_PORT_ENV,
     MEGASCALE_COORDINATOR_ADDRESS_ENV,
     MEGASCALE_PORT_ENV,
 )
@@ -37,6 +39,8 @@ def localize(
     """A copy of ``manifest`` whose coordinators are on 127.0.0.1, at the given ports."""
     rewrites = {
         COORDINATOR_ADDRESS_ENV: f"{LOCALHOST}:{coordinator_port}",
+        COORDINATOR_IP_ENV: LOCALHOST,
+        COORDINATOR_PORT_ENV: str(coordinator_port),
         MEGASCALE_COORDINATOR_ADDRESS_ENV: LOCALHOST,
         MEGASCALE_PORT_ENV: str(megascale_port),
     }

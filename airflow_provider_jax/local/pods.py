@@ -12,13 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_jax.jobset import (
+from airflow_provider_jax.coordination import (
     COMPLETION_INDEX_ANNOTATION,
     JOB_INDEX_LABEL,
-    JOBSET_NAME_LABEL,
     RESTART_ATTEMPT_LABEL,
-    TERMINATION_MESSAGE_PATH,
 )
+from airflow_provider_jax.jobset import JOBSET_NAME_LABEL, TERMINATION_MESSAGE_PATH
 from airflow_provider_jax.runtime.messages import host_tag
 
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"

@@ -12,14 +12,17 @@ class JaxGpuJobOperator(JaxJobOperator):
     """Run a JAX program on ``num_nodes`` nodes with ``gpus_per_node`` GPUs each, one JAX
     process per node.
 
-    :param accelerator: a GPU model such as ``h100``, ``a100-80gb`` or its GKE label.
+    :param accelerator: a GPU model such as ``h100``, ``a100-80gb``, its GKE label, or an xpk
+        device type such as ``h100-mega-80gb-8`` or ``gb200-4``.
+    :param gpus_per_node: GPUs each node's pod takes (default: the xpk device type's count).
+    :param num_nodes: how many nodes, one JAX process each.
     """
 
     def __init__(
         self,
         *,
         accelerator: str,
-        gpus_per_node: int,
+        gpus_per_node: int | None = None,
         num_nodes: int = 1,
         **kwargs: Any,
     ) -> None:

@@ -17,7 +17,6 @@ from airflow_provider_jax.backends import (
     get_backend,
 )
 from airflow_provider_jax.jobset import (
-    DEFAULT_COORDINATOR_PORT,
     SAFE_SECURITY_CONTEXT,
 )
 from airflow_provider_jax.launcher import split_pip_packages
@@ -76,7 +75,14 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
     :param queue_name: a Kueue LocalQueue; the JobSet is created suspended for Kueue to admit.
     :param pod_template_override: a pod template deep-merged over the generated one.
     :param image_pull_policy: ``Always``, ``IfNotPresent`` or ``Never``.
-    :param coordinator_port: the port of the JAX coordinator on process 0.
+    :param coordinator_port: the JAX coordinator's port on process 0 (default: 8490, clear of
+        libtpu's and JAX's own; derived from the JobSet name where a GPU node may be shared).
+    :param host_network: run the pods on the node's network (default: multi-host TPU slices
+        and multi-node GPU jobs without GPUDirect, as xpk does).
+    :param gpu_networking: ``auto`` gives multi-node GPU pods their machine type's GPUDirect
+        networking (TCPX, TCPXO or RDMA); ``none`` leaves plain pods.
+    :param gpu_networks: the cluster's GKE networks for GPUDirect, eth0 first (default: the
+        names GKE's GPUDirect guides create).
     :param secrets: Kubernetes Secrets by reference (``SecretRef`` or the cncf provider's
         ``Secret``): env vars, every key as env vars, or read-only volumes. Values never enter
         the manifest; a masked value in ``env`` or the arguments is refused.
@@ -148,7 +154,10 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         queue_name: str | None = None,
         pod_template_override: Mapping[str, Any] | None = None,
         image_pull_policy: str | None = None,
-        coordinator_port: int = DEFAULT_COORDINATOR_PORT,
+        coordinator_port: int | None = None,
+        host_network: bool | None = None,
+        gpu_networking: str = "auto",
+        gpu_networks: Sequence[str] = (),
         secrets: Sequence[Any] = (),
         security_context: Mapping[str, Any] | None = None,
         backend: str | None = None,
@@ -210,6 +219,9 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         self.pod_template_override = pod_template_override
         self.image_pull_policy = image_pull_policy
         self.coordinator_port = coordinator_port
+        self.host_network = host_network
+        self.gpu_networking = gpu_networking
+        self.gpu_networks = tuple(gpu_networks)
         self.secrets = as_secret_refs(secrets)
         self.security_context = dict(
             SAFE_SECURITY_CONTEXT if security_context is None else security_context

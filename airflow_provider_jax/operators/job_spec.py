@@ -65,6 +65,9 @@ class JobSpecBuilder:
             pod_template_override=self.pod_template_override,
             image_pull_policy=self.image_pull_policy,
             coordinator_port=self.coordinator_port,
+            host_network=self.host_network,
+            gpu_networking=self.gpu_networking,
+            gpu_networks=self.gpu_networks,
             secrets=self.secrets,
             security_context=self.security_context,
         )

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_jax.accelerators import parse_tpu
+from airflow_provider_jax.accelerators import check_multislice, parse_tpu
 from airflow_provider_jax.operators.jax_job import JaxJobOperator
 
 
 class JaxTpuSliceOperator(JaxJobOperator):
     """Run a JAX program on ``num_slices`` TPU slices of type ``accelerator``.
 
-    :param accelerator: a slice such as ``tpu-v6e-16``, ``v5litepod-4x4`` or ``v5p-2x2x4``.
-    :param num_slices: more than one makes a multislice job (``MEGASCALE_*`` env is set).
-    :param chips_per_host: ask for the two-host (4 chips each) layout of a 2x4 slice.
+    :param accelerator: a slice such as ``tpu-v6e-16``, ``v5litepod-4x4``, ``v5p-4x4x12`` or
+        ``tpu7x-128``; every device type xpk accepts, in its spelling or with ``tpu-``.
+    :param num_slices: more than one makes a multislice job (``MEGASCALE_*`` env is set); GKE
+        runs multislice on multi-host slices only.
+    :param chips_per_host: ``8`` asks for one 8-chip VM for a 2x4 v5e/v6e slice instead of
+        the default two 4-chip VMs.
     """
 
     def __init__(
@@ -24,8 +27,11 @@ class JaxTpuSliceOperator(JaxJobOperator):
         chips_per_host: int | None = None,
         **kwargs: Any,
     ) -> None:
+        parsed = parse_tpu(accelerator, chips_per_host=chips_per_host)
+        if isinstance(num_slices, int):
+            check_multislice(parsed, num_slices)  # at parse, not when the task runs
         super().__init__(
-            accelerator=parse_tpu(accelerator, chips_per_host=chips_per_host),
+            accelerator=parsed,
             num_slices=num_slices,
             **kwargs,
         )

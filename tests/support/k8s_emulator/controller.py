@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_jax.jobset import COMPLETION_INDEX_ANNOTATION
+from airflow_provider_jax.coordination import COMPLETION_INDEX_ANNOTATION
 from airflow_provider_jax.local.pods import REPLICATED_JOB_LABEL, plan_pods
 from tests.support.k8s_emulator.kubelet import Exit, PodRun, Runner, killed_within
 from tests.support.k8s_emulator.store import Store, now
