@@ -30,7 +30,6 @@ LOG = logging.getLogger("tests.local")
 
 def operator(program: str, **kwargs: Any) -> JaxTpuSliceOperator:
     kwargs.setdefault("accelerator", "tpu-v5litepod-8")
-    kwargs.setdefault("chips_per_host", 4 if kwargs["accelerator"] == "tpu-v5litepod-8" else None)
     return JaxTpuSliceOperator(
         task_id="train",
         name="job",
@@ -69,12 +68,13 @@ def _info_logs(caplog):
 @pytest.mark.parametrize(
     ("accelerator", "num_slices", "places"),
     [
-        ("tpu-v5litepod-8", 1, [[0, 0, 0], [1, 0, 1]]),
+        ("tpu-v6e-8", 1, [[0, 0, 0], [1, 0, 1]]),  # 2x4 as xpk lays it out: 2 VMs x 4 chips
+        ("tpu7x-16", 1, [[0, 0, 0], [1, 0, 1]]),  # Ironwood 2x2x2: 2 VMs x 4 chips
         ("tpu-v5litepod-16", 1, [[0, 0, 0], [1, 0, 1], [2, 0, 2], [3, 0, 3]]),
         # Multislice: slice-major process ids, MEGASCALE_SLICE_ID per slice.
         ("tpu-v5litepod-8", 2, [[0, 0, 0], [1, 0, 1], [2, 1, 0], [3, 1, 1]]),
     ],
-    ids=["2-processes", "4-processes", "2-slices"],
+    ids=["v6e-2x4", "tpu7x-2x2x2", "4-processes", "2-slices"],
 )
 def test_multi_process_jax(caplog, accelerator, num_slices, places):
     result, report = run("collective", accelerator=accelerator, num_slices=num_slices)
