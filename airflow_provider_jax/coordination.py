@@ -46,8 +46,8 @@ COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 
 # `$$` is Kubernetes' escape for `$` in command/args; sh then sees `$((...))`.
 PROCESS_ID_PRELUDE = (
-    f'export {PROCESS_ID_ENV}="$$(({SLICE_INDEX_ENV} * {HOSTS_PER_SLICE_ENV} + {HOST_INDEX_ENV}))"'
-    f' {NODE_RANK_ENV}="$$(({SLICE_INDEX_ENV} * {HOSTS_PER_SLICE_ENV} + {HOST_INDEX_ENV}))"; '
+    f'export {PROCESS_ID_ENV}="$$(({SLICE_INDEX_ENV} * {HOSTS_PER_SLICE_ENV} + {HOST_INDEX_ENV}))"; '
+    f'export {NODE_RANK_ENV}="$${PROCESS_ID_ENV}"; '
     'exec "$$@"'
 )
 PRELUDE_ARGV0 = "jax-launch"

@@ -228,20 +228,21 @@ def airflow_labels(
     }
 
 
-def _container(spec: JaxJobSpec) -> dict[str, Any]:
+def _container(spec: JaxJobSpec, gpu_direct: Mapping[str, Any] | None) -> dict[str, Any]:
     acc = spec.accelerator
     requests = {acc.resource_name: str(acc.chips_per_host), **spec.resources.get("requests", {})}
     limits = {acc.resource_name: str(acc.chips_per_host), **spec.resources.get("limits", {})}
     secret_env, env_from = render_env(spec.secrets)
+    coordination = spec.coordination
     container: dict[str, Any] = {
         "name": CONTAINER_NAME,
         "image": spec.image,
         "command": ["/bin/sh", "-c", PROCESS_ID_PRELUDE, PRELUDE_ARGV0, *spec.command],
-        "env": coordination_env(spec.coordination)
+        "env": coordination_env(coordination)
         + [{"name": k, "value": v} for k, v in spec.env.items()]
         + secret_env,
         "resources": {"requests": requests, "limits": limits},
-        "ports": [{"name": "jax-coord", "containerPort": spec.coordination.port}],
+        "ports": [{"name": "jax-coord", "containerPort": coordination.port}],
         "terminationMessagePath": TERMINATION_MESSAGE_PATH,
         "terminationMessagePolicy": "FallbackToLogsOnError",
     }
@@ -252,10 +253,9 @@ def _container(spec: JaxJobSpec) -> dict[str, Any]:
     if env_from:
         container["envFrom"] = env_from
     mounts = [dict(m) for m in spec.volume_mounts] + secret_mounts(spec.secrets)
-    if spec.gpu_direct:
-        extra = decorations(spec.gpu_direct, spec.gpu_networks)
-        container["env"] += extra["env"]
-        mounts += extra["volume_mounts"]
+    if gpu_direct:
+        container["env"] += gpu_direct["env"]
+        mounts += gpu_direct["volume_mounts"]
     if mounts:
         container["volumeMounts"] = mounts
     return container
@@ -263,6 +263,7 @@ def _container(spec: JaxJobSpec) -> dict[str, Any]:
 
 def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
     acc = spec.accelerator
+    extra = decorations(spec.gpu_direct, spec.gpu_networks) if spec.gpu_direct else None
     pod_spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "nodeSelector": {**acc.node_selector, **spec.node_selector},
@@ -270,7 +271,7 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
             {"key": acc.resource_name, "operator": "Exists", "effect": "NoSchedule"},
             *(dict(t) for t in spec.tolerations),
         ],
-        "containers": [_container(spec)],
+        "containers": [_container(spec, extra)],
     }
     if spec.service_account_name:
         pod_spec["serviceAccountName"] = spec.service_account_name
@@ -283,8 +284,7 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     volumes = [dict(v) for v in spec.volumes] + secret_volumes(spec.secrets)
     annotations = dict(spec.annotations)
-    if spec.gpu_direct:
-        extra = decorations(spec.gpu_direct, spec.gpu_networks)
+    if extra:
         volumes += extra["volumes"]
         pod_spec["tolerations"] += extra["tolerations"]
         if extra["init_containers"]:

@@ -30,58 +30,54 @@ class GpuModel:
     gpu_direct: Mapping[str, GpuDirect]  # machine type -> its GPUDirect stack
 
 
-def _fixed(**kw: str) -> Mapping:
-    return MappingProxyType(kw)
-
-
 MODELS: dict[str, GpuModel] = {
     "l4": GpuModel(
         "nvidia-l4",
         "l4",
         MappingProxyType({n: f"g2-standard-{12 * n}" for n in (1, 2, 4, 8)}),
-        _fixed(),
+        MappingProxyType({}),
     ),
     "a100": GpuModel(
         "nvidia-tesla-a100",
         "a100-40gb",
         MappingProxyType({n: f"a2-highgpu-{n}g" for n in (1, 2, 4, 8)} | {16: "a2-megagpu-16g"}),
-        _fixed(),
+        MappingProxyType({}),
     ),
     "a100-80gb": GpuModel(
         "nvidia-a100-80gb",
         "a100-80gb",
         MappingProxyType({n: f"a2-ultragpu-{n}g" for n in (1, 2, 4, 8)}),
-        _fixed(),
+        MappingProxyType({}),
     ),
     "h100": GpuModel(
         "nvidia-h100-80gb",
         "h100-80gb",
         MappingProxyType({n: f"a3-highgpu-{n}g" for n in (1, 2, 4, 8)}),
-        _fixed(**{"a3-highgpu-8g": "tcpx"}),
+        MappingProxyType({"a3-highgpu-8g": "tcpx"}),
     ),
     "h100-mega": GpuModel(
         "nvidia-h100-mega-80gb",
         "h100-mega-80gb",
         MappingProxyType({8: "a3-megagpu-8g"}),
-        _fixed(**{"a3-megagpu-8g": "tcpxo"}),
+        MappingProxyType({"a3-megagpu-8g": "tcpxo"}),
     ),
     "h200": GpuModel(
         "nvidia-h200-141gb",
         "h200-141gb",
         MappingProxyType({8: "a3-ultragpu-8g"}),
-        _fixed(**{"a3-ultragpu-8g": "rdma"}),
+        MappingProxyType({"a3-ultragpu-8g": "rdma"}),
     ),
     "b200": GpuModel(
         "nvidia-b200",
         "b200",
         MappingProxyType({8: "a4-highgpu-8g"}),
-        _fixed(**{"a4-highgpu-8g": "rdma"}),
+        MappingProxyType({"a4-highgpu-8g": "rdma"}),
     ),
     "gb200": GpuModel(
         "nvidia-gb200",
         "gb200",
         MappingProxyType({4: "a4x-highgpu-4g"}),
-        _fixed(**{"a4x-highgpu-4g": "rdma", "a4x-highgpu-4g-nolssd": "rdma"}),
+        MappingProxyType({"a4x-highgpu-4g": "rdma", "a4x-highgpu-4g-nolssd": "rdma"}),
     ),
 }
 # xpk's spelling: model, GPUs per node, and an optional machine variant ("-nolssd").

@@ -47,7 +47,7 @@ class Accelerator:
     @property
     def shares_nodes(self) -> bool:
         """Whether another job's pod can land on the same node (it leaves chips free)."""
-        return self.chips_per_host < max(self.machine_chips, self.chips_per_host)
+        return self.chips_per_host < self.machine_chips
 
 
 def unknown(value: str, valid: list[str], what: str, probe: str | None = None) -> ValueError:

@@ -55,51 +55,47 @@ class TpuGeneration:
         return [4]
 
 
-def _machines(**by_chips: str) -> Mapping[int, str]:
-    return MappingProxyType({int(k.removeprefix("c")): v for k, v in by_chips.items()})
-
-
 GENERATIONS: dict[str, TpuGeneration] = {
     "v4": TpuGeneration(
         "tpu-v4",
         "tpu-v4-podslice",
         2,
-        _machines(c4="ct4p-hightpu-4t"),
+        MappingProxyType({4: "ct4p-hightpu-4t"}),
         ShapeRule(SMALL_3D, max_cubes=64, ordered=False, count_defaults=COUNT_DEFAULTS["v4"]),
     ),
     "v5p": TpuGeneration(
         "tpu-v5p",
         "tpu-v5p-slice",
         2,
-        _machines(c4="ct5p-hightpu-4t"),
+        MappingProxyType({4: "ct5p-hightpu-4t"}),
         ShapeRule(SMALL_3D, max_cubes=140, count_defaults=COUNT_DEFAULTS["v5p"]),
     ),
     "v5litepod": TpuGeneration(
         "tpu-v5litepod",
         "tpu-v5-lite-podslice",
         1,
-        _machines(c1="ct5lp-hightpu-1t", c4="ct5lp-hightpu-4t", c8="ct5lp-hightpu-8t"),
+        MappingProxyType({1: "ct5lp-hightpu-1t", 4: "ct5lp-hightpu-4t", 8: "ct5lp-hightpu-8t"}),
         ShapeRule(_2D),
     ),
     "v6e": TpuGeneration(
         "tpu-v6e",
         "tpu-v6e-slice",
         1,
-        _machines(c1="ct6e-standard-1t", c4="ct6e-standard-4t", c8="ct6e-standard-8t"),
+        MappingProxyType({1: "ct6e-standard-1t", 4: "ct6e-standard-4t", 8: "ct6e-standard-8t"}),
         ShapeRule(_2D),
     ),
     "tpu7": TpuGeneration(
         "tpu7",
         "tpu7",
         2,
-        _machines(c1="tpu7-standard-1t", c4="tpu7-standard-4t"),
+        MappingProxyType({1: "tpu7-standard-1t", 4: "tpu7-standard-4t"}),
         ShapeRule(("1x1x1", *SMALL_3D), max_cubes=4, count_defaults=COUNT_DEFAULTS["tpu7"]),
     ),
     "tpu7x": TpuGeneration(
         "tpu7x",
         "tpu7x",
         2,
-        _machines(c1="tpu7x-standard-1t", c4="tpu7x-standard-4t"),
+        MappingProxyType({1: "tpu7x-standard-1t", 4: "tpu7x-standard-4t"}),
         ShapeRule(("1x1x1", *SMALL_3D), max_cubes=144, count_defaults=COUNT_DEFAULTS["tpu7x"]),
     ),
 }
@@ -108,8 +104,8 @@ _NAME = re.compile(r"^(?:tpu-)?(?P<gen>[0-9a-z]+?)-(?P<size>\d+(?:x\d+)*)$")
 
 
 def tpu_names() -> list[str]:
-    """Every valid TPU name of the 2-D generations and the small 3-D shapes, in both
-    spellings (the full 3-D list runs to thousands; see :func:`GENERATIONS`' shapes)."""
+    """The names suggestions are drawn from: every generation's fixed shapes, in both
+    spellings (the generated 3-D shapes run to thousands)."""
     names = []
     for gen in GENERATIONS.values():
         for topology in gen.shapes.fixed:
@@ -157,11 +153,11 @@ def parse_tpu(accelerator: str, *, chips_per_host: int | None = None) -> Acceler
         count, rest = divmod(int(size), gen.cores_per_chip)
         found_topology = None if rest else gen.shapes.for_chips(count)
         if found_topology is None:
-            near = gen.shapes.nearest(int(size) // gen.cores_per_chip)
+            near = dict.fromkeys(gen.count_name(t) for t in gen.shapes.nearest(count, n=9))
             unit = "TensorCores" if gen.cores_per_chip > 1 else "chips"
             raise ValueError(
                 f"Unknown TPU accelerator {accelerator!r}: no {key} slice has {size} {unit}. "
-                f"Closest: {', '.join(repr(gen.count_name(t)) for t in near)}."
+                f"Closest: {', '.join(repr(name) for name in list(near)[:3])}."
             )
         topology = found_topology
     return _slice(key, gen, topology, accelerator, chips_per_host)

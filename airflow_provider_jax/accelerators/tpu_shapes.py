@@ -99,18 +99,7 @@ class ShapeRule:
         """The shape a chip-count name means, or None when no shape has that many chips."""
         if count in self.count_defaults:
             return self.count_defaults[count]
-        for topology in self.fixed:
-            if chips(topology) == count:
-                return topology
-        if not self.max_cubes or count % CUBE_CHIPS:
-            return None
-        cubes, most = count // CUBE_CHIPS, MAX_SIDE // SIDE_STEP
-        for a in range(1, most + 1):
-            for b in range(a if self.ordered else 1, most + 1):
-                c, rest = divmod(cubes, a * b)
-                if not rest and (c >= b or not self.ordered) and 1 <= c <= most:
-                    return "x".join(str(SIDE_STEP * n) for n in (a, b, c))
-        return None
+        return next((t for t in self.shapes() if chips(t) == count), None)
 
     def shapes(self) -> Iterator[str]:
         """Every valid shape, fixed ones first, then in (A, B, C) order."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_jax.accelerators import check_multislice, parse_tpu
+from airflow_provider_jax.accelerators import parse_tpu
 from airflow_provider_jax.operators.jax_job import JaxJobOperator
 
 
@@ -27,11 +27,8 @@ class JaxTpuSliceOperator(JaxJobOperator):
         chips_per_host: int | None = None,
         **kwargs: Any,
     ) -> None:
-        parsed = parse_tpu(accelerator, chips_per_host=chips_per_host)
-        if isinstance(num_slices, int):
-            check_multislice(parsed, num_slices)  # at parse, not when the task runs
         super().__init__(
-            accelerator=parsed,
+            accelerator=parse_tpu(accelerator, chips_per_host=chips_per_host),
             num_slices=num_slices,
             **kwargs,
         )
