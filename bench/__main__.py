@@ -17,6 +17,7 @@ BENCHES = [
     "orbax_requests",  # requests to find the newest finalized checkpoint
     "jobset_requests",  # API requests per job-minute and detection latency
     "triggerer_scale",  # 100 and 1,000 concurrent triggers in one event loop
+    "shared_stream_fanout",  # our informer vs Airflow 3.3's shared streams
 ]
 
 
