@@ -341,6 +341,16 @@ class AsyncJobSetOperations:
             await raise_for_status(response)
             return json.loads(await response.read())["items"]
 
+    @api_retry()
+    async def list_events(self, namespace: str, reason: str) -> list[dict[str, Any]]:
+        """The namespace's Events with this ``reason`` (a field the API server selects on)."""
+        async with self.api() as api:
+            response = await async_client.CoreV1Api(api).list_namespaced_event(
+                namespace, field_selector=f"reason={reason}", _preload_content=False
+            )
+            await raise_for_status(response)
+            return json.loads(await response.read())["items"]
+
     async def follow_pod_log(
         self,
         pod_name: str,

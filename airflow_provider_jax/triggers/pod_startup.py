@@ -5,6 +5,15 @@ nodes. So while the JobSet has pods but is not ready, they are listed now and th
 all run; again after a restart), and the KubernetesPodOperator's own rules say which waiting
 container is hopeless: an invalid or never-pullable image at once, a failed pull unless kubelet
 says it was throttled or the registry was briefly down.
+
+A pod no node can hold is only hopeless once the cluster autoscaler says so. kube-scheduler
+marks it ``Unschedulable`` even while a node pool scales up from zero, so that alone proves
+nothing; the autoscaler's ``NotTriggerScaleUp`` event on the pod ("pod didn't trigger
+scale-up: ...") says no node group could hold it. Its reasons that a wait can cure (a full
+node group, a stockout backoff, a quota) are waited out; the rest (no pool with the job's
+labels, fewer chips per node than each pod asks for, an untolerated taint) fail the task with
+the scheduler's message and the likely fix. Reading Events is optional: without it, such a
+pod waits for the task's timeouts.
 """
 
 from __future__ import annotations
@@ -13,16 +22,21 @@ import asyncio
 import itertools
 import json
 import logging
+import re
 from collections.abc import Callable, Mapping
 from functools import cache
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, explain, is_transient
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
 
 CHECK_DELAYS = (5, 10, 20, 30)  # seconds between pod lists while not ready; then every 60 s
 CHECK_EVERY = 60
 REASON = "PodsCannotStart"
+SCALE_UP_DECLINED = "NotTriggerScaleUp"  # cluster-autoscaler's event on a pod it cannot help
+# Autoscaler reasons a wait can cure: other jobs free a full node group, a stockout's backoff
+# ends, a quota is raised.
+WAITABLE = ("max node group size reached", "max cluster", "limit reached", "backoff", "quota")
 
 
 class PodsCannotStart(Exception):
@@ -44,6 +58,7 @@ class PodStartup:
         self.hook, self.name, self.namespace = hook, name, namespace
         self.on_stuck, self.log = on_stuck, log
         self._task: asyncio.Task[None] | None = None
+        self._read_events = True  # until RBAC says no
 
     def update(self, jobset: Mapping[str, Any]) -> None:
         """Hear of a JobSet change: check its pods while it has some that are not ready."""
@@ -66,7 +81,7 @@ class PodStartup:
             await asyncio.sleep(delay)
             try:
                 pods = await self.hook.list_jobset_pods(self.name, self.namespace)
-                problem = hopeless_pod(pods)
+                problem = hopeless_pod(pods) or await self._unschedulable(pods)
             except Exception as err:
                 if is_transient(err):
                     continue
@@ -76,6 +91,33 @@ class PodStartup:
             if problem is not None:
                 self.on_stuck(PodsCannotStart(problem))
                 return
+
+    async def _unschedulable(self, pods: list[Mapping[str, Any]]) -> str | None:
+        """Why a pod no node can hold never will be, by the autoscaler's word, or None."""
+        waiting = [p for p in status.latest_attempt(pods) if _unschedulable_condition(p)]
+        if not waiting or not self._read_events:
+            return None
+        try:
+            events = await self.hook.list_events(self.namespace, SCALE_UP_DECLINED)
+        except Exception as err:
+            if api_status(err) != 403:
+                raise
+            self._read_events = False
+            self.log.warning(
+                "Pods wait unschedulable, and the autoscaler's verdict cannot be read (%s): "
+                "a pod no node can hold waits for the task's timeouts",
+                explain(err),
+            )
+            return None
+        declined = {
+            e["involvedObject"]["name"]: e.get("message") or ""
+            for e in sorted(events, key=lambda e: e.get("lastTimestamp") or "")
+        }
+        for pod in waiting:
+            verdict = declined.get(pod["metadata"]["name"])
+            if verdict is not None and not any(w in verdict for w in WAITABLE):
+                return unschedulable_problem(pod, verdict)
+        return None
 
 
 def hopeless_pod(pods: list[Mapping[str, Any]]) -> str | None:
@@ -90,6 +132,47 @@ def hopeless_pod(pods: list[Mapping[str, Any]]) -> str | None:
         if issue := detect_pod_terminate_early_issues(_v1_pod(pod)):
             return f"pod {pod['metadata']['name']} {status.tag(pod)} cannot start: {issue}"
     return None
+
+
+def _unschedulable_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
+            return condition
+    return None
+
+
+def unschedulable_problem(pod: Mapping[str, Any], verdict: str) -> str:
+    """The task's error for a pod no node can hold: the scheduler, the autoscaler, a fix."""
+    scheduler = (_unschedulable_condition(pod) or {}).get("message", "")
+    return (
+        f"pod {pod['metadata']['name']} {status.tag(pod)} cannot be scheduled: {scheduler} "
+        f"The cluster autoscaler will not add a node for it ({verdict}). "
+        f"{likely_fix(pod, f'{scheduler} {verdict}')}"
+    )
+
+
+def likely_fix(pod: Mapping[str, Any], reasons: str) -> str:
+    spec = pod.get("spec") or {}
+    if "didn't match Pod's node affinity/selector" in reasons:
+        labels = ", ".join(f"{k}={v}" for k, v in (spec.get("nodeSelector") or {}).items())
+        return (
+            f"No node pool carries the labels this job selects ({labels}): create a node pool "
+            "with that accelerator, machine type and topology (docs/gke-prerequisites.md), or "
+            "ask for the accelerator a pool has."
+        )
+    if insufficient := re.search(r"Insufficient ([\w./-]+)", reasons):
+        resource = insufficient[1].rstrip(".")
+        asked = sum(
+            int(((c.get("resources") or {}).get("limits") or {}).get(resource, 0))
+            for c in spec.get("containers") or ()
+        )
+        return (
+            f"Each pod asks for {asked} {resource}, more than a node of any pool has: check "
+            "chips_per_host / gpus_per_node against the node pool's machine type."
+        )
+    if "taint" in reasons:
+        return "The nodes that match carry a taint the job does not tolerate: add a toleration."
+    return "Compare the job's node selector and requests with the cluster's node pools."
 
 
 def _v1_pod(pod: Mapping[str, Any]) -> Any:

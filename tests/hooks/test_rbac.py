@@ -18,6 +18,7 @@ from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.jobsets import fail_host, manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator
 from tests.support.k8s_emulator.rbac import docs_role
+from tests.support.k8s_emulator.scheduler import NodePool
 
 LOG = logging.getLogger(__name__)
 CLUSTER = KubernetesCluster()
@@ -48,6 +49,11 @@ def test_the_docs_role_is_sufficient_and_minimal(k8s: Emulator, tmp_path: Path) 
     k8s.script(fail_host(1))  # a failure: the failing host's log and message are read
     with pytest.raises(Exception, match="Traceback"):
         run(k8s, tmp_path, manifest(try_number=2))
+    # pods no node can hold: the autoscaler's verdict is read from the pod's events
+    k8s.nodes(NodePool("gpu", {"pool": "gpu"}, {}, size=0, max_size=1), autoscaling=True)
+    with pytest.raises(Exception, match="cannot be scheduled"):
+        run(k8s, tmp_path, manifest(try_number=5))
+    k8s.nodes()
     k8s.script(run_forever)  # a clear while deferred, then a kill
     backend(tmp_path, deferrable=True).start(manifest(try_number=3))
     submit(CLUSTER.hook(), CLUSTER, manifest(try_number=4), LOG)

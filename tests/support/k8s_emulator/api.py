@@ -24,6 +24,7 @@ from tests.support.k8s_emulator.store import Expired, Store, parse_selector
 
 JOBSETS_PATH = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets"
 PODS_PATH = "/api/v1/namespaces/{namespace}/pods"
+EVENTS_PATH = "/api/v1/namespaces/{namespace}/events"
 _KINDS = {JOBSET: ("jobset.x-k8s.io", "JobSet"), POD: ("", "Pod")}
 
 
@@ -94,6 +95,7 @@ class Api:
                 web.get(PODS_PATH, self.list_pods),
                 web.get(PODS_PATH + "/{name}", self.get_pod),
                 web.get(PODS_PATH + "/{name}/log", self.pod_log),
+                web.get(EVENTS_PATH, self.list_events),
             ]
         )
         return app
@@ -249,6 +251,9 @@ class Api:
     async def list_pods(self, request: web.Request) -> web.StreamResponse:
         return await self._list(request, POD, "v1", "PodList")
 
+    async def list_events(self, request: web.Request) -> web.StreamResponse:
+        return await self._list(request, "events", "v1", "EventList")
+
     async def pod_log(self, request: web.Request) -> web.StreamResponse:
         namespace, name = request.match_info["namespace"], request.match_info["name"]
         pod = self.controller.pods.get((namespace, name))
@@ -310,6 +315,7 @@ class Api:
         if flag(request, "watch"):
             return await self._watch(request, kind, namespace, selector)
         items, rv = self.store.list(kind, namespace, selector)
+        items = [obj for obj in items if fields_match(request.query.get("fieldSelector"), obj)]
         return web.json_response(
             {
                 "apiVersion": api_version,
@@ -374,6 +380,18 @@ _REASONS = {
     500: "InternalError",
     503: "ServiceUnavailable",
 }
+
+
+def fields_match(selector: str | None, obj: dict[str, Any]) -> bool:
+    """Whether ``obj`` has every ``a.b=value`` of a field selector (equality terms only)."""
+    for term in filter(None, (selector or "").split(",")):
+        path, _, wanted = term.partition("=")
+        value: Any = obj
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        if value != wanted:
+            return False
+    return True
 
 
 def flag(request: web.Request, name: str) -> bool:

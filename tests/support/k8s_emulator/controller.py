@@ -19,6 +19,7 @@ from typing import Any
 from airflow_provider_jax.coordination import COMPLETION_INDEX_ANNOTATION
 from airflow_provider_jax.local.pods import REPLICATED_JOB_LABEL, plan_pods
 from tests.support.k8s_emulator.kubelet import Exit, PodRun, Runner, killed_within
+from tests.support.k8s_emulator.scheduler import Scheduler, unschedulable
 from tests.support.k8s_emulator.store import Store, now
 
 JOBSET, POD = "jobsets", "pods"
@@ -70,6 +71,7 @@ class Controller:
         # Seconds a Foreground-deleted JobSet stays (deletionTimestamp set) after its pods are
         # gone: finalizers, a slow garbage collector or many pods make real deletions slow.
         self.deletion_hold = 0.0
+        self.scheduler: Scheduler | None = None  # None: every pod is placed at once
         self._background: set[asyncio.Task[None]] = set()
 
     # JobSets -------------------------------------------------------------------------------
@@ -128,8 +130,8 @@ class Controller:
             return
 
     def _create_pods(self, run: JobSetRun, jobset: dict[str, Any], attempt: int) -> list[PodRun]:
-        containers = {
-            rjob["name"]: rjob["template"]["spec"]["template"]["spec"]["containers"][0]
+        pod_specs = {
+            rjob["name"]: rjob["template"]["spec"]["template"]["spec"]
             for rjob in jobset["spec"]["replicatedJobs"]
         }
         pods = []
@@ -141,7 +143,7 @@ class Controller:
                 jobset=run.name,
                 attempt=attempt,
                 plan=plan,
-                container=containers[rjob],
+                container=pod_specs[rjob]["containers"][0],
                 manifest=jobset,
             )
             job_name = f"{run.name}-{rjob}-{plan.slice_index}"
@@ -167,21 +169,10 @@ class Controller:
                         "hostname": plan.name,
                         "subdomain": run.name,
                         "restartPolicy": "Never",
+                        "nodeSelector": pod_specs[rjob].get("nodeSelector") or {},
                         "containers": [pod.container],
                     },
-                    "status": {
-                        "phase": "Pending",
-                        "containerStatuses": [
-                            {
-                                "name": pod.container["name"],
-                                "image": pod.container["image"],
-                                "imageID": "",
-                                "ready": False,
-                                "restartCount": 0,
-                                "state": {"waiting": {"reason": "ContainerCreating"}},
-                            }
-                        ],
-                    },
+                    "status": {"phase": "Pending"},
                 },
             )
             self.pods[(run.namespace, pod.name)] = pod
@@ -202,6 +193,53 @@ class Controller:
         return None
 
     async def _run_pod(self, run: JobSetRun, pod: PodRun, runner: Runner) -> Exit:
+        try:
+            if not await self._schedule(pod):
+                pod.ended(Exit(143))  # deleted while Pending: it never ran
+                return Exit(143)
+            return await self._start(run, pod, runner)
+        finally:
+            if self.scheduler:
+                self.scheduler.release(pod.name)
+
+    async def _schedule(self, pod: PodRun) -> bool:
+        """Bind the pod to a node, waiting while it fits nowhere; False if killed first."""
+        obj = self.store.get(POD, pod.namespace, pod.name)
+        while self.scheduler and obj and (why := self.scheduler.place(obj)) is not None:
+            obj["status"]["conditions"] = [unschedulable(why)]
+            obj = self.store.update(POD, obj)
+            if self.scheduler.scale_up(obj):
+                continue
+            waits = {
+                asyncio.ensure_future(pod.killed.wait()),
+                asyncio.ensure_future(self.scheduler.freed.wait()),
+            }
+            await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+            for waiting in waits:
+                waiting.cancel()
+            if pod.killed.is_set():
+                return False
+            obj = self.store.get(POD, pod.namespace, pod.name)
+        if obj is None or pod.killed.is_set():
+            return False
+        obj["status"] = {
+            "phase": "Pending",
+            "conditions": [{"type": "PodScheduled", "status": "True", "lastTransitionTime": now()}],
+            "containerStatuses": [
+                {
+                    "name": pod.container["name"],
+                    "image": pod.container["image"],
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {"waiting": {"reason": "ContainerCreating"}},
+                }
+            ],
+        }
+        self.store.update(POD, obj)
+        return True
+
+    async def _start(self, run: JobSetRun, pod: PodRun, runner: Runner) -> Exit:
         image = pod.container["image"]
         if image in self.unpullable:  # kubelet retries the pull for ever, backing off
             pull_error = {"reason": "ErrImagePull", "message": self.unpullable[image]}

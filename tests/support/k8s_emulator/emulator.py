@@ -18,6 +18,7 @@ from tests.support.k8s_emulator.api import Api, Faults, Request
 from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
 from tests.support.k8s_emulator.kubelet import PodRun, PodScript, Runner, ScriptedRunner
 from tests.support.k8s_emulator.rbac import Role
+from tests.support.k8s_emulator.scheduler import NodePool, Scheduler, event
 from tests.support.k8s_emulator.store import Store
 
 TOKEN = "emulator-token"
@@ -94,6 +95,7 @@ class Emulator:
             self.controller.finished_at.clear()
             self.controller.unpullable.clear()
             self.controller.deletion_hold = 0.0
+            self.controller.scheduler = None
             for task in list(self.api.streams):
                 task.cancel()
             self.store.objects.clear()
@@ -129,6 +131,17 @@ class Emulator:
     def hold_deletions(self, seconds: float) -> None:
         """Keep each Foreground-deleted JobSet, marked as being deleted, ``seconds`` longer."""
         self.call(lambda: setattr(self.controller, "deletion_hold", seconds))
+
+    def nodes(self, *pools: NodePool, autoscaling: bool = False) -> None:
+        """Place pods on these node pools from now on, as kube-scheduler would (until
+        :meth:`reset`); with ``autoscaling``, the cluster autoscaler grows them up to their
+        ``max_size`` or records why it will not. No pools: place every pod at once again."""
+
+        def record(pod: dict[str, Any], reason: str, message: str) -> None:
+            self.store.create("events", event(pod, reason, message, "cluster-autoscaler"))
+
+        scheduler = Scheduler(list(pools), autoscaling, record) if pools else None
+        self.call(lambda: setattr(self.controller, "scheduler", scheduler))
 
     def grant(self, role: Role | None) -> None:
         """Bind ``role`` to the provider's identity instead (until :meth:`reset`)."""
