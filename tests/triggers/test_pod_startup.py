@@ -74,9 +74,7 @@ async def test_a_full_pool_or_no_autoscaler_verdict_is_waited_out(k8s, autoscali
     assert len(pods) == 2 and len(pending) == 1  # one host placed, one waits
 
 
-async def test_without_reading_events_an_unschedulable_pod_waits_and_the_log_says_why(
-    k8s, capsys
-):
+async def test_without_reading_events_an_unschedulable_pod_waits_and_the_log_says_why(k8s, capsys):
     """Optional permission: ``list`` events. Without it the task waits for its timeouts."""
     k8s.grant(docs_role().without("list", "", "events"))
     k8s.nodes(NodePool("v6e", V6E, {TPU: 4}, size=0, max_size=4), autoscaling=True)
