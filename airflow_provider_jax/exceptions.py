@@ -6,8 +6,15 @@ import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from airflow.sdk.exceptions import AirflowException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
+from airflow_provider_jax.runtime.exits import (
+    CODE_ERROR,
+    HUNG,
+    LOST_PEER,
+    RESTARTABLE_EXIT_CODES,
+    exit_class,
+)
 from airflow_provider_jax.runtime.messages import parse_message
 
 TRACEBACK_LINES = 40
@@ -23,24 +30,57 @@ class ProcessFailure:
     error: str
     traceback: str = ""
     log_tail: str = ""
+    kind: str = CODE_ERROR  # its class: code error, disruption, lost peer or hung
+    exit_code: int = 1  # as Kubernetes reports it: 128 + N for a death by signal N
 
     @classmethod
     def from_exit(
-        cls, tag: str, termination_message: str | None, exit_code: int, log_tail: str = ""
+        cls,
+        tag: str,
+        termination_message: str | None,
+        exit_code: int,
+        log_tail: str = "",
+        restartable: frozenset[int] = RESTARTABLE_EXIT_CODES,
     ) -> ProcessFailure:
         """From what the process left behind: its failure message if it wrote one, else its
-        exit code and the tail of its log."""
+        exit code and the tail of its log. The class is the one its runtime reported, else
+        the exit code's (``restartable``: the codes the JobSet restarts on)."""
+        kind, code = (
+            exit_class(exit_code, restartable),
+            128 - exit_code if exit_code < 0 else exit_code,
+        )
         body = parse_message(termination_message)
         if body is not None and not body["ok"]:
-            return cls(tag, str(body.get("error", "")), str(body.get("traceback", "")))
-        return cls(tag, describe_exit(exit_code), log_tail)
+            reported = body.get("class")
+            kind = reported if isinstance(reported, str) and len(reported) < 20 else kind
+            error, trace = str(body.get("error", "")), str(body.get("traceback", ""))
+            return cls(tag, error, trace, "", kind, code)
+        return cls(tag, describe_exit(exit_code), log_tail, kind=kind, exit_code=code)
 
     def render(self) -> str:
         tail = self.traceback.rstrip().splitlines()[-TRACEBACK_LINES:]
-        lines = [f"{self.tag} {self.error}", *(f"    {line}" for line in tail)]
+        what = self.error if self.kind == CODE_ERROR else f"{self.kind}: {self.error}"
+        lines = [f"{self.tag} {what}", *(f"    {line}" for line in tail)]
         if log := self.log_tail.rstrip().splitlines()[-TRACEBACK_LINES:]:
             lines += ["  last lines of its log:", *(f"    {line}" for line in log)]
         return "\n".join(lines)
+
+
+def restart_line(attempt: int, max_restarts: int, culprit: ProcessFailure | None) -> str:
+    """One line per slice restart, the same from both backends: ``restart 1/3 after a
+    disruption on [0/1]: killed by SIGKILL``."""
+    if culprit is None:
+        return f"restart {attempt}/{max_restarts}: its cause was not visible (pods gone)"
+    return f"restart {attempt}/{max_restarts} after a {culprit.kind} on {culprit.tag}: " + (
+        culprit.error.splitlines()[0][:300] if culprit.error else f"exit code {culprit.exit_code}"
+    )
+
+
+def culprits_first(failures: Sequence[ProcessFailure]) -> list[ProcessFailure]:
+    """Root causes first: a host whose own code raised or hung, then hosts that died or were
+    disrupted, and last the hosts that only saw a peer go (they fail because of another)."""
+    rank = {CODE_ERROR: 0, HUNG: 0, LOST_PEER: 2}
+    return sorted(failures, key=lambda f: rank.get(f.kind, 1))
 
 
 def describe_exit(exit_code: int) -> str:
@@ -50,6 +90,13 @@ def describe_exit(exit_code: int) -> str:
             return f"killed by {signal.Signals(-exit_code).name}"
         except ValueError:
             return f"killed by signal {-exit_code}"
+    if exit_code > 128:  # how Kubernetes reports a death by signal N: 128 + N
+        try:
+            return (
+                f"exited with code {exit_code} (killed by {signal.Signals(exit_code - 128).name})"
+            )
+        except ValueError:
+            pass
     return f"exited with code {exit_code}"
 
 
@@ -59,7 +106,30 @@ class JaxJobFailed(AirflowException):
     def __init__(self, summary: str, failures: Sequence[ProcessFailure] = ()) -> None:
         self.summary = summary
         self.failures = tuple(failures)
-        super().__init__("\n".join([summary, *(f.render() for f in self.failures)]))
+        super().__init__("\n".join(self._parts()))
+
+    def _parts(self) -> list[str]:
+        return [self.summary, *(f.render() for f in self.failures)]
+
+    @classmethod
+    def of(cls, summary: str, failures: Sequence[ProcessFailure] = ()) -> JaxJobFailed:
+        """The error for these failures, culprit first: a :class:`JaxCodeError` when the
+        culprit's own code raised."""
+        kind = JaxCodeError if failures and failures[0].kind == CODE_ERROR else cls
+        return kind(summary, failures)
+
+
+class JaxCodeError(JaxJobFailed):
+    """The user's code raised on a host: a bug, not a disruption, so the slice was not
+    restarted. The message leads with that host's traceback."""
+
+    def _parts(self) -> list[str]:
+        first, *rest = self.failures
+        return [first.render(), self.summary, *(f.render() for f in rest)]
+
+
+class JaxCodeErrorNoRetry(JaxCodeError, AirflowFailException):
+    """A :class:`JaxCodeError` with ``retry_on_code_error=False``: Airflow does not retry."""
 
 
 class JobSetConflict(AirflowException):

@@ -24,6 +24,12 @@ from airflow_provider_jax.coordination import (
     coordination_env,
     coordinator_port_for,
 )
+from airflow_provider_jax.failure_policy import (
+    CODE_ERROR_RULE,
+    DEFAULT_MAX_RESTARTS,
+    check_exit_codes,
+    pod_failure_policy,
+)
 from airflow_provider_jax.gpu_direct import decorations
 from airflow_provider_jax.jobset_names import check_name, rjob_name
 from airflow_provider_jax.runtime.env import DEFAULT_TERMINATION_PATH
@@ -96,7 +102,8 @@ class JaxJobSpec:
     tolerations: Sequence[Mapping[str, Any]] = ()
     volumes: Sequence[Mapping[str, Any]] = ()
     volume_mounts: Sequence[Mapping[str, Any]] = ()
-    max_restarts: int = 0
+    max_restarts: int = DEFAULT_MAX_RESTARTS
+    restart_on_exit_codes: Sequence[int] = ()
     active_deadline_seconds: int | None = None
     ttl_seconds_after_finished: int | None = None
     priority_class_name: str | None = None
@@ -147,6 +154,7 @@ class JaxJobSpec:
             raise ValueError(f"max_restarts must be an integer >= 0, got {self.max_restarts!r}.")
         if self.max_restarts < 0:
             raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}.")
+        check_exit_codes(self.restart_on_exit_codes)
         if self.active_deadline_seconds is not None:
             _positive_int("active_deadline_seconds", self.active_deadline_seconds)
         for port in (self.coordinator_port, self.megascale_port):
@@ -344,7 +352,8 @@ def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
         annotations[EXCLUSIVE_TOPOLOGY_ANNOTATION] = NODEPOOL_LABEL
     jobset_spec: dict[str, Any] = {
         "network": {"enableDNSHostnames": True, "subdomain": spec.name},
-        "failurePolicy": {"maxRestarts": spec.max_restarts},
+        # A bug fails the JobSet at once; disruptions restart it (failure_policy.py).
+        "failurePolicy": {"maxRestarts": spec.max_restarts, "rules": [dict(CODE_ERROR_RULE)]},
         "replicatedJobs": [
             {
                 "name": spec.replicated_job_name,
@@ -356,6 +365,9 @@ def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
                         "completions": acc.hosts,
                         "completionMode": "Indexed",
                         "backoffLimit": 0,
+                        "podFailurePolicy": pod_failure_policy(
+                            CONTAINER_NAME, spec.restart_on_exit_codes
+                        ),
                         "template": _pod_template(spec),
                     },
                 },
@@ -367,7 +379,7 @@ def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
         # backstop for when Airflow cannot (no triggerer, a task marked failed meanwhile).
         job = jobset_spec["replicatedJobs"][0]["template"]["spec"]
         job["activeDeadlineSeconds"] = spec.active_deadline_seconds
-        jobset_spec["failurePolicy"]["rules"] = [dict(DEADLINE_RULE)]
+        jobset_spec["failurePolicy"]["rules"].append(dict(DEADLINE_RULE))
     if spec.ttl_seconds_after_finished is not None:
         jobset_spec["ttlSecondsAfterFinished"] = spec.ttl_seconds_after_finished
     if spec.queue_name:

@@ -15,6 +15,7 @@ from airflow_provider_jax.coordination import (
     RESTART_ATTEMPT_LABEL,
 )
 from airflow_provider_jax.jobset import CONTAINER_NAME, MANAGED_BY, MANAGED_BY_LABEL
+from airflow_provider_jax.runtime.exits import LOST_PEER
 from airflow_provider_jax.runtime.messages import host_tag, parse_message
 
 COMPLETED, FAILED = "Completed", "Failed"
@@ -175,13 +176,34 @@ def has_failed(pod: Mapping[str, Any]) -> bool:
     return (pod.get("status") or {}).get("phase") == "Failed"
 
 
-def failed_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Failed pods of the latest attempt, culprits first: a pod whose own runtime reported an
-    error comes before pods that were merely taken down with it, then by when each ended."""
+def failed_pods(
+    pods: Iterable[Mapping[str, Any]], attempt: int | None = None
+) -> list[Mapping[str, Any]]:
+    """Failed pods of the latest attempt (or of ``attempt``), culprits first: a pod whose own
+    runtime reported an error, then a disrupted one (preempted, evicted), then pods merely
+    taken down with them, and last pods that only lost a peer (they fail because another
+    did); then by when each ended."""
 
-    def order(pod: Mapping[str, Any]) -> tuple[bool, str, tuple[int, int]]:
+    def order(pod: Mapping[str, Any]) -> tuple[int, str, tuple[int, int]]:
         message = parse_message(termination_message(pod))
-        reported = message is not None and message["ok"] is False
-        return (not reported, (termination(pod) or {}).get("finishedAt") or "~", position(pod))
+        if message is not None and message["ok"] is False:
+            rank = 3 if message.get("class") == LOST_PEER else 0
+        else:
+            rank = 1 if disruption(pod) else 2
+        return (rank, (termination(pod) or {}).get("finishedAt") or "~", position(pod))
 
-    return sorted((p for p in latest_attempt(pods) if has_failed(p)), key=order)
+    pods = list(pods)
+    chosen = (
+        latest_attempt(pods)
+        if attempt is None
+        else [p for p in pods if restart_attempt(p) == attempt]
+    )
+    return sorted((p for p in chosen if has_failed(p)), key=order)
+
+
+def disruption(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The pod's ``DisruptionTarget`` condition (preemption, eviction, a drained node)."""
+    for condition in (pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
+            return condition
+    return None

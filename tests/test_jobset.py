@@ -5,6 +5,7 @@ import subprocess
 import pytest
 
 from airflow_provider_jax.accelerators import parse_gpu, parse_tpu
+from airflow_provider_jax.failure_policy import CODE_ERROR_RULE
 from airflow_provider_jax.jobset import (
     EXCLUSIVE_TOPOLOGY_ANNOTATION,
     KUEUE_QUEUE_LABEL,
@@ -215,7 +216,7 @@ def test_kueue_ttl_priority_and_overrides(validate_jobset):
     assert manifest["spec"]["suspend"] is True
     assert manifest["metadata"]["labels"][KUEUE_QUEUE_LABEL] == "tpu-queue"
     assert manifest["spec"]["ttlSecondsAfterFinished"] == 600
-    assert manifest["spec"]["failurePolicy"] == {"maxRestarts": 3}
+    assert manifest["spec"]["failurePolicy"] == {"maxRestarts": 3, "rules": [CODE_ERROR_RULE]}
     pod = _pod(manifest)
     assert pod["priorityClassName"] == "high"
     assert pod["serviceAccountName"] == "trainer"

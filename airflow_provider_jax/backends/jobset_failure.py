@@ -37,7 +37,7 @@ def explain_failure(
         summary.append(
             f"Not shown: {len(rest)} more failed pods, " + " ".join(map(status.tag, rest))
         )
-    return JaxJobFailed(
+    return JaxJobFailed.of(
         "\n".join(summary), [_host_failure(hook, namespace, p) for p in failed[:MAX_FAILED_PODS]]
     )
 

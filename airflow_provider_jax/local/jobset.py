@@ -2,7 +2,8 @@
 
 It behaves like a slice, so a DAG that works here works on GKE: one process per pod, the
 coordinator on 127.0.0.1, every line in the task log as ``[slice/host] ...``, and when one
-process fails all are stopped and the whole set restarts, up to ``failurePolicy.maxRestarts``.
+process fails all are stopped and the whole set restarts, up to ``failurePolicy.maxRestarts``,
+unless the manifest's failure policy says the failure was a bug (``failure_policy.py``).
 Processes are stopped with SIGKILL: once ``jax.distributed`` runs, JAX's preemption notifier
 catches SIGTERM, so a grace period would only be a delay.
 """
@@ -17,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
-from airflow_provider_jax.exceptions import JaxJobFailed, ProcessFailure
+from airflow_provider_jax.exceptions import (
+    JaxJobFailed,
+    ProcessFailure,
+    culprits_first,
+    restart_line,
+)
+from airflow_provider_jax.failure_policy import on_failure, restartable_in
 from airflow_provider_jax.local.localize import free_ports, localize
 from airflow_provider_jax.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.local.processes import PodProcess
@@ -60,23 +67,30 @@ class LocalJobSet:
         its last progress report. Reading a result it names is the caller's business."""
         if self.timeout_s is not None:
             self._deadline = time.monotonic() + self.timeout_s
+        restarts: list[str] = []
         for attempt in range(self.max_restarts + 1):
             outcome = _Attempt(self, attempt)
             failures = outcome.run()
             if self._killed:
                 raise JaxJobFailed(f"JAX job {self.name} was killed; all its processes stopped.")
             if not failures:
+                if restarts:
+                    self.log.info("%s finished after: %s", self.name, "; ".join(restarts))
                 return outcome.result()
+            culprit = failures[0]
+            reason, rule = on_failure(self.manifest, culprit.exit_code)
+            if rule["action"] == "FailJobSet":
+                summary = f"JAX job {self.name} failed ({reason}: a {culprit.kind}, no restart)"
+                break
             if attempt < self.max_restarts:
-                self.log.warning(
-                    "Restarting all processes of %s (restart %d of %d) after:\n%s",
-                    self.name,
-                    attempt + 1,
-                    self.max_restarts,
-                    "\n".join(f.render() for f in failures),
-                )
-        restarts = f" after {self.max_restarts} restart(s)" if self.max_restarts else ""
-        raise JaxJobFailed(f"JAX job {self.name} failed{restarts}:", failures)
+                restarts.append(restart_line(attempt + 1, self.max_restarts, culprit))
+                self.log.warning("%s: %s", self.name, restarts[-1])
+                continue
+            after = f" after {self.max_restarts} restart(s)" if self.max_restarts else ""
+            summary = f"JAX job {self.name} failed{after}"
+        if restarts:
+            summary += "\n" + "\n".join(f"  {line}" for line in restarts)
+        raise JaxJobFailed.of(summary + ":", failures)
 
     def kill(self) -> None:
         """Stop every process now. Safe from a signal handler (it only sends signals); the
@@ -129,15 +143,19 @@ class _Attempt:
             self._log_lines()
         leader = next((p for p in processes if p.plan is self.leader), None)
         self.leader_message = leader.termination_message() if leader else None
-        return [
-            ProcessFailure.from_exit(
-                p.plan.tag,
-                p.termination_message(),
-                p.popen.returncode,
-                "\n".join(self.tails[p.plan.name]),
-            )
-            for p in failed
-        ]
+        restartable = restartable_in(self.jobset.manifest)
+        return culprits_first(
+            [
+                ProcessFailure.from_exit(
+                    p.plan.tag,
+                    p.termination_message(),
+                    p.popen.returncode,
+                    "\n".join(self.tails[p.plan.name]),
+                    restartable,
+                )
+                for p in failed
+            ]
+        )
 
     def _wait(self, processes: list[PodProcess]) -> list[PodProcess]:
         """Until all exit 0, one fails, or the job is killed or times out."""

@@ -3,7 +3,8 @@ leader's result."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator, conf
@@ -16,6 +17,8 @@ from airflow_provider_jax.backends import (
     Outcome,
     get_backend,
 )
+from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry
+from airflow_provider_jax.failure_policy import DEFAULT_MAX_RESTARTS
 from airflow_provider_jax.jobset import (
     SAFE_SECURITY_CONTEXT,
 )
@@ -69,7 +72,12 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
     :param tolerations: extra tolerations.
     :param volumes: extra pod volumes.
     :param volume_mounts: extra container volume mounts.
-    :param max_restarts: whole-JobSet restarts after a failure (JobSet ``failurePolicy``).
+    :param max_restarts: whole-slice restarts on disruptions (preemption, a lost or hung host,
+        a death by signal) within one try; a bug in the code fails at once and spends none.
+    :param restart_on_exit_codes: more exit codes (1-255) that mean "restart the slice", as
+        xpk's ``--restart-on-exit-codes``; 42, 124 and 127-255 always do.
+    :param retry_on_code_error: whether Airflow retries the task after the code raised (a
+        :class:`~airflow_provider_jax.exceptions.JaxCodeError`); disruptions always may retry.
     :param ttl_seconds_after_finished: let Kubernetes delete a finished JobSet after this long.
     :param priority_class_name: the pods' PriorityClass.
     :param queue_name: a Kueue LocalQueue; the JobSet is created suspended for Kueue to admit.
@@ -148,7 +156,9 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         tolerations: Sequence[Mapping[str, Any]] = (),
         volumes: Sequence[Mapping[str, Any]] = (),
         volume_mounts: Sequence[Mapping[str, Any]] = (),
-        max_restarts: int = 0,
+        max_restarts: int = DEFAULT_MAX_RESTARTS,
+        restart_on_exit_codes: Sequence[int] = (),
+        retry_on_code_error: bool = True,
         ttl_seconds_after_finished: int | None = None,
         priority_class_name: str | None = None,
         queue_name: str | None = None,
@@ -213,6 +223,8 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         self.volumes = list(volumes)
         self.volume_mounts = list(volume_mounts)
         self.max_restarts = max_restarts
+        self.restart_on_exit_codes = tuple(restart_on_exit_codes)
+        self.retry_on_code_error = retry_on_code_error
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.priority_class_name = priority_class_name
         self.queue_name = queue_name
@@ -270,9 +282,20 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
                 kwargs=deferral.kwargs,
                 timeout=deferral.timeout,
             )
-        outcome = backend.wait(started)
+        with self._code_errors():
+            outcome = backend.wait(started)
         self._running = None
         return self._publish(context, outcome)
+
+    @contextlib.contextmanager
+    def _code_errors(self) -> Iterator[None]:
+        """A bug is a bug on every try: with ``retry_on_code_error=False`` it fails the task."""
+        try:
+            yield
+        except JaxCodeError as err:
+            if self.retry_on_code_error or isinstance(err, AirflowFailException):
+                raise
+            raise JaxCodeErrorNoRetry(err.summary, err.failures) from err
 
     def _announce(self, context: Context, started: Started) -> None:
         """XCom the JobSet's name and namespace, and its links, before waiting on it."""
@@ -292,7 +315,9 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         self, context: Context, event: dict[str, Any], cluster: dict[str, Any] | None = None
     ) -> Any:
         """Resume after the JobSet trigger fired: the leader's result, or the failure."""
-        return self._publish(context, self._backend(context).complete(event, cluster))
+        with self._code_errors():
+            outcome = self._backend(context).complete(event, cluster)
+        return self._publish(context, outcome)
 
     def resume_execution(
         self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context

@@ -29,6 +29,13 @@ from airflow_provider_jax.runtime.env import (
     PROCESS_ID_ENV,
     TERMINATION_PATH_ENV,
 )
+from airflow_provider_jax.runtime.exits import (
+    CODE_ERROR,
+    EXIT_CODE_ERROR,
+    EXIT_DISRUPTED,
+    LOST_PEER,
+    is_lost_peer,
+)
 from airflow_provider_jax.runtime.messages import (
     RESULT_FILE,
     TERMINATION_MESSAGE_LIMIT,
@@ -40,7 +47,8 @@ SOURCE_MODULE = "__airflow_jax_source__"
 
 
 def main() -> int:
-    """Run the call the launcher put in the environment; 0 on success, 1 on failure."""
+    """Run the call the launcher put in the environment; 0 on success, else an exit code
+    that classes the failure (``runtime.exits``): 42 when a peer was lost, 1 for a bug."""
     termination_path = os.environ.get(TERMINATION_PATH_ENV, DEFAULT_TERMINATION_PATH)
     distributed = None
     try:
@@ -59,14 +67,17 @@ def main() -> int:
     except BaseException as err:
         text = traceback.format_exc()
         sys.stderr.write(text)
-        _write(termination_path, failure_message(_describe(err), text))
+        kind, code = (
+            (LOST_PEER, EXIT_DISRUPTED) if is_lost_peer(err) else (CODE_ERROR, EXIT_CODE_ERROR)
+        )
+        _write(termination_path, failure_message(_describe(err), text, kind))
         if "jax" not in sys.modules:
-            return 1
+            return code
         # A normal exit would shut jax.distributed down, which waits for peers that may be
         # stuck in a collective with us, for minutes. The JobSet (or local backend) stops them.
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(1)
+        os._exit(code)
     _write(termination_path, message)
     return 0
 

@@ -6,7 +6,8 @@ Everything is JSON; nothing is ever pickled.
 - The termination message (at most 4096 bytes, Kubernetes' limit) says how a process ended:
   ``{"ok": true, "result": ..., "report": ...}`` from the leader, ``{"ok": true}`` from others,
   ``{"ok": true, "result_uri": ".../result.json", ...}`` when the result is too big for it, and
-  ``{"ok": false, "error": "...", "traceback": "..."}`` on failure.
+  ``{"ok": false, "error": "...", "traceback": "...", "class": "code error"}`` on failure
+  (``class``: see ``runtime.exits``).
 - A progress report is one stdout line: ``REPORT_PREFIX`` followed by a JSON object.
 """
 
@@ -39,15 +40,18 @@ def success_message(result: Any = None, report: Any = None, result_uri: str | No
     return text
 
 
-def failure_message(error: str, traceback: str) -> str:
-    """A failure message that always fits: the traceback keeps its tail, where the cause is."""
-    error = error[:512]
-    budget = TERMINATION_MESSAGE_LIMIT - len(_dump({"ok": False, "error": error, "traceback": ""}))
+def failure_message(error: str, traceback: str, kind: str | None = None) -> str:
+    """A failure message that always fits: the traceback keeps its tail, where the cause is.
+    ``kind`` is the failure's class (``runtime.exits``), when the process knows it."""
+    body: dict[str, Any] = {"ok": False, "error": error[:512], "traceback": ""}
+    if kind is not None:
+        body["class"] = kind
+    budget = TERMINATION_MESSAGE_LIMIT - len(_dump(body))
     tail = traceback
     while (size := len(_dump(tail).encode()) - 2) > budget:
         keep = max(0, len(tail) * budget // size - 3)
         tail = "..." + (tail[-keep:] if keep else "")
-    return _dump({"ok": False, "error": error, "traceback": tail})
+    return _dump({**body, "traceback": tail})
 
 
 def parse_message(text: str | None) -> dict[str, Any] | None:

@@ -31,6 +31,7 @@ from airflow_provider_jax.triggers.jobset_event import (
 from airflow_provider_jax.triggers.leader_log import LeaderLog
 from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START
 from airflow_provider_jax.triggers.pod_startup import PodsCannotStart, PodStartup
+from airflow_provider_jax.triggers.restarts import RestartLog
 
 __all__ = ["ERROR", "FAILED", "SUCCESS", "TIMEOUT", "JobSetTrigger"]
 LOG_GRACE = 5.0  # seconds to show the end of a finished leader's log before firing
@@ -140,6 +141,7 @@ class JobSetTrigger(BaseTrigger):
             startup = PodStartup(
                 hook, self.name, self.namespace, on_stuck=changes.put, log=self.log
             )
+            restarts = RestartLog(hook, self.name, self.namespace, self.log)
             try:
                 while True:
                     change = await changes.next()
@@ -151,6 +153,7 @@ class JobSetTrigger(BaseTrigger):
                         )
                         change = Change("GET", fresh)
                     if change.obj is not None:
+                        await restarts.update(change.obj)
                         startup.update(change.obj)
                         if leader_log is not None:
                             leader_log.update(change.obj)

@@ -18,7 +18,8 @@ from airflow_provider_jax.backends import CLUSTER_DEADLINE_GRACE_S, JobSettings
 from airflow_provider_jax.backends.jobset_failure import explain_failure
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
 from airflow_provider_jax.cluster import KubernetesCluster
-from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
+from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed, JobSetConflict
+from airflow_provider_jax.failure_policy import CODE_ERROR_RULE
 from airflow_provider_jax.links.jobset import cloud_logging_url
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import failure_message, success_message
@@ -219,10 +220,13 @@ def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
     event = finished(k8s, manifest(hosts=8))
     error = explain_failure(CLUSTER.hook(), event["name"], "default", JobSetEvent.from_dict(event))
     report = str(error)
-    lines = report.splitlines()
-    assert lines[0].startswith(f"JobSet default/{event['name']} failed: FailedJobs")
+    assert isinstance(error, JaxCodeError)  # a bug: the message leads with its traceback
+    assert report.startswith("[0/1] KeyError: 'w'\n")
+    lines = error.summary.splitlines()
+    assert lines[0].startswith(
+        f"JobSet default/{event['name']} failed: FailJobSetFailurePolicyAction"
+    )
     assert lines[1] == "Not shown: 4 more failed pods, [0/4] [0/5] [0/6] [0/7]"
-    assert lines[2] == "[0/1] KeyError: 'w'"  # the culprit first, then those stopped with it
     assert [f.tag for f in error.failures] == ["[0/1]", "[0/0]", "[0/2]", "[0/3]"]
     assert error.failures[0].log_tail.count("\n") <= 30
     assert len(report) < 20_000
@@ -280,11 +284,12 @@ def test_execution_timeout_is_also_the_clusters_deadline(tmp_path, validate_jobs
     job = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]
     assert job["activeDeadlineSeconds"] == 2 * 3600 + CLUSTER_DEADLINE_GRACE_S
     assert manifest["spec"]["failurePolicy"]["rules"] == [
+        CODE_ERROR_RULE,
         {
             "name": "FailAtDeadline",
             "action": "FailJobSet",
             "onJobFailureReasons": ["DeadlineExceeded"],
-        }
+        },
     ]
     assert "activeDeadlineSeconds" not in operator(tmp_path).dry_run()["spec"]["replicatedJobs"][0]
 
@@ -297,7 +302,9 @@ def test_with_no_airflow_left_the_cluster_stops_the_slice_at_its_deadline(k8s):
     jobset = k8s.wait_for(lambda: _terminal(k8s, created["metadata"]["name"]), 10, "the deadline")
     assert jobset["status"]["terminalState"] == "Failed"
     assert jobset["status"]["restarts"] == 0
-    assert "FailAtDeadline" in jobset["status"]["conditions"][-1]["message"]
+    failed = jobset["status"]["conditions"][-1]
+    assert failed["reason"] == "FailJobSetFailurePolicyAction"
+    assert "first failed job" in failed["message"]
     assert k8s.running_pods() == 0
 
 

@@ -18,7 +18,7 @@ from airflow.sdk.exceptions import AirflowTaskTimeout
 
 from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.local import LocalBackend
-from airflow_provider_jax.exceptions import JaxJobFailed
+from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed
 from airflow_provider_jax.jobset import build_jobset
 from airflow_provider_jax.local.localize import localize
 from airflow_provider_jax.operators import JaxTpuSliceOperator
@@ -101,13 +101,21 @@ def test_a_failing_host_fails_the_job_with_its_traceback(caplog):
     assert any(m.startswith("[0/1] ValueError: boom from process 1") for m in caplog.messages)
 
 
-def test_max_restarts_restarts_the_whole_set(caplog):
-    result, _ = run("crash_on_first_attempt", max_restarts=1)
+def test_a_lost_host_restarts_the_whole_set_and_is_named_as_the_cause(caplog):
+    """Host 1 is SIGKILLed; host 0 then fails in a collective (a lost peer, exit 42). The
+    restart names host 1, the one that failed first, as a disruption."""
+    result, _ = run("killed_on_first_attempt", max_restarts=1)
     assert result["restart_attempt"] == 1
     assert result["process_count"] == 2
-    restarted = [m for m in caplog.messages if m.startswith("Restarting all processes")]
-    assert len(restarted) == 1
-    assert "[0/1] RuntimeError: crash on the first attempt" in restarted[0]
+    restarted = [m for m in caplog.messages if m.startswith("job: restart")]
+    assert restarted == ["job: restart 1/1 after a disruption on [0/1]: killed by SIGKILL"]
+
+
+def test_a_code_error_fails_at_once_with_restarts_to_spare():
+    with pytest.raises(JaxCodeError) as raised:
+        run("crash_on_first_attempt", max_restarts=3)
+    assert "no restart" in raised.value.summary
+    assert str(raised.value).startswith("[0/1] RuntimeError: crash on the first attempt")
 
 
 def _pids(pid_dir: Path) -> list[int]:

@@ -11,7 +11,7 @@ import pytest
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import JobSetExists
-from tests.support.jobsets import fail_host, manifest, succeed
+from tests.support.jobsets import disrupt_host, manifest, succeed
 from tests.support.k8s_emulator import Emulator, Faults
 
 
@@ -46,7 +46,7 @@ def test_create_get_and_delete_in_the_foreground(k8s, hook):
 
 
 def test_leader_is_job_0_index_0_of_the_latest_restart(k8s, hook):
-    k8s.script(fail_host(1, attempts=1))
+    k8s.script(disrupt_host(1, attempts=1))
     name = hook.create_jobset(manifest(max_restarts=1))["metadata"]["name"]
     assert wait_terminal(hook, name)["status"]["restarts"] == 1
     pods = hook.list_jobset_pods(name, "default")

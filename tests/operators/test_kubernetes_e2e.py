@@ -79,8 +79,8 @@ def test_multiple_outputs_split_the_leaders_dict(e2e: Run):
 def test_a_failed_jobset_shows_the_failing_hosts_traceback(e2e: Run):
     assert e2e.states["fails"][0] == "failed"
     log = e2e.proc.stdout
-    assert "JaxJobFailed" in log
-    assert "FailedJobs" in log and "restarts 0/0" in log
+    assert "JaxCodeError" in log  # a bug: failed at once with restarts to spare
+    assert "FailJobSetFailurePolicyAction" in log and "restarts 0/3" in log
     assert "[0/1] ValueError: loss is NaN at step 3" in log
     assert "ValueError: loss is NaN at step 3 on [0/1]" in log  # the traceback tail
     assert "last lines of its log" in log

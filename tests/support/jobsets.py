@@ -85,5 +85,18 @@ def fail_host(host: int = 1, *, attempts: int = 1, result: Any = None, duration:
     return script
 
 
+def disrupt_host(host: int = 1, *, attempts: int = 1, result: Any = None, duration: float = 0.3):
+    """A script: host ``host`` dies by SIGKILL (exit 137, no message), as a preempted or lost
+    host does, on the first ``attempts`` restart attempts; the rest succeed."""
+    ok = succeed(result, duration=duration)
+
+    def script(pod: PodRun) -> PodScript:
+        if pod.host_index == host and pod.attempt < attempts:
+            return PodScript(exit_code=137, logs=["starting"], duration=duration)
+        return ok(pod)
+
+    return script
+
+
 def run_forever(pod: PodRun) -> PodScript:
     return PodScript(logs=[f"training on {pod.plan.tag}"], duration=float("inf"))

@@ -7,6 +7,7 @@ from the launcher's zip, as it would in a pod.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -64,6 +65,25 @@ def crash_on_first_attempt() -> dict[str, Any]:
     if restart_attempt() == 0 and process_index() == 1:
         raise RuntimeError("crash on the first attempt")
     return collective()
+
+
+def killed_on_first_attempt() -> dict[str, Any]:
+    """Process 1 dies by SIGKILL on a fresh start, as a preempted host does; its peer then
+    loses it mid-collective. After a restart everything succeeds."""
+    if restart_attempt() == 0 and process_index() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return collective()
+
+
+def lose_peer_midway() -> None:
+    """Collectives in a loop; process 1 dies by SIGKILL at the fourth, as a preempted host."""
+    import numpy as np
+    from jax.experimental import multihost_utils
+
+    for step in range(10_000):
+        if step == 3 and process_index() == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        multihost_utils.process_allgather(np.full(1, step))
 
 
 def hang(pid_dir: str) -> None:

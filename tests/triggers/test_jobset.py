@@ -11,7 +11,7 @@ import pytest
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.triggers import jobset as trigger_module
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
-from tests.support.jobsets import fail_host, manifest, run_forever, succeed
+from tests.support.jobsets import disrupt_host, fail_host, manifest, run_forever, succeed
 from tests.support.k8s_emulator import Faults
 from tests.support.k8s_emulator.rbac import docs_role
 
@@ -44,15 +44,26 @@ async def test_failure_names_the_condition(k8s):
     k8s.script(fail_host(1))
     (event,) = await events(submit(k8s))
     assert event["status"] == "failed"
-    assert event["reason"] == "FailedJobs"
+    assert event["reason"] == "FailJobSetFailurePolicyAction"  # a bug: no restart
     assert event["jobset"]["restarts"] == 0
 
 
-async def test_restart_within_max_restarts_ends_in_success(k8s):
-    k8s.script(fail_host(1, attempts=1))
+async def test_restart_within_max_restarts_ends_in_success(k8s, capsys):
+    k8s.script(disrupt_host(1, attempts=1))
     (event,) = await events(submit(k8s, max_restarts=1))
     assert event["status"] == "success"
     assert event["jobset"]["restarts"] == 1
+    task_log = capsys.readouterr().out
+    assert "restart 1/1 after a disruption on [0/1]: exited with code 137 (killed by SIGKILL)" in (
+        task_log
+    )
+
+
+async def test_a_code_error_fails_at_once_with_restarts_to_spare(k8s):
+    k8s.script(fail_host(1, attempts=5))
+    (event,) = await events(submit(k8s, max_restarts=3))
+    assert (event["status"], event["reason"]) == ("failed", "FailJobSetFailurePolicyAction")
+    assert event["jobset"]["restarts"] == 0
 
 
 async def test_a_deleted_jobset_is_a_clear_failure_not_a_hang(k8s):
@@ -135,7 +146,7 @@ async def test_cleanup_before_airflow_3_3_asks_whether_the_task_still_waits(
 async def test_many_triggers_share_one_watch_and_survive_faults(k8s):
     """Five jobs at once under 20% API faults, watches dropped every second and history
     compacted: every trigger still sees its own outcome, through one shared watch."""
-    k8s.script(fail_host(1, attempts=1, duration=1.5))
+    k8s.script(disrupt_host(1, attempts=1, duration=1.5))
     triggers = [submit(k8s, name=f"job-{i}-0123456789", max_restarts=i % 2) for i in range(5)]
     k8s.faults = Faults(rate=0.2, retry_after=0, drop_watch_after=1.0, expire_rate=0.5)
     fired = await asyncio.wait_for(asyncio.gather(*(events(t) for t in triggers)), 60)

@@ -17,12 +17,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.coordination import COMPLETION_INDEX_ANNOTATION
+from airflow_provider_jax.failure_policy import FAIL_JOBSET_REASON, jobset_action, on_failure
 from airflow_provider_jax.local.pods import REPLICATED_JOB_LABEL, plan_pods
 from tests.support.k8s_emulator.kubelet import Exit, PodRun, Runner, killed_within
 from tests.support.k8s_emulator.scheduler import Scheduler, unschedulable
 from tests.support.k8s_emulator.store import Store, now
 
 JOBSET, POD = "jobsets", "pods"
+GC_DELAY = 0.5  # seconds before a restarted attempt's pods are gone
 
 
 @dataclass(eq=False)
@@ -38,12 +40,9 @@ def _suffix() -> str:
     return "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
 
 
-def _matching_rule(policy: dict[str, Any], reason: str) -> dict[str, Any] | None:
-    """The first failure policy rule for a Job that failed with ``reason``, as JobSet picks."""
-    for rule in policy.get("rules") or ():
-        if reason in rule.get("onJobFailureReasons", [reason]):
-            return rule
-    return None
+def _fail_message(job: str) -> str:
+    """JobSet's condition message when a FailJobSet rule fires."""
+    return f"applying FailJobSet failure policy action (first failed job: {job})"
 
 
 def _set_condition(status: dict[str, Any], kind: str, reason: str, message: str) -> None:
@@ -84,8 +83,10 @@ class Controller:
             run.task = asyncio.create_task(self._reconcile(run, jobset))
 
     async def _reconcile(self, run: JobSetRun, jobset: dict[str, Any]) -> None:
-        policy = jobset["spec"].get("failurePolicy") or {}
-        max_restarts = policy.get("maxRestarts", 0)
+        """Run attempts until one completes, or a failure's rules (the Job's pod failure
+        policy, then the JobSet's failure policy, as ``failure_policy`` reads them) or the
+        restart budget end it."""
+        max_restarts = (jobset["spec"].get("failurePolicy") or {}).get("maxRestarts", 0)
         job_spec = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
         deadline = job_spec.get("activeDeadlineSeconds")  # per attempt: Jobs are recreated
         restarts = 0
@@ -97,26 +98,31 @@ class Controller:
                     failed = await self._run_attempt(run)
             except TimeoutError:  # the Job controller fails the Job: DeadlineExceeded
                 await self._stop_pods(run.pods, delete=False)
-                rule = _matching_rule(policy, "DeadlineExceeded")
-                if rule is None or rule.get("action") != "FailJobSet":
+                rule = jobset_action(jobset["spec"].get("failurePolicy"), "DeadlineExceeded")
+                if rule.get("action") != "FailJobSet":
                     raise NotImplementedError(
                         "the emulator fails JobSets at their deadline only"
                     ) from None
-                self._finish(
-                    run,
-                    "Failed",
-                    "FailedJobs",
-                    f"jobset failed due to failure policy rule {rule.get('name')}: "
-                    "job reached its active deadline (DeadlineExceeded)",
-                )
+                job = f"{run.name}-{run.pods[0].plan.labels[REPLICATED_JOB_LABEL]}-0"
+                self._finish(run, "Failed", FAIL_JOBSET_REASON, _fail_message(job))
                 return
             if failed is None:
                 self._finish(run, "Completed", "AllJobsCompleted", "jobset completed successfully")
                 return
             job = f"{run.name}-{failed.plan.labels[REPLICATED_JOB_LABEL]}-{failed.slice_index}"
+            assert failed.exit is not None
+            _, rule = on_failure(jobset, failed.exit.code, failed.conditions)
+            if rule["action"] == "FailJobSet":
+                await self._stop_pods(run.pods, delete=False)
+                self._finish(run, "Failed", FAIL_JOBSET_REASON, _fail_message(job))
+                return
             if restarts < max_restarts:
-                await self._stop_pods(run.pods, delete=True)
+                # JobSet counts the restart first; its old Jobs (and their pods) go after.
                 restarts += 1
+                self._update_status(run, restarts=restarts)
+                await self._stop_pods(run.pods, delete=False)
+                old = run.pods
+                self._spawn(self._gc_pods(old))
                 continue
             await self._stop_pods(run.pods, delete=False)
             if max_restarts:
@@ -128,6 +134,13 @@ class Controller:
                 reason, message = "FailedJobs", "jobset failed due to one or more job failures"
             self._finish(run, "Failed", reason, f"{message} (first failed job: {job})")
             return
+
+    async def _gc_pods(self, pods: list[PodRun]) -> None:
+        """The garbage collector removes a restarted attempt's pods shortly after."""
+        await asyncio.sleep(GC_DELAY)
+        for pod in pods:
+            self.store.remove(POD, pod.namespace, pod.name)
+            self.pods.pop((pod.namespace, pod.name), None)
 
     def _create_pods(self, run: JobSetRun, jobset: dict[str, Any], attempt: int) -> list[PodRun]:
         pod_specs = {

@@ -132,6 +132,28 @@ class Emulator:
         """Keep each Foreground-deleted JobSet, marked as being deleted, ``seconds`` longer."""
         self.call(lambda: setattr(self.controller, "deletion_hold", seconds))
 
+    def disrupt(self, pod_name: str, reason: str = "PreemptionByScheduler") -> None:
+        """Preempt a running pod as Kubernetes does: the ``DisruptionTarget`` condition first
+        (reason as the scheduler, eviction API or kubelet writes it), then its container is
+        stopped (exit 143)."""
+
+        def disrupt() -> None:
+            pod = next(p for p in self.controller.pods.values() if p.name == pod_name)
+            obj = self.store.get("pods", pod.namespace, pod.name)
+            obj["status"].setdefault("conditions", []).append(
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": reason,
+                    "message": f"{reason}: the pod is being terminated",
+                }
+            )
+            self.store.update("pods", obj)
+            pod.conditions.add("DisruptionTarget")
+            pod.killed.set()
+
+        self.call(disrupt)
+
     def nodes(self, *pools: NodePool, autoscaling: bool = False) -> None:
         """Place pods on these node pools from now on, as kube-scheduler would (until
         :meth:`reset`); with ``autoscaling``, the cluster autoscaler grows them up to their

@@ -53,6 +53,7 @@ class PodRun:
     released: asyncio.Event = field(default_factory=asyncio.Event)  # ends a scripted pod now
     task: asyncio.Task[Exit] | None = None
     running: bool = False  # its container has started
+    conditions: set[str] = field(default_factory=set)  # pod condition types that are True
     _grew: asyncio.Event = field(default_factory=asyncio.Event)  # replaced once set
 
     @property

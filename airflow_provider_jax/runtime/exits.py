@@ -1,0 +1,45 @@
+"""How a JAX process's exit says what kind of failure it was, so the cluster can tell a bug
+(fail now) from a disruption (restart the slice).
+
+Stdlib only. The exit codes are the contract with the JobSet's pod failure policy: a code
+outside :data:`RESTARTABLE_EXIT_CODES` fails the JobSet at once, as xpk's policy does for
+codes outside {42, 127-255} (127-255 include every death by signal, 128 + N: SIGKILL 137,
+SIGTERM 143, SIGABRT 134).
+"""
+
+from __future__ import annotations
+
+import re
+
+EXIT_CODE_ERROR = 1  # the user's code raised
+EXIT_DISRUPTED = 42  # restart me: a peer was lost (xpk's and MaxText's restartable code)
+EXIT_HUNG = 124  # the watchdog found no progress (as timeout(1) exits)
+RESTARTABLE_EXIT_CODES = frozenset({EXIT_DISRUPTED, EXIT_HUNG, *range(127, 256)})
+
+CODE_ERROR, DISRUPTION, LOST_PEER, HUNG = "code error", "disruption", "lost peer", "hung"
+
+# What JAX raises in the survivors when a peer dies mid-collective or stops heartbeating: Gloo
+# on CPU, NCCL on GPU, the coordination service everywhere. Seen here with host 1 SIGKILLed:
+# "JaxRuntimeError: ... Gloo AllGather failed ... Connection reset by peer" within ms.
+_JAX_ERRORS = ("JaxRuntimeError", "XlaRuntimeError")
+_PEER_LOST = re.compile(
+    r"connection reset by peer|connection refused|broken pipe|socket closed|end of file|"
+    r"gloo\b.*\bfailed|nccl\b.*(remote|system error|timeout|aborted)|heartbeat|"
+    r"coordination service|barrier timed out|\bUNAVAILABLE\b|DEADLINE_EXCEEDED|"
+    r"task .* (disconnected|has stopped|not responding)",
+    re.IGNORECASE,
+)
+
+
+def is_lost_peer(err: BaseException) -> bool:
+    """Whether ``err`` is JAX reporting that another process went away, not a bug here."""
+    names = {cls.__name__ for cls in type(err).__mro__}
+    return bool(names.intersection(_JAX_ERRORS)) and bool(_PEER_LOST.search(str(err)))
+
+
+def exit_class(code: int, restartable: frozenset[int] = RESTARTABLE_EXIT_CODES) -> str:
+    """The class of a failed process from its exit code (a local ``-N`` is signal N)."""
+    code = 128 - code if code < 0 else code
+    if code == EXIT_HUNG:
+        return HUNG
+    return DISRUPTION if code in restartable else CODE_ERROR

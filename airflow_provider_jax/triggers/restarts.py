@@ -1,0 +1,62 @@
+"""Say in the task log when a slice restarts, why and on which host, while the trigger waits.
+
+JobSet counts a restart in ``status.restarts`` before it deletes the old attempt's Jobs, so on
+seeing the count grow the old attempt's failed pods are listed once (one request per restart)
+and the culprit named: ``restart 1/3 after a disruption on [0/1]: exited with code 143``.
+If the garbage collector was faster, the line says the cause was not visible.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from airflow_provider_jax import jobset_status as status
+from airflow_provider_jax.exceptions import ProcessFailure, restart_line
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, explain
+from airflow_provider_jax.runtime.exits import DISRUPTION
+
+
+class RestartLog:
+    """Logs each restart of one JobSet once; :attr:`lines` keeps them for the final error."""
+
+    def __init__(
+        self, hook: AsyncJobSetHook, name: str, namespace: str, log: logging.Logger | Any
+    ) -> None:
+        self.hook, self.name, self.namespace, self.log = hook, name, namespace, log
+        # From 0: a trigger that starts late (or again, after a triggerer restart) still says
+        # how often the slice restarted before it looked; only the latest cause is knowable.
+        self.seen = 0
+        self.lines: list[str] = []
+
+    async def update(self, jobset: Mapping[str, Any]) -> None:
+        restarts = int((jobset.get("status") or {}).get("restarts") or 0)
+        if restarts <= self.seen:
+            return
+        limit = ((jobset.get("spec") or {}).get("failurePolicy") or {}).get("maxRestarts", 0)
+        for attempt in range(self.seen + 1, restarts + 1):
+            culprit = await self._culprit(attempt - 1) if attempt == restarts else None
+            self.lines.append(restart_line(attempt, limit, culprit))
+            self.log.warning("JobSet %s/%s: %s", self.namespace, self.name, self.lines[-1])
+        self.seen = restarts
+
+    async def _culprit(self, attempt: int) -> ProcessFailure | None:
+        try:
+            pods = await self.hook.list_jobset_pods(self.name, self.namespace)
+        except Exception as err:  # only a log line: the wait goes on
+            self.log.warning("Could not read the pods of the restarted attempt: %s", explain(err))
+            return None
+        failed = status.failed_pods(pods, attempt=attempt)
+        if not failed:
+            return None
+        pod = failed[0]
+        ended = status.termination(pod) or {}
+        failure = ProcessFailure.from_exit(
+            status.tag(pod), ended.get("message"), ended.get("exitCode", 1)
+        )
+        if (disrupted := status.disruption(pod)) is not None:
+            why = disrupted.get("reason") or "DisruptionTarget"
+            return replace(failure, kind=DISRUPTION, error=f"{why}, {failure.error}")
+        return failure
