@@ -78,6 +78,7 @@ def python_call(
     initialize: bool = True,
     pip_packages: list[str] | None = None,
     python: str = "python3",
+    progress_timeout: float | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Command and env that run ``entrypoint`` (``"pkg.module:function"``) or ``function``
     from shipped ``source`` in every process, after ``jax.distributed.initialize()``."""
@@ -102,6 +103,8 @@ def python_call(
         "initialize": initialize,
         "pip_packages": list(pip_packages or []),
     }
+    if progress_timeout:
+        call["progress_timeout"] = progress_timeout
     env = {RUNTIME_ENV: runtime_bundle(), **encode_call(call)}
     if output_dir:
         env[OUTPUT_DIR_ENV] = output_dir

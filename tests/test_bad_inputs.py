@@ -93,6 +93,13 @@ AT_PARSE = [
     Bad("entrypoint_form", tpu(command=None, entrypoint="module.f"), "package.module:function"),
     Bad("no_program", tpu(command=None), "exactly one of command or entrypoint"),
     Bad("unknown_backend", tpu(backend="ray"), "backend must be one of"),
+    Bad("restart_code_zero", tpu(restart_on_exit_codes=[0]), "exit codes 1-255 .0 is success"),
+    Bad("progress_timeout_zero", tpu(progress_timeout=0), "progress_timeout must be seconds > 0"),
+    Bad(
+        "progress_timeout_command",
+        tpu(progress_timeout=60),
+        "progress_timeout watches report.. calls, which need the runtime",
+    ),
     Bad("on_finish_action", tpu(on_finish_action="keep"), "on_finish_action must be one of"),
     Bad("zero_nodes", gpu(num_nodes=0), "num_nodes must be a positive integer"),
     Bad("negative_gpus", gpu(gpus_per_node=-8), "gpus_per_node must be a positive integer"),

@@ -76,6 +76,9 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         a death by signal) within one try; a bug in the code fails at once and spends none.
     :param restart_on_exit_codes: more exit codes (1-255) that mean "restart the slice", as
         xpk's ``--restart-on-exit-codes``; 42, 124 and 127-255 always do.
+    :param progress_timeout: seconds without a ``report()`` call after which a process counts
+        as hung: it prints every thread's stack and exits 124, and the slice restarts. Armed at
+        the first report, so start-up never trips it. Off (None) by default.
     :param retry_on_code_error: whether Airflow retries the task after the code raised (a
         :class:`~airflow_provider_jax.exceptions.JaxCodeError`); disruptions always may retry.
     :param ttl_seconds_after_finished: let Kubernetes delete a finished JobSet after this long.
@@ -159,6 +162,7 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         max_restarts: int = DEFAULT_MAX_RESTARTS,
         restart_on_exit_codes: Sequence[int] = (),
         retry_on_code_error: bool = True,
+        progress_timeout: float | None = None,
         ttl_seconds_after_finished: int | None = None,
         priority_class_name: str | None = None,
         queue_name: str | None = None,
@@ -225,6 +229,13 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         self.max_restarts = max_restarts
         self.restart_on_exit_codes = tuple(restart_on_exit_codes)
         self.retry_on_code_error = retry_on_code_error
+        if progress_timeout is not None and (
+            isinstance(progress_timeout, bool)
+            or not isinstance(progress_timeout, (int, float))
+            or progress_timeout <= 0
+        ):
+            raise ValueError(f"progress_timeout must be seconds > 0, got {progress_timeout!r}.")
+        self.progress_timeout = progress_timeout
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.priority_class_name = priority_class_name
         self.queue_name = queue_name

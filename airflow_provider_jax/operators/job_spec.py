@@ -82,6 +82,11 @@ class JobSpecBuilder:
         if isinstance(self.command, str):
             return self.command, {}  # a string, which the spec rejects
         if self.command is not None:
+            if self.progress_timeout:
+                raise ValueError(
+                    "progress_timeout watches report() calls, which need the runtime: use "
+                    "entrypoint= or @task.jax_tpu/@task.jax_gpu, not command=."
+                )
             return list(self.command), {}
         return self._python_call(entrypoint=self.entrypoint, kwargs=self.entrypoint_kwargs)
 
@@ -91,6 +96,7 @@ class JobSpecBuilder:
             initialize=self.initialize_distributed,
             pip_packages=self.pip_packages,
             python=self.python,
+            progress_timeout=self.progress_timeout,
             **call,
         )
 

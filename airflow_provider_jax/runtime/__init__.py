@@ -21,6 +21,7 @@ from airflow_provider_jax.runtime.messages import report_line
 __all__ = ["output_dir", "process_index", "report", "restart_attempt"]
 
 _last_report: dict[str, Any] | None = None
+_watchdog: Any = None  # the hung-host watchdog (runtime.watchdog), when progress_timeout is set
 
 
 def report(step: int | None = None, **metrics: Any) -> None:
@@ -35,6 +36,8 @@ def report(step: int | None = None, **metrics: Any) -> None:
     body.update((name, _plain(name, value)) for name, value in metrics.items())
     print(report_line(body), file=sys.stdout, flush=True)
     _last_report = body
+    if _watchdog is not None:
+        _watchdog.beat()
 
 
 def _plain(name: str, value: Any) -> Any:

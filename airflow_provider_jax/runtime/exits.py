@@ -16,7 +16,7 @@ EXIT_DISRUPTED = 42  # restart me: a peer was lost (xpk's and MaxText's restarta
 EXIT_HUNG = 124  # the watchdog found no progress (as timeout(1) exits)
 RESTARTABLE_EXIT_CODES = frozenset({EXIT_DISRUPTED, EXIT_HUNG, *range(127, 256)})
 
-CODE_ERROR, DISRUPTION, LOST_PEER, HUNG = "code error", "disruption", "lost peer", "hung"
+CODE_ERROR, DISRUPTION, LOST_PEER, HUNG = "code error", "disruption", "lost peer", "hang"
 
 # What JAX raises in the survivors when a peer dies mid-collective or stops heartbeating: Gloo
 # on CPU, NCCL on GPU, the coordination service everywhere. Seen here with host 1 SIGKILLed:

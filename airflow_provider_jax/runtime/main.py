@@ -33,6 +33,7 @@ from airflow_provider_jax.runtime.exits import (
     CODE_ERROR,
     EXIT_CODE_ERROR,
     EXIT_DISRUPTED,
+    HUNG,
     LOST_PEER,
     is_lost_peer,
 )
@@ -42,6 +43,7 @@ from airflow_provider_jax.runtime.messages import (
     failure_message,
     success_message,
 )
+from airflow_provider_jax.runtime.watchdog import Watchdog
 
 SOURCE_MODULE = "__airflow_jax_source__"
 
@@ -57,7 +59,12 @@ def main() -> int:
         if call.get("initialize", True):
             distributed = initialize_distributed()
         function = load_function(call)
+        watchdog = runtime._watchdog = watch_progress(
+            call.get("progress_timeout"), termination_path
+        )
         result = function(**(call.get("kwargs") or {}))
+        if watchdog is not None:
+            watchdog.stop()  # nothing is watched once the function has returned
         if runtime.process_index() == 0:
             message = leader_message(result, runtime._last_report, runtime.output_dir())
         else:
@@ -80,6 +87,20 @@ def main() -> int:
         os._exit(code)
     _write(termination_path, message)
     return 0
+
+
+def watch_progress(timeout: float | None, termination_path: str) -> Watchdog | None:
+    """The hung-host watchdog for ``progress_timeout`` seconds, armed by the first report."""
+    if not timeout:
+        return None
+
+    def hung(stacks: str, idle: float) -> None:
+        last = runtime._last_report
+        where = f" (last report: {last})" if last else ""
+        error = f"Hung: no progress report for {idle:.0f}s{where}"
+        _write(termination_path, failure_message(error, stacks, HUNG))
+
+    return Watchdog(float(timeout), hung)
 
 
 def install_packages(packages: list[str]) -> None:

@@ -197,3 +197,23 @@ def test_localize_rewrites_only_the_coordinators():
     assert env["MEGASCALE_COORDINATOR_ADDRESS"] == "127.0.0.1"
     assert env["MEGASCALE_PORT"] == "5678"
     assert original != local and original == manifest("collective", num_slices=2)
+
+
+def test_a_hung_host_dumps_its_stack_and_the_slice_restarts(caplog):
+    """Host 1 stops reporting at step 10: after progress_timeout its stack is in the log, it
+    exits 124, and the slice restarts and finishes."""
+    result, _ = run("hang_once", progress_timeout=2, max_restarts=1, initialize_distributed=False)
+    assert result["restart_attempt"] == 1
+    restarted = [m for m in caplog.messages if m.startswith("job: restart")]
+    assert len(restarted) == 1
+    assert restarted[0].startswith("job: restart 1/1 after a hang on [0/1]: Hung: no progress")
+    log = "\n".join(caplog.messages)
+    assert "[0/1] airflow-jax: no progress report for 2s" in log
+    assert "in sleep_forever" in log  # the hung frame, named in the dumped stack
+
+
+def test_a_host_that_keeps_hanging_fails_the_task_with_its_stack():
+    with pytest.raises(JaxJobFailed) as raised:
+        run("hang_once", progress_timeout=2, max_restarts=0, initialize_distributed=False)
+    assert "[0/1] hang: Hung: no progress report" in str(raised.value)
+    assert "sleep_forever" in str(raised.value)

@@ -86,6 +86,20 @@ def lose_peer_midway() -> None:
         multihost_utils.process_allgather(np.full(1, step))
 
 
+def sleep_forever() -> None:
+    time.sleep(3600)
+
+
+def hang_once(steps: int = 20, at: int = 10) -> dict[str, Any]:
+    """Report every step; process 1 stops reporting at step ``at`` of the first attempt."""
+    for step in range(steps):
+        if step == at and process_index() == 1 and restart_attempt() == 0:
+            sleep_forever()
+        report(step=step, loss=1.0 / (step + 1))
+        time.sleep(0.05)
+    return {"steps": steps, "restart_attempt": restart_attempt()}
+
+
 def hang(pid_dir: str) -> None:
     """Record this process's pid and a child's, then hang (no JAX needed)."""
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
