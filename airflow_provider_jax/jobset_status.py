@@ -180,17 +180,21 @@ def failed_pods(
     pods: Iterable[Mapping[str, Any]], attempt: int | None = None
 ) -> list[Mapping[str, Any]]:
     """Failed pods of the latest attempt (or of ``attempt``), culprits first: a pod whose own
-    runtime reported an error, then a disrupted one (preempted, evicted), then pods merely
-    taken down with them, and last pods that only lost a peer (they fail because another
-    did); then by when each ended."""
+    runtime reported an error, then a disrupted one (preempted, evicted), then one that died
+    on its own (SIGKILL, OOM), then pods stopped with SIGTERM (how the JobSet takes the rest
+    down), and last pods that only lost a peer (they fail because another did); then by when
+    each ended (``finishedAt`` has whole seconds, so ties are common)."""
 
     def order(pod: Mapping[str, Any]) -> tuple[int, str, tuple[int, int]]:
         message = parse_message(termination_message(pod))
+        ended = termination(pod) or {}
         if message is not None and message["ok"] is False:
-            rank = 3 if message.get("class") == LOST_PEER else 0
+            rank = 4 if message.get("class") == LOST_PEER else 0
+        elif disruption(pod):
+            rank = 1
         else:
-            rank = 1 if disruption(pod) else 2
-        return (rank, (termination(pod) or {}).get("finishedAt") or "~", position(pod))
+            rank = 3 if ended.get("exitCode") == SIGTERM_EXIT else 2
+        return (rank, ended.get("finishedAt") or "~", position(pod))
 
     pods = list(pods)
     chosen = (
@@ -199,6 +203,9 @@ def failed_pods(
         else [p for p in pods if restart_attempt(p) == attempt]
     )
     return sorted((p for p in chosen if has_failed(p)), key=order)
+
+
+SIGTERM_EXIT = 143  # 128 + SIGTERM: how a pod that was asked to stop exits
 
 
 def disruption(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:

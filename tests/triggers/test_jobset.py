@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 import pytest
@@ -24,6 +25,15 @@ def submit(k8s, **kwargs) -> JobSetTrigger:
     return JobSetTrigger(
         name=meta["name"], namespace=meta["namespace"], uid=meta["uid"], cluster=CLUSTER
     )
+
+
+def assert_restart_logged(task_log: str, count: str, cause: str) -> None:
+    """The restart's line, naming host 1 and why when its pods were still there to read.
+    JobSet deletes a restarted attempt's Jobs right after counting the restart, so on a busy
+    machine (or cluster) the pods can be gone first; the line then says so."""
+    named = rf"restart {count} after a disruption on \[0/1\]: {cause}"
+    gone = rf"restart {count}: its cause was not visible"
+    assert re.search(f"{named}|{gone}", task_log), task_log
 
 
 async def events(trigger: JobSetTrigger) -> list[dict]:
@@ -53,9 +63,8 @@ async def test_restart_within_max_restarts_ends_in_success(k8s, capsys):
     (event,) = await events(submit(k8s, max_restarts=1))
     assert event["status"] == "success"
     assert event["jobset"]["restarts"] == 1
-    task_log = capsys.readouterr().out
-    assert "restart 1/1 after a disruption on [0/1]: exited with code 137 (killed by SIGKILL)" in (
-        task_log
+    assert_restart_logged(
+        capsys.readouterr().out, "1/1", r"exited with code 137 \(killed by SIGKILL\)"
     )
 
 

@@ -16,7 +16,7 @@ from airflow_provider_jax.failure_policy import (
 )
 from tests.support.jobsets import manifest, succeed
 from tests.support.k8s_emulator import PodRun, PodScript
-from tests.triggers.test_jobset import events, submit
+from tests.triggers.test_jobset import assert_restart_logged, events, submit
 
 
 def test_the_rules_class_failures_as_the_job_controller_would():
@@ -55,7 +55,8 @@ async def test_an_evicted_pod_restarts_the_slice_and_the_task_succeeds(k8s, caps
     assert event["status"] == "success"
     assert event["jobset"]["restarts"] == 1
     assert len(k8s.submitted) == 1  # one JobSet: the cluster restarted it, not Airflow
-    assert (
-        "restart 1/3 after a disruption on [0/1]: PreemptionByScheduler, exited with code 143 "
-        "(killed by SIGTERM)" in capsys.readouterr().out
+    assert_restart_logged(
+        capsys.readouterr().out,
+        "1/3",
+        r"PreemptionByScheduler, exited with code 143 \(killed by SIGTERM\)",
     )
