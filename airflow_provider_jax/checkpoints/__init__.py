@@ -1,7 +1,8 @@
 """Find the newest *finalized* Orbax checkpoint step in GCS or in a local directory.
 
 Shared by ``OrbaxCheckpointSensor.poke`` (sync) and ``OrbaxCheckpointTrigger`` (async). The
-rules of "finalized" live with each search: :mod:`.gcs_search` and :mod:`.local_search`.
+rules of "finalized" live in :mod:`airflow_provider_jax.runtime.orbax_steps`, which the pods'
+``runtime.resumed_from()`` uses too.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from airflow_provider_jax.checkpoints.gcs_drivers import (
     afind_newest_gcs,
     find_newest_gcs,
 )
-from airflow_provider_jax.checkpoints.local_search import find_newest_local
 from airflow_provider_jax.checkpoints.query import (
     COMMIT_SUCCESS_FILE,
     TMP_DIR_SUFFIX,
@@ -26,6 +26,7 @@ from airflow_provider_jax.checkpoints.query import (
     StorageUnavailableError,
     check_checkpoint_dir,
 )
+from airflow_provider_jax.runtime.orbax_steps import find_newest_local
 
 __all__ = [
     "COMMIT_SUCCESS_FILE",
@@ -49,7 +50,9 @@ def find_newest_finalized(
 ) -> FinalizedStep | None:
     """Blocking check, for ``poke``."""
     check_checkpoint_dir(query.checkpoint_dir)
-    return find_newest_gcs(query, retry) if query.is_gcs else find_newest_local(query)
+    if query.is_gcs:
+        return find_newest_gcs(query, retry)
+    return find_newest_local(query.checkpoint_dir, query.name_format, query.min_step)
 
 
 async def afind_newest_finalized(
@@ -59,4 +62,6 @@ async def afind_newest_finalized(
     check_checkpoint_dir(query.checkpoint_dir)
     if query.is_gcs:
         return await afind_newest_gcs(query, retry)
-    return await asyncio.to_thread(find_newest_local, query)
+    return await asyncio.to_thread(
+        find_newest_local, query.checkpoint_dir, query.name_format, query.min_step
+    )

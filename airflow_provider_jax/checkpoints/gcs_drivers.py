@@ -16,14 +16,6 @@ from typing import Any
 
 from tenacity import AsyncRetrying, RetryError, Retrying, retry_if_exception, stop_after_attempt
 
-from airflow_provider_jax.checkpoints.gcs_search import (
-    ListedObject,
-    ListPage,
-    ListRequest,
-    arun_search,
-    run_search,
-    search_gcs,
-)
 from airflow_provider_jax.checkpoints.query import (
     CheckpointDirError,
     CheckpointQuery,
@@ -32,6 +24,14 @@ from airflow_provider_jax.checkpoints.query import (
     StorageUnavailableError,
 )
 from airflow_provider_jax.retries import ExponentialJitter
+from airflow_provider_jax.runtime.orbax_steps import (
+    ListedObject,
+    ListPage,
+    ListRequest,
+    arun_search,
+    run_search,
+    search_gcs,
+)
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,15 @@ from typing import Any
 from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, PROCESS_ID_ENV, RESTART_ATTEMPT_ENV
 from airflow_provider_jax.runtime.messages import report_line
 
-__all__ = ["output_dir", "process_index", "report", "restart_attempt"]
+__all__ = [
+    "checkpoint_dir",
+    "output_dir",
+    "process_index",
+    "report",
+    "restart_attempt",
+    "resumed_from",
+]
+CHECKPOINTS = "checkpoints"
 
 _last_report: dict[str, Any] | None = None
 _watchdog: Any = None  # the hung-host watchdog (runtime.watchdog), when progress_timeout is set
@@ -68,3 +76,46 @@ def process_index() -> int:
 def restart_attempt() -> int:
     """How many times the JobSet restarted before this attempt: 0 on a fresh start."""
     return int(os.environ.get(RESTART_ATTEMPT_ENV) or "0")
+
+
+def checkpoint_dir() -> str | None:
+    """``<output_dir>/checkpoints``: one place for a task instance's checkpoints, the same for
+    every JobSet restart and every Airflow retry (keep ``try_number`` out of output_dir)."""
+    base = output_dir()
+    return f"{base.rstrip('/')}/{CHECKPOINTS}" if base else None
+
+
+_resumed: list[int | None] = []  # the answer, once asked
+
+
+def resumed_from(
+    step_prefix: str | None = None, step_format_fixed_length: int | None = None
+) -> int | None:
+    """The newest *finalized* Orbax step in :func:`checkpoint_dir` when first asked (by the
+    sensor's rules), or None: resume from it. Later calls give the same answer, so steps this
+    run saves do not change it. Name options as given to Orbax's ``CheckpointManager``."""
+    if not _resumed:
+        _resumed.append(_newest_step(step_prefix, step_format_fixed_length))
+        if _resumed[0] is not None and process_index() == 0:
+            print(f"airflow-jax: resumed from step {_resumed[0]}", file=sys.stdout, flush=True)
+    return _resumed[0]
+
+
+def _newest_step(step_prefix: str | None, length: int | None) -> int | None:
+    from airflow_provider_jax.runtime import orbax_steps, storage
+
+    where = checkpoint_dir()
+    if where is None:
+        return None
+    names = orbax_steps.StepNameFormat(step_prefix, length)
+    if where.startswith(orbax_steps.GCS_SCHEME):
+        location = orbax_steps.GcsLocation.from_url(where)
+
+        def fetch(request: orbax_steps.ListRequest) -> orbax_steps.ListPage:
+            page = storage.list_page(location.bucket, request.prefix, request.page_token)
+            return orbax_steps.ListPage.from_json(page)
+
+        found = orbax_steps.run_search(orbax_steps.search_gcs(location, names, 0), fetch)
+    else:
+        found = orbax_steps.find_newest_local(where, names)
+    return None if found is None else found.step

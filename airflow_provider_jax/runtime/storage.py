@@ -50,6 +50,19 @@ def read_text(uri: str) -> str:
     return Path(uri).read_text()
 
 
+def list_page(bucket: str, prefix: str, page_token: str | None = None) -> dict:
+    """One ``objects.list`` page under ``prefix`` with ``delimiter=/`` (the JSON API's reply)."""
+    query = {
+        "prefix": prefix,
+        "delimiter": "/",
+        "fields": "items(name,updated),prefixes,nextPageToken",
+    }
+    if page_token:
+        query["pageToken"] = page_token
+    url = f"{_endpoint()}/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(query)}"
+    return json.loads(_request("GET", url))
+
+
 def _split(uri: str) -> tuple[str, str]:
     bucket, _, name = uri.removeprefix("gs://").partition("/")
     if not bucket or not name:

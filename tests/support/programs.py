@@ -86,6 +86,35 @@ def lose_peer_midway() -> None:
         multihost_utils.process_allgather(np.full(1, step))
 
 
+def train_with_resume(steps: int = 30, save_every: int = 10, die_at: int = 25) -> dict[str, Any]:
+    """Count ``w`` up one per step over both processes, with a real Orbax save every
+    ``save_every`` steps in ``checkpoint_dir()``, resuming from ``resumed_from()``. On the first
+    attempt process 1 dies by SIGKILL at step ``die_at``, after step 20 was finalized."""
+    import jax
+    import numpy as np
+    import orbax.checkpoint as ocp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from airflow_provider_jax.runtime import checkpoint_dir, resumed_from
+
+    replicated = NamedSharding(Mesh(np.array(jax.devices()), ("d",)), PartitionSpec())
+    options = ocp.CheckpointManagerOptions(enable_async_checkpointing=False, create=True)
+    manager = ocp.CheckpointManager(checkpoint_dir(), options=options)
+    start = resumed_from()
+    w = jax.device_put(np.float32(0), replicated)
+    if start is not None:
+        w = manager.restore(start, args=ocp.args.StandardRestore({"w": w}))["w"]
+    for step in range((start or 0) + 1, steps + 1):
+        if step == die_at and restart_attempt() == 0 and process_index() == 1:
+            os.kill(os.getpid(), signal.SIGKILL)
+        w = jax.device_put(w + 1, replicated)
+        report(step=step, w=float(w))
+        if step % save_every == 0:
+            manager.save(step, args=ocp.args.StandardSave({"w": w}))
+    manager.close()
+    return {"resumed_from": start, "w": float(w), "restart_attempt": restart_attempt()}
+
+
 def sleep_forever() -> None:
     time.sleep(3600)
 

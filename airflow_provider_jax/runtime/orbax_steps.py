@@ -1,0 +1,278 @@
+"""Which Orbax steps are finalized, decided once for the Airflow side (``OrbaxCheckpointSensor``,
+its trigger) and for the pods (``runtime.resumed_from``): stdlib only, and no I/O of its own.
+
+Step names follow orbax-checkpoint 0.12.x, so a search sees exactly the steps a
+``CheckpointManager`` with the same options would restore.
+
+- GCS has no directories and no renames: orbax writes files straight into ``<root>/<step>/``
+  and writes ``<root>/<step>/commit_success.txt`` last, so only that top-level marker means
+  "finalized". The search is a generator of list requests, so each caller brings its own I/O.
+- Locally, orbax writes ``<step>.orbax-checkpoint-tmp[-<n>]`` and renames it. Since 0.12.3 the
+  marker is written before the rename; older local checkpoints have none, so in a directory
+  where no step carries a marker, a non-temporary step directory counts as finalized.
+- Deleting a step is not atomic, so a step must also still hold an item directory.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+log = logging.getLogger(__name__)
+
+COMMIT_SUCCESS_FILE = "commit_success.txt"
+TMP_DIR_SUFFIX = ".orbax-checkpoint-tmp"
+GCS_SCHEME = "gs://"
+
+
+class CheckpointDirError(ValueError):
+    """Waiting cannot help (bad path, missing bucket, no permission, not a directory): fail now."""
+
+
+@dataclass(frozen=True)
+class StepNameFormat:
+    """Orbax's standard step names: ``[<step_prefix>_]<step>``, optionally zero-padded.
+    Temporary directories never match."""
+
+    step_prefix: str | None = None
+    step_format_fixed_length: int | None = None
+
+    def __post_init__(self) -> None:
+        length = self.step_format_fixed_length
+        if length is not None and (not isinstance(length, int) or length <= 0):
+            raise ValueError(f"step_format_fixed_length must be a positive int, got {length!r}")
+
+    @cached_property
+    def _pattern(self) -> re.Pattern[str]:
+        # Like orbax: zero-padded to exactly `length` digits, or longer without padding.
+        n = self.step_format_fixed_length
+        digits = rf"0\d{{{n - 1}}}|[1-9]\d{{{n - 1}}}\d*" if n else r"0|[1-9]\d*"
+        prefix = re.escape(f"{self.step_prefix}_") if self.step_prefix else ""
+        return re.compile(rf"{prefix}({digits})")
+
+    def parse(self, name: str) -> int | None:
+        """Return the step a directory name stands for, or None if it is not a step."""
+        match = self._pattern.fullmatch(name)
+        return int(match.group(1)) if match else None
+
+    def build(self, step: int) -> str:
+        length = self.step_format_fixed_length
+        digits = f"{step:0{length}d}" if length else f"{step}"
+        return f"{self.step_prefix}_{digits}" if self.step_prefix else digits
+
+
+@dataclass(frozen=True)
+class FinalizedStep:
+    """A step whose top-level commit marker was present when it was checked."""
+
+    step: int
+    path: str
+    finalized_at: datetime
+
+    def to_xcom(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "path": self.path,
+            "finalized_at": self.finalized_at.astimezone(UTC).isoformat(),
+        }
+
+
+@dataclass(frozen=True)
+class GcsLocation:
+    """A checkpoint directory in GCS."""
+
+    bucket: str
+    prefix: str  # "" for the bucket root, else ends with "/"
+
+    @classmethod
+    def from_url(cls, url: str) -> GcsLocation:
+        parts = urlsplit(url)
+        path = parts.path.strip("/")
+        return cls(parts.netloc, f"{path}/" if path else "")
+
+    def url(self, relative: str = "") -> str:
+        return f"{GCS_SCHEME}{self.bucket}/{self.prefix}{relative}"
+
+
+@dataclass(frozen=True)
+class ListRequest:
+    """One ``objects.list`` call with ``delimiter="/"``."""
+
+    prefix: str
+    page_token: str | None = None
+
+
+@dataclass(frozen=True)
+class ListedObject:
+    name: str
+    updated: datetime | None
+
+
+@dataclass(frozen=True)
+class ListPage:
+    objects: tuple[ListedObject, ...] = ()
+    prefixes: tuple[str, ...] = ()
+    next_page_token: str | None = None
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ListPage:
+        """Build a page from an ``objects.list`` JSON response."""
+        objects = tuple(
+            ListedObject(item["name"], _parse_rfc3339(item.get("updated")))
+            for item in data.get("items") or ()
+        )
+        return cls(objects, tuple(data.get("prefixes") or ()), data.get("nextPageToken") or None)
+
+
+GcsSearch = Generator[ListRequest, ListPage, FinalizedStep | None]
+
+
+def search_gcs(location: GcsLocation, names: StepNameFormat, min_step: int) -> GcsSearch:
+    """Yield list requests, receive their pages, return the newest finalized step.
+
+    1. List the root with ``delimiter="/"`` (following pages) and keep the step directories.
+    2. Newest first, list each step's top level: one request per step checked, however many
+       files the step holds. Stop at the first step that has the marker and an item directory.
+    """
+    steps: list[tuple[int, str]] = []
+    token: str | None = None
+    while True:
+        page = yield ListRequest(location.prefix, token)
+        for prefix in page.prefixes:
+            name = prefix[len(location.prefix) :].rstrip("/")
+            step = names.parse(name)
+            if step is not None and step >= min_step:
+                steps.append((step, name))
+        token = page.next_page_token
+        if not token:
+            break
+
+    for step, name in sorted(steps, reverse=True):
+        step_prefix = f"{location.prefix}{name}/"
+        marker: ListedObject | None = None
+        has_items = False
+        token = None
+        while True:
+            page = yield ListRequest(step_prefix, token)
+            for obj in page.objects:
+                if obj.name == step_prefix + COMMIT_SUCCESS_FILE:
+                    marker = obj
+            has_items = has_items or bool(page.prefixes)
+            token = page.next_page_token
+            if not token or (marker and has_items):
+                break
+        if marker is None:
+            log.info(
+                "Step %s is not finalized (no %s yet)", location.url(name), COMMIT_SUCCESS_FILE
+            )
+        elif not has_items:
+            log.info("Step %s has its marker but no items: being deleted", location.url(name))
+        else:
+            return FinalizedStep(step, location.url(name), marker.updated or datetime.now(UTC))
+    return None
+
+
+def run_search(search: GcsSearch, fetch: Callable[[ListRequest], ListPage]) -> FinalizedStep | None:
+    """Drive ``search`` to its answer, fetching each page with ``fetch``."""
+    try:
+        request = next(search)
+        while True:
+            request = search.send(fetch(request))
+    except StopIteration as done:
+        return done.value
+
+
+async def arun_search(
+    search: GcsSearch, fetch: Callable[[ListRequest], Awaitable[ListPage]]
+) -> FinalizedStep | None:
+    """:func:`run_search` for an async ``fetch``."""
+    try:
+        request = next(search)
+        while True:
+            request = search.send(await fetch(request))
+    except StopIteration as done:
+        return done.value
+
+
+def _parse_rfc3339(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    parsed = datetime.fromisoformat(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class _LocalStep:
+    marker_mtime: float | None
+    has_items: bool
+
+
+def _read_local_step(path: Path) -> _LocalStep | None:
+    """Top level of one step directory; None if it vanished meanwhile."""
+    marker_mtime: float | None = None
+    has_items = False
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name == COMMIT_SUCCESS_FILE:
+                    marker_mtime = entry.stat().st_mtime
+                elif entry.is_dir():
+                    has_items = True
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return _LocalStep(marker_mtime, has_items)
+
+
+def find_newest_local(
+    checkpoint_dir: str, names: StepNameFormat, min_step: int = 0
+) -> FinalizedStep | None:
+    """Newest finalized step under a local directory; None while there is none (or no dir)."""
+    root = Path(checkpoint_dir)
+    try:
+        with os.scandir(root) as entries:
+            steps = [
+                (step, entry.name)
+                for entry in entries
+                if (step := names.parse(entry.name)) is not None and entry.is_dir()
+            ]
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError as exc:
+        raise CheckpointDirError(f"checkpoint_dir {str(root)!r} is not a directory") from exc
+    except PermissionError as exc:
+        raise CheckpointDirError(f"No permission to list checkpoint_dir {str(root)!r}") from exc
+
+    # A marker on any step means orbax >= 0.12.3 wrote this directory: then a step without one
+    # is being written or deleted.
+    legacy: FinalizedStep | None = None
+    markers_seen = False
+    for step, name in sorted(steps, reverse=True):
+        path = root / name
+        contents = _read_local_step(path)
+        if contents is None:
+            continue
+        if contents.marker_mtime is not None:
+            markers_seen = True
+            if step < min_step:
+                return None
+            if contents.has_items:
+                return FinalizedStep(step, str(path), _from_timestamp(contents.marker_mtime))
+            log.info("Step %s has its marker but no items: being deleted", path)
+        elif not markers_seen and legacy is None and contents.has_items and step >= min_step:
+            try:
+                legacy = FinalizedStep(step, str(path), _from_timestamp(path.stat().st_mtime))
+            except FileNotFoundError:
+                continue
+    return None if markers_seen else legacy
+
+
+def _from_timestamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
