@@ -10,9 +10,9 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_provider_jax.runtime.exits import (
     CODE_ERROR,
-    HUNG,
     LOST_PEER,
     RESTARTABLE_EXIT_CODES,
+    as_reported,
     exit_class,
 )
 from airflow_provider_jax.runtime.messages import parse_message
@@ -30,8 +30,10 @@ class ProcessFailure:
     error: str
     traceback: str = ""
     log_tail: str = ""
-    kind: str = CODE_ERROR  # its class: code error, disruption, lost peer or hung
+    kind: str = CODE_ERROR  # its class: code error, disruption, lost peer or hang
     exit_code: int = 1  # as Kubernetes reports it: 128 + N for a death by signal N
+    reported: bool = False  # its runtime wrote a failure message (error and traceback)
+    disrupted: bool = False  # Kubernetes marked the pod DisruptionTarget (preempted, evicted)
 
     @classmethod
     def from_exit(
@@ -45,16 +47,13 @@ class ProcessFailure:
         """From what the process left behind: its failure message if it wrote one, else its
         exit code and the tail of its log. The class is the one its runtime reported, else
         the exit code's (``restartable``: the codes the JobSet restarts on)."""
-        kind, code = (
-            exit_class(exit_code, restartable),
-            128 - exit_code if exit_code < 0 else exit_code,
-        )
+        kind, code = exit_class(exit_code, restartable), as_reported(exit_code)
         body = parse_message(termination_message)
         if body is not None and not body["ok"]:
-            reported = body.get("class")
-            kind = reported if isinstance(reported, str) and len(reported) < 20 else kind
+            said = body.get("class")
+            kind = said if isinstance(said, str) and len(said) < 20 else kind  # a pod's word
             error, trace = str(body.get("error", "")), str(body.get("traceback", ""))
-            return cls(tag, error, trace, "", kind, code)
+            return cls(tag, error, trace, kind=kind, exit_code=code, reported=True)
         return cls(tag, describe_exit(exit_code), log_tail, kind=kind, exit_code=code)
 
     def render(self) -> str:
@@ -76,11 +75,23 @@ def restart_line(attempt: int, max_restarts: int, culprit: ProcessFailure | None
     )
 
 
+SIGTERM_EXIT = 143  # 128 + SIGTERM: how a process that was asked to stop exits
+
+
+def culprit_rank(failure: ProcessFailure) -> int:
+    """Root causes first: a host whose own runtime reported an error (a bug, a hang), then a
+    disrupted one (preempted, evicted), then one that died on its own (SIGKILL, OOM), then
+    hosts stopped with SIGTERM (how the rest are taken down), and last hosts that only lost a
+    peer (they fail because another did)."""
+    if failure.reported:
+        return 4 if failure.kind == LOST_PEER else 0
+    if failure.disrupted:
+        return 1
+    return 3 if failure.exit_code == SIGTERM_EXIT else 2
+
+
 def culprits_first(failures: Sequence[ProcessFailure]) -> list[ProcessFailure]:
-    """Root causes first: a host whose own code raised or hung, then hosts that died or were
-    disrupted, and last the hosts that only saw a peer go (they fail because of another)."""
-    rank = {CODE_ERROR: 0, HUNG: 0, LOST_PEER: 2}
-    return sorted(failures, key=lambda f: rank.get(f.kind, 1))
+    return sorted(failures, key=culprit_rank)
 
 
 def describe_exit(exit_code: int) -> str:

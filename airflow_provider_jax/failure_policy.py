@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from airflow_provider_jax.runtime.exits import RESTARTABLE_EXIT_CODES
+from airflow_provider_jax.runtime.exits import RESTARTABLE_EXIT_CODES, as_reported
 
 DISRUPTION_TARGET = "DisruptionTarget"
 POD_FAILURE_POLICY = "PodFailurePolicy"  # the Job's failure reason when a FailJob rule fired
@@ -75,7 +75,7 @@ def job_failure_reason(
 ) -> str:
     """The reason the Job controller gives a Job (``backoffLimit: 0``) whose pod failed with
     ``exit_code`` and pod ``conditions`` (types that are True), by its first matching rule."""
-    code = 128 - exit_code if exit_code < 0 else exit_code
+    code = as_reported(exit_code)
     for rule in (policy or {}).get("rules") or ():
         wanted = {c["type"] for c in rule.get("onPodConditions") or ()}
         on_codes = rule.get("onExitCodes")

@@ -7,6 +7,7 @@ test cluster, so every part agrees on what "finished", "leader" and "failed pod"
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from airflow_provider_jax.coordination import (
@@ -14,9 +15,10 @@ from airflow_provider_jax.coordination import (
     JOB_INDEX_LABEL,
     RESTART_ATTEMPT_LABEL,
 )
+from airflow_provider_jax.exceptions import ProcessFailure, culprit_rank
 from airflow_provider_jax.jobset import CONTAINER_NAME, MANAGED_BY, MANAGED_BY_LABEL
-from airflow_provider_jax.runtime.exits import LOST_PEER
-from airflow_provider_jax.runtime.messages import host_tag, parse_message
+from airflow_provider_jax.runtime.exits import DISRUPTION
+from airflow_provider_jax.runtime.messages import host_tag
 
 COMPLETED, FAILED = "Completed", "Failed"
 IDENTITY_LABELS = ("dag_id", "task_id", "run_id", "map_index")
@@ -179,22 +181,13 @@ def has_failed(pod: Mapping[str, Any]) -> bool:
 def failed_pods(
     pods: Iterable[Mapping[str, Any]], attempt: int | None = None
 ) -> list[Mapping[str, Any]]:
-    """Failed pods of the latest attempt (or of ``attempt``), culprits first: a pod whose own
-    runtime reported an error, then a disrupted one (preempted, evicted), then one that died
-    on its own (SIGKILL, OOM), then pods stopped with SIGTERM (how the JobSet takes the rest
-    down), and last pods that only lost a peer (they fail because another did); then by when
-    each ended (``finishedAt`` has whole seconds, so ties are common)."""
+    """Failed pods of the latest attempt (or of ``attempt``), culprits first
+    (:func:`~airflow_provider_jax.exceptions.culprit_rank`), then by when each ended
+    (``finishedAt`` has whole seconds, so ties are common)."""
 
     def order(pod: Mapping[str, Any]) -> tuple[int, str, tuple[int, int]]:
-        message = parse_message(termination_message(pod))
         ended = termination(pod) or {}
-        if message is not None and message["ok"] is False:
-            rank = 4 if message.get("class") == LOST_PEER else 0
-        elif disruption(pod):
-            rank = 1
-        else:
-            rank = 3 if ended.get("exitCode") == SIGTERM_EXIT else 2
-        return (rank, ended.get("finishedAt") or "~", position(pod))
+        return (culprit_rank(pod_failure(pod)), ended.get("finishedAt") or "~", position(pod))
 
     pods = list(pods)
     chosen = (
@@ -205,7 +198,23 @@ def failed_pods(
     return sorted((p for p in chosen if has_failed(p)), key=order)
 
 
-SIGTERM_EXIT = 143  # 128 + SIGTERM: how a pod that was asked to stop exits
+def pod_failure(pod: Mapping[str, Any], log_tail: str = "") -> ProcessFailure:
+    """How one failed pod failed, told as the local backend tells a process: its runtime's
+    error and traceback, else its exit code with kubelet's reason (``OOMKilled``); then
+    ``log_tail``. A disrupted pod is a disruption, whatever it exited with, as its Job's pod
+    failure policy counts it."""
+    ended = termination(pod) or {}
+    failure = ProcessFailure.from_exit(
+        tag(pod), ended.get("message"), ended.get("exitCode", 1), log_tail
+    )
+    if failure.reported:
+        failure = replace(failure, log_tail=log_tail)  # its traceback, then what it printed last
+    elif (reason := ended.get("reason")) not in (None, "Error"):
+        failure = replace(failure, error=f"{failure.error} ({reason})")
+    if (disrupted := disruption(pod)) is not None:
+        why = disrupted.get("reason") or "DisruptionTarget"
+        failure = replace(failure, kind=DISRUPTION, disrupted=True, error=f"{why}, {failure.error}")
+    return failure
 
 
 def disruption(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:

@@ -3,13 +3,11 @@ each failed host's ``[slice/host]``, traceback tail and last log lines, culprits
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.exceptions import JaxJobFailed, ProcessFailure
 from airflow_provider_jax.hooks.jobset import JobSetHook, explain
-from airflow_provider_jax.runtime.messages import parse_message
 from airflow_provider_jax.triggers.jobset_event import JobSetEvent
 from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START
 
@@ -43,8 +41,6 @@ def explain_failure(
 
 
 def _host_failure(hook: JobSetHook, namespace: str, pod: dict[str, Any]) -> ProcessFailure:
-    ended = status.termination(pod) or {}
-    message = ended.get("message")
     try:
         tail = hook.read_pod_log(
             pod["metadata"]["name"],
@@ -54,9 +50,4 @@ def _host_failure(hook: JobSetHook, namespace: str, pod: dict[str, Any]) -> Proc
         )
     except Exception as err:
         tail = f"(its log could not be read: {explain(err)})"
-    failure = ProcessFailure.from_exit(status.tag(pod), message, ended.get("exitCode", 1), tail)
-    if (body := parse_message(message)) is not None and not body["ok"]:
-        return replace(failure, log_tail=tail)  # its own traceback, then what it printed last
-    if (reason := ended.get("reason")) not in (None, "Error"):
-        return replace(failure, error=f"{failure.error} ({reason})")  # e.g. OOMKilled
-    return failure
+    return status.pod_failure(pod, tail)

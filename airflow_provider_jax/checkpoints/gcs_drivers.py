@@ -25,6 +25,7 @@ from airflow_provider_jax.checkpoints.query import (
 )
 from airflow_provider_jax.retries import ExponentialJitter
 from airflow_provider_jax.runtime.orbax_steps import (
+    LIST_FIELDS,
     ListedObject,
     ListPage,
     ListRequest,
@@ -35,8 +36,6 @@ from airflow_provider_jax.runtime.orbax_steps import (
 
 log = logging.getLogger(__name__)
 
-# Only what the search reads: keeps a 1,000-entry page small.
-LIST_FIELDS = "items(name,updated),prefixes,nextPageToken"
 # Seconds for one list call; a stuck call counts as a transient failure.
 REQUEST_TIMEOUT = 30.0
 TRANSIENT_HTTP_STATUSES = frozenset({408, 429, 500, 502, 503, 504})

@@ -81,8 +81,10 @@ def restart_attempt() -> int:
 def checkpoint_dir() -> str | None:
     """``<output_dir>/checkpoints``: one place for a task instance's checkpoints, the same for
     every JobSet restart and every Airflow retry (keep ``try_number`` out of output_dir)."""
+    from airflow_provider_jax.runtime.storage import join
+
     base = output_dir()
-    return f"{base.rstrip('/')}/{CHECKPOINTS}" if base else None
+    return join(base, CHECKPOINTS) if base else None
 
 
 _resumed: list[int | None] = []  # the answer, once asked

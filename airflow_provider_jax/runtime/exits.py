@@ -37,9 +37,14 @@ def is_lost_peer(err: BaseException) -> bool:
     return bool(names.intersection(_JAX_ERRORS)) and bool(_PEER_LOST.search(str(err)))
 
 
+def as_reported(code: int) -> int:
+    """An exit code as Kubernetes reports it: a local ``-N`` (killed by signal N) is 128 + N."""
+    return 128 - code if code < 0 else code
+
+
 def exit_class(code: int, restartable: frozenset[int] = RESTARTABLE_EXIT_CODES) -> str:
     """The class of a failed process from its exit code (a local ``-N`` is signal N)."""
-    code = 128 - code if code < 0 else code
+    code = as_reported(code)
     if code == EXIT_HUNG:
         return HUNG
     return DISRUPTION if code in restartable else CODE_ERROR

@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
 COMMIT_SUCCESS_FILE = "commit_success.txt"
 TMP_DIR_SUFFIX = ".orbax-checkpoint-tmp"
 GCS_SCHEME = "gs://"
+# Only what the search reads from an ``objects.list`` reply: keeps a 1,000-entry page small.
+LIST_FIELDS = "items(name,updated),prefixes,nextPageToken"
 
 
 class CheckpointDirError(ValueError):

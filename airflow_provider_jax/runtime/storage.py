@@ -52,11 +52,9 @@ def read_text(uri: str) -> str:
 
 def list_page(bucket: str, prefix: str, page_token: str | None = None) -> dict:
     """One ``objects.list`` page under ``prefix`` with ``delimiter=/`` (the JSON API's reply)."""
-    query = {
-        "prefix": prefix,
-        "delimiter": "/",
-        "fields": "items(name,updated),prefixes,nextPageToken",
-    }
+    from airflow_provider_jax.runtime.orbax_steps import LIST_FIELDS
+
+    query = {"prefix": prefix, "delimiter": "/", "fields": LIST_FIELDS}
     if page_token:
         query["pageToken"] = page_token
     url = f"{_endpoint()}/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(query)}"

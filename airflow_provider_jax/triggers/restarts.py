@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import replace
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.exceptions import ProcessFailure, restart_line
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, explain
-from airflow_provider_jax.runtime.exits import DISRUPTION
 
 
 class RestartLog:
-    """Logs each restart of one JobSet once; :attr:`lines` keeps them for the final error."""
+    """Logs each restart of one JobSet once."""
 
     def __init__(
         self, hook: AsyncJobSetHook, name: str, namespace: str, log: logging.Logger | Any
@@ -29,7 +27,6 @@ class RestartLog:
         # From 0: a trigger that starts late (or again, after a triggerer restart) still says
         # how often the slice restarted before it looked; only the latest cause is knowable.
         self.seen = 0
-        self.lines: list[str] = []
 
     async def update(self, jobset: Mapping[str, Any]) -> None:
         restarts = int((jobset.get("status") or {}).get("restarts") or 0)
@@ -38,8 +35,8 @@ class RestartLog:
         limit = ((jobset.get("spec") or {}).get("failurePolicy") or {}).get("maxRestarts", 0)
         for attempt in range(self.seen + 1, restarts + 1):
             culprit = await self._culprit(attempt - 1) if attempt == restarts else None
-            self.lines.append(restart_line(attempt, limit, culprit))
-            self.log.warning("JobSet %s/%s: %s", self.namespace, self.name, self.lines[-1])
+            line = restart_line(attempt, limit, culprit)
+            self.log.warning("JobSet %s/%s: %s", self.namespace, self.name, line)
         self.seen = restarts
 
     async def _culprit(self, attempt: int) -> ProcessFailure | None:
@@ -49,14 +46,4 @@ class RestartLog:
             self.log.warning("Could not read the pods of the restarted attempt: %s", explain(err))
             return None
         failed = status.failed_pods(pods, attempt=attempt)
-        if not failed:
-            return None
-        pod = failed[0]
-        ended = status.termination(pod) or {}
-        failure = ProcessFailure.from_exit(
-            status.tag(pod), ended.get("message"), ended.get("exitCode", 1)
-        )
-        if (disrupted := status.disruption(pod)) is not None:
-            why = disrupted.get("reason") or "DisruptionTarget"
-            return replace(failure, kind=DISRUPTION, error=f"{why}, {failure.error}")
-        return failure
+        return status.pod_failure(failed[0]) if failed else None
