@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
@@ -113,6 +114,8 @@ def describe_exit(exit_code: int) -> str:
 
 class JaxJobFailed(AirflowException):
     """A JAX job failed. The message names every failed process and its traceback tail."""
+
+    goodput: dict[str, Any] | None = None  # the run's ledger, attached by the backend
 
     def __init__(self, summary: str, failures: Sequence[ProcessFailure] = ()) -> None:
         self.summary = summary

@@ -7,6 +7,7 @@ The operator builds the manifest, hands it to a backend with plain :class:`JobSe
     outcome = backend.wait(started)        # block until it ends; or the operator defers on
                                            # started.deferral and later calls
     outcome = backend.complete(event)      # with the trigger's event
+    # a failure raises JaxJobFailed, its goodput ledger attached
     backend.kill()                         # on_kill, or when Airflow fails a deferred task
 
 Implementations are imported only when a task runs (:func:`get_backend`), never at parse.
@@ -112,10 +113,13 @@ class Started:
 
 @dataclass(frozen=True)
 class Outcome:
-    """The leader's (process 0's) return value and its last progress report."""
+    """The leader's (process 0's) return value, its last progress report, the checkpoint step
+    its attempt resumed from, and the run's goodput ledger (``goodput.py``)."""
 
     result: Any
     report: dict[str, Any] | None = None
+    resumed_from: int | None = None
+    goodput: dict[str, Any] | None = None
 
 
 class Backend(Protocol):

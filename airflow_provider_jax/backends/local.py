@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow_provider_jax.backends import JobSettings, Outcome, Started
 from airflow_provider_jax.backends.result import ResultReader
+from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.local.jobset import LocalJobSet
 
 
@@ -35,7 +36,11 @@ class LocalBackend:
 
     def wait(self, started: Started) -> Outcome:
         jobset: LocalJobSet = started.handle
-        message, report = jobset.run()
+        try:
+            message, report = jobset.run()
+        except JaxJobFailed as err:
+            err.goodput = jobset.clock.ledger(time.time())
+            raise
         reader = ResultReader(
             self.settings.output_dir,
             self.settings.cluster.gcp_conn_id,
@@ -43,7 +48,9 @@ class LocalBackend:
             self.settings.max_result_bytes,
         )
         result, message_report = reader.from_message(message, self.settings.log)
-        return Outcome(result, message_report or report)
+        ledger = jobset.clock.ledger(time.time())
+        resumed = (message or {}).get("resumed_from", ledger["resumed_from"])
+        return Outcome(result, message_report or report, resumed, ledger)
 
     def complete(
         self, event: Mapping[str, Any], cluster: Mapping[str, Any] | None = None

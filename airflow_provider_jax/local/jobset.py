@@ -25,11 +25,17 @@ from airflow_provider_jax.exceptions import (
     restart_line,
 )
 from airflow_provider_jax.failure_policy import on_failure, restartable_in
+from airflow_provider_jax.goodput import GoodputClock, chips
 from airflow_provider_jax.local.localize import free_ports, localize
 from airflow_provider_jax.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.local.processes import PodProcess
 from airflow_provider_jax.local.secret_files import check_runs_locally, secret_files
-from airflow_provider_jax.runtime.messages import format_report, parse_message, parse_report
+from airflow_provider_jax.runtime.messages import (
+    format_report,
+    parse_message,
+    parse_report,
+    parse_resumed,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk.types import Logger
@@ -61,16 +67,20 @@ class LocalJobSet:
         self._processes: list[PodProcess] = []
         self._killed = False
         self._deadline: float | None = None
+        self.clock = GoodputClock(created=time.time(), chips=chips(manifest))
+        self.restarts: list[str] = []  # one line per restart, as logged
 
     def run(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """Run to the end: the leader's parsed success message (None if it left none) and
         its last progress report. Reading a result it names is the caller's business."""
         if self.timeout_s is not None:
             self._deadline = time.monotonic() + self.timeout_s
-        restarts: list[str] = []
+        self.clock.created = time.time()
+        restarts = self.restarts
         for attempt in range(self.max_restarts + 1):
             outcome = _Attempt(self, attempt)
             failures = outcome.run()
+            self.clock.end(attempt, time.time(), failures[0].kind if failures else None)
             if self._killed:
                 raise JaxJobFailed(f"JAX job {self.name} was killed; all its processes stopped.")
             if not failures:
@@ -109,7 +119,7 @@ class _Attempt:
         local = localize(jobset.manifest, coordinator_port, megascale_port)
         self.plans = plan_pods(local, restart_attempt=attempt, secrets=jobset.secrets)
         self.leader = next(p for p in self.plans if (p.slice_index, p.host_index) == (0, 0))
-        self.lines: queue.SimpleQueue[tuple[PodPlan, str, str]] = queue.SimpleQueue()
+        self.lines: queue.SimpleQueue[tuple[PodPlan, str, str, float]] = queue.SimpleQueue()
         self.attempt = attempt
         self.tails: dict[str, deque[str]] = {
             p.name: deque(maxlen=LOG_TAIL_LINES) for p in self.plans
@@ -133,6 +143,7 @@ class _Attempt:
                 if jobset._killed:
                     break
                 processes.append(PodProcess.start(plan, self._on_line, jobset.pythonpath))
+            jobset.clock.begin(self.attempt, time.time())
             failed = self._wait(processes)
         finally:
             for process in processes:
@@ -175,20 +186,23 @@ class _Attempt:
         return []
 
     def _on_line(self, plan: PodPlan, stream: str, line: str) -> None:
-        self.lines.put((plan, stream, line))  # logged by the waiting thread, in order
+        self.lines.put((plan, stream, line, time.time()))  # logged by the waiting thread
 
     def _log_lines(self, wait_s: float = 0.0) -> None:
         log = self.jobset.log
         try:
             item = self.lines.get(timeout=wait_s) if wait_s else self.lines.get_nowait()
             while True:
-                plan, stream, line = item
+                plan, stream, line, at = item
                 report = parse_report(line) if stream == "stdout" else None
                 if report is None:
                     self.tails[plan.name].append(line)
                     log.info("%s %s", plan.tag, line)
+                    if plan is self.leader and (step := parse_resumed(line)) is not None:
+                        self.jobset.clock.resumed(self.attempt, step, at)
                 elif plan is self.leader:
                     self.last_report = report
+                    self.jobset.clock.report(self.attempt, report.get("step"), at)
                     log.info("%s %s", plan.tag, format_report(report))
                 else:  # every process reports the same; the leader speaks for them
                     log.debug("%s %s", plan.tag, format_report(report))

@@ -17,8 +17,9 @@ from airflow_provider_jax.backends import (
     Outcome,
     get_backend,
 )
-from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry
+from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.failure_policy import DEFAULT_MAX_RESTARTS
+from airflow_provider_jax.goodput import GOODPUT_XCOM_KEY, summary_line
 from airflow_provider_jax.jobset import (
     SAFE_SECURITY_CONTEXT,
 )
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from airflow_provider_jax.backends import Backend, Started
 
 LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
+RESUMED_FROM_XCOM_KEY = "resumed_from"  # the checkpoint step the finishing attempt resumed from
 JOBSET_NAME_XCOM_KEY, JOBSET_NAMESPACE_XCOM_KEY = "jobset_name", "jobset_namespace"
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
 
@@ -293,17 +295,22 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
                 kwargs=deferral.kwargs,
                 timeout=deferral.timeout,
             )
-        with self._code_errors():
+        with self._failures(context):
             outcome = backend.wait(started)
         self._running = None
         return self._publish(context, outcome)
 
     @contextlib.contextmanager
-    def _code_errors(self) -> Iterator[None]:
-        """A bug is a bug on every try: with ``retry_on_code_error=False`` it fails the task."""
+    def _failures(self, context: Context) -> Iterator[None]:
+        """A failed run still tells its goodput; and a bug is a bug on every try: with
+        ``retry_on_code_error=False`` it fails the task."""
         try:
             yield
-        except JaxCodeError as err:
+        except JaxJobFailed as err:
+            if err.goodput is not None:
+                self._publish_goodput(context, err.goodput)
+            if not isinstance(err, JaxCodeError):
+                raise
             if self.retry_on_code_error or isinstance(err, AirflowFailException):
                 raise
             raise JaxCodeErrorNoRetry(err.summary, err.failures) from err
@@ -317,16 +324,27 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
             ti.xcom_push(key=key, value=url)
 
     def _publish(self, context: Context, outcome: Outcome) -> Any:
-        """The leader's return value is the XCom; its last report goes beside it."""
+        """The leader's return value is the XCom; its last report, the step it resumed from
+        and the goodput ledger go beside it."""
+        ti = context["ti"]
         if outcome.report is not None:
-            context["ti"].xcom_push(key=LAST_REPORT_XCOM_KEY, value=outcome.report)
+            ti.xcom_push(key=LAST_REPORT_XCOM_KEY, value=outcome.report)
+        if outcome.resumed_from is not None:
+            self.log.info("The leader resumed from step %d.", outcome.resumed_from)
+            ti.xcom_push(key=RESUMED_FROM_XCOM_KEY, value=outcome.resumed_from)
+        if outcome.goodput is not None:
+            self._publish_goodput(context, outcome.goodput)
         return outcome.result
+
+    def _publish_goodput(self, context: Context, ledger: dict[str, Any]) -> None:
+        self.log.info("%s: %s", self.task_id, summary_line(ledger))
+        context["ti"].xcom_push(key=GOODPUT_XCOM_KEY, value=ledger)
 
     def execute_complete(
         self, context: Context, event: dict[str, Any], cluster: dict[str, Any] | None = None
     ) -> Any:
         """Resume after the JobSet trigger fired: the leader's result, or the failure."""
-        with self._code_errors():
+        with self._failures(context):
             outcome = self._backend(context).complete(event, cluster)
         return self._publish(context, outcome)
 

@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, PROCESS_ID_ENV, RESTART_ATTEMPT_ENV
-from airflow_provider_jax.runtime.messages import report_line
+from airflow_provider_jax.runtime.messages import report_line, resumed_line
 
 __all__ = [
     "checkpoint_dir",
@@ -99,8 +99,13 @@ def resumed_from(
     if not _resumed:
         _resumed.append(_newest_step(step_prefix, step_format_fixed_length))
         if _resumed[0] is not None and process_index() == 0:
-            print(f"airflow-jax: resumed from step {_resumed[0]}", file=sys.stdout, flush=True)
+            print(resumed_line(_resumed[0]), file=sys.stdout, flush=True)
     return _resumed[0]
+
+
+def _resumed_step() -> int | None:
+    """What :func:`resumed_from` answered, if the program asked (for the leader's message)."""
+    return _resumed[0] if _resumed else None
 
 
 def _newest_step(step_prefix: str | None, length: int | None) -> int | None:

@@ -66,7 +66,9 @@ def main() -> int:
         if watchdog is not None:
             watchdog.stop()  # nothing is watched once the function has returned
         if runtime.process_index() == 0:
-            message = leader_message(result, runtime._last_report, runtime.output_dir())
+            message = leader_message(
+                result, runtime._last_report, runtime.output_dir(), runtime._resumed_step()
+            )
         else:
             message = success_message()
         if distributed is not None:
@@ -174,13 +176,15 @@ def _exec_source(source: str) -> types.ModuleType:
     return module
 
 
-def leader_message(result: Any, report: Any, output_dir: str | None) -> str:
+def leader_message(
+    result: Any, report: Any, output_dir: str | None, resumed_from: int | None = None
+) -> str:
     """The leader's termination message: the result inline if it fits, else in
     ``<output_dir>/result.json``. The last report rides along when there is room."""
     text = result_json(result)
     for candidate in (report, None):
         try:
-            return success_message(result, candidate)
+            return success_message(result, candidate, resumed_from=resumed_from)
         except ValueError:
             pass
     if not output_dir:
@@ -193,7 +197,7 @@ def leader_message(result: Any, report: Any, output_dir: str | None) -> str:
     storage.write_text(uri, text)
     for candidate in (report, None):
         try:
-            return success_message(result_uri=uri, report=candidate)
+            return success_message(result_uri=uri, report=candidate, resumed_from=resumed_from)
         except ValueError:
             pass
     raise ValueError(f"result URI {uri!r} does not fit in a termination message")

@@ -5,7 +5,8 @@ Everything is JSON; nothing is ever pickled.
 
 - The termination message (at most 4096 bytes, Kubernetes' limit) says how a process ended:
   ``{"ok": true, "result": ..., "report": ...}`` from the leader, ``{"ok": true}`` from others,
-  ``{"ok": true, "result_uri": ".../result.json", ...}`` when the result is too big for it, and
+  ``{"ok": true, "result_uri": ".../result.json", ...}`` when the result is too big for it
+  (with ``"resumed_from": N`` when the run resumed from a checkpoint), and
   ``{"ok": false, "error": "...", "traceback": "...", "class": "code error"}`` on failure
   (``class``: see ``runtime.exits``).
 - A progress report is one stdout line: ``REPORT_PREFIX`` followed by a JSON object.
@@ -14,6 +15,7 @@ Everything is JSON; nothing is ever pickled.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 TERMINATION_MESSAGE_LIMIT = 4096
@@ -25,9 +27,16 @@ def _dump(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), allow_nan=False, sort_keys=True)
 
 
-def success_message(result: Any = None, report: Any = None, result_uri: str | None = None) -> str:
+def success_message(
+    result: Any = None,
+    report: Any = None,
+    result_uri: str | None = None,
+    resumed_from: int | None = None,
+) -> str:
     """The leader's (or a worker's) success message. Raises ValueError if it does not fit."""
     body: dict[str, Any] = {"ok": True}
+    if resumed_from is not None:
+        body["resumed_from"] = resumed_from
     if result_uri is not None:
         body["result_uri"] = result_uri
     elif result is not None:
@@ -68,6 +77,21 @@ def parse_message(text: str | None) -> dict[str, Any] | None:
 def host_tag(slice_index: int, host_index: int) -> str:
     """``[slice/host]``: how every log line and error names one JAX process (one pod)."""
     return f"[{slice_index}/{host_index}]"
+
+
+RESUMED_LINE = "airflow-jax: resumed from step "
+_RESUMED = re.compile(re.escape(RESUMED_LINE) + r"(\d{1,18})")
+
+
+def resumed_line(step: int) -> str:
+    """What process 0 prints when it resumes: readable, and parsed by both backends."""
+    return f"{RESUMED_LINE}{step}"
+
+
+def parse_resumed(line: str) -> int | None:
+    """The step in a :func:`resumed_line`, or None for any other line."""
+    found = _RESUMED.fullmatch(line.strip())
+    return int(found.group(1)) if found else None
 
 
 def report_line(report: dict[str, Any]) -> str:

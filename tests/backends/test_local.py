@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
-from airflow_provider_jax.backends import JobSettings
+from airflow_provider_jax.backends import JobSettings, Outcome
 from airflow_provider_jax.backends.local import LocalBackend
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed
 from airflow_provider_jax.jobset import build_jobset
@@ -45,6 +45,12 @@ def manifest(program: str, **kwargs: Any) -> dict[str, Any]:
 
 def run(program: str, timeout_s: float | None = None, **kwargs: Any) -> tuple[Any, Any]:
     """(result, last report) of ``program`` run by the local backend, as the operator does."""
+    outcome = run_outcome(program, timeout_s, **kwargs)
+    return outcome.result, outcome.report
+
+
+def run_outcome(program: str, timeout_s: float | None = None, **kwargs: Any) -> Outcome:
+    """The whole outcome of ``program`` run by the local backend (ledger included)."""
     op = operator(program, **kwargs)
     backend = LocalBackend(
         JobSettings(
@@ -56,8 +62,7 @@ def run(program: str, timeout_s: float | None = None, **kwargs: Any) -> tuple[An
             pythonpath=(str(REPO),),
         )
     )
-    outcome = backend.wait(backend.start(build_jobset(op.build_spec(name="job"))))
-    return outcome.result, outcome.report
+    return backend.wait(backend.start(build_jobset(op.build_spec(name="job"))))
 
 
 @pytest.fixture(autouse=True)

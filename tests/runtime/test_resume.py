@@ -5,6 +5,7 @@ finalized restarts, resumes from 20 and finishes (real JAX, real Orbax)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.backends.test_local import LOG, run_outcome
 from tests.support.jobset_schema import REPO
 from tests.support.orbax_saves import save_steps
 
@@ -61,11 +63,18 @@ def test_a_gcs_run_resumes_from_its_newest_finalized_step(gcs_emulator, gcs_buck
 def test_a_lost_host_restarts_the_slice_which_resumes_from_the_finalized_step(
     tmp_path: Path, caplog
 ) -> None:
-    from tests.backends.test_local import run
-
-    result, report = run("train_with_resume", max_restarts=1, output_dir=str(tmp_path / "run"))
-    assert result == {"resumed_from": 20, "w": 30.0, "restart_attempt": 1}  # w restored, not 0
-    assert report == {"step": 30, "w": 30.0}
+    caplog.set_level(logging.INFO, logger=LOG.name)
+    outcome = run_outcome("train_with_resume", max_restarts=1, output_dir=str(tmp_path / "run"))
+    assert outcome.result == {"resumed_from": 20, "w": 30.0, "restart_attempt": 1}  # restored
+    assert outcome.report == {"step": 30, "w": 30.0}
+    assert outcome.resumed_from == 20
     log = "\n".join(caplog.messages)
     assert "job: restart 1/1 after a disruption on [0/1]: killed by SIGKILL" in log
     assert "[0/0] airflow-jax: resumed from step 20" in log
+    ledger = outcome.goodput
+    print("disruption drill ledger:", ledger)
+    assert ledger["restarts"] == {"disruption": 1} and ledger["resumed_from"] == 20
+    assert ledger["chips"] == 8  # tpu-v5litepod-8: 2 hosts x 4 chips
+    parts = sum(ledger[k] for k in ("queued_s", "startup_s", "productive_s", "lost_s"))
+    assert ledger["lost_s"] > 0 and ledger["productive_s"] > 0 and parts <= ledger["wall_s"] + 0.05
+    assert ledger["goodput"] == round(ledger["productive_s"] / ledger["wall_s"], 3)

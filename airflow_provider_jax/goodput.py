@@ -1,0 +1,179 @@
+"""The goodput ledger: where one task's wall time went, and what its chips cost.
+
+Both backends feed a :class:`GoodputClock` with what they already see (no extra requests): when
+each restart attempt's pods were all running, when the leader reported each step, which step an
+attempt resumed from, and how an attempt ended. :meth:`GoodputClock.ledger` then splits the
+wall time (``created`` to the end) into:
+
+- ``queued_s``: until the first attempt's pods all ran (admitted and scheduled);
+- ``startup_s``: from each attempt's start to its first ``report()``;
+- ``productive_s``: from the first report to the end, or, for an attempt that failed, to the
+  step the next attempt resumed from (work a checkpoint kept);
+- ``lost_s``: from that step (or the attempt's first report, if nothing was kept) to the
+  restart: the work redone and the time the slice was down.
+
+``goodput`` is ``productive_s / wall_s`` (Google's ``ml-goodput-measurement`` idea, per task);
+``chip_hours`` is chips times the time the chips were held (wall less queue). A program that
+never calls ``report()`` has no start-up to tell apart: its attempts count as productive.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+CHIP_RESOURCES = ("google.com/tpu", "nvidia.com/gpu")
+MAX_STEP_MARKS = 2048  # step times kept per attempt; thinned beyond, so memory stays bounded
+GOODPUT_XCOM_KEY = "goodput"
+
+
+@dataclass
+class AttemptClock:
+    """One restart attempt's times (epoch seconds)."""
+
+    started: float
+    first_report: float | None = None
+    ended: float | None = None
+    failure: str | None = None  # the class of the failure that ended it
+    resumed_from: int | None = None
+    marks: list[tuple[int, float]] = field(default_factory=list)  # (step, when reported)
+
+    def mark(self, step: int | None, at: float) -> None:
+        if self.first_report is None:
+            self.first_report = at
+        if not isinstance(step, int) or (self.marks and step <= self.marks[-1][0]):
+            return
+        self.marks.append((step, at))
+        if len(self.marks) > MAX_STEP_MARKS:
+            thinned = self.marks[::2]
+            if thinned[-1] != self.marks[-1]:
+                thinned.append(self.marks[-1])
+            self.marks = thinned
+
+    def reached(self, step: int) -> float | None:
+        """When this attempt reported ``step`` (or, thinned, the newest step before it)."""
+        i = bisect.bisect_right(self.marks, (step, float("inf")))
+        return self.marks[i - 1][1] if i else None
+
+
+@dataclass
+class GoodputClock:
+    """What a backend saw of one JobSet run, by restart attempt.
+
+    :param created: when the JobSet was created (epoch seconds).
+    :param chips: accelerator chips (TPU chips or GPUs) of all its pods.
+    """
+
+    created: float
+    chips: int
+    attempts: dict[int, AttemptClock] = field(default_factory=dict)
+
+    def begin(self, attempt: int, at: float) -> AttemptClock:
+        """Attempt ``attempt`` has all its pods running (once; later calls change nothing)."""
+        if attempt not in self.attempts:
+            self.attempts[attempt] = AttemptClock(started=at)
+        return self.attempts[attempt]
+
+    def report(self, attempt: int, step: int | None, at: float) -> None:
+        self.begin(attempt, at).mark(step, at)
+
+    def resumed(self, attempt: int, step: int, at: float) -> None:
+        self.begin(attempt, at).resumed_from = step
+
+    def end(self, attempt: int, at: float, failure: str | None = None) -> None:
+        clock = self.begin(attempt, at)
+        if clock.ended is None:
+            clock.ended, clock.failure = at, failure
+
+    def ledger(self, ended: float) -> dict[str, Any]:
+        """The ledger at ``ended`` (epoch seconds), as plain JSON."""
+        wall = max(ended - self.created, 0.0)
+        order = sorted(self.attempts)
+        queued = min(self.attempts[order[0]].started - self.created, wall) if order else wall
+        startup = productive = lost = 0.0
+        restarts: Counter[str] = Counter()
+        for i, number in enumerate(order):
+            now = self.attempts[number]
+            after = self.attempts[order[i + 1]] if i + 1 < len(order) else None
+            stop = now.ended or (after.started if after else ended)
+            restart = after.started if after else stop
+            begun = now.first_report
+            if begun is None:  # no report: nothing to tell start-up from work
+                if now.failure is None:
+                    productive += stop - now.started
+                else:
+                    startup += stop - now.started
+                    lost += restart - stop
+            elif now.failure is None:
+                startup += begun - now.started
+                productive += stop - begun
+            else:
+                kept = after.resumed_from if after else None
+                fresh = kept is not None and (now.resumed_from is None or kept > now.resumed_from)
+                saved = (now.reached(kept) if fresh and kept is not None else None) or begun
+                startup += begun - now.started
+                productive += saved - begun
+                lost += restart - saved
+            if now.failure is not None and after is not None:
+                restarts[now.failure] += 1
+        last = self.attempts[order[-1]] if order else None
+        held = max(wall - queued, 0.0)
+        return {
+            "wall_s": round(wall, 2),
+            "queued_s": round(max(queued, 0.0), 2),
+            "startup_s": round(startup, 2),
+            "productive_s": round(productive, 2),
+            "lost_s": round(lost, 2),
+            "restarts": dict(sorted(restarts.items())),
+            "resumed_from": last.resumed_from if last else None,
+            "chips": self.chips,
+            "chip_hours": round(self.chips * held / 3600, 4),
+            "goodput": round(productive / wall, 3) if wall else 0.0,
+        }
+
+
+def summary_line(ledger: Mapping[str, Any]) -> str:
+    """The ledger as one task-log line."""
+    restarts = ", ".join(f"{n} {kind}" for kind, n in (ledger.get("restarts") or {}).items())
+    resumed = ledger.get("resumed_from")
+    return (
+        f"goodput {ledger['goodput']:.1%}: {ledger['wall_s']:.1f}s wall = "
+        f"{ledger['queued_s']:.1f}s queued + {ledger['startup_s']:.1f}s start-up + "
+        f"{ledger['productive_s']:.1f}s productive + {ledger['lost_s']:.1f}s lost (+ teardown); "
+        f"restarts: {restarts or 'none'}"
+        + (f"; resumed from step {resumed}" if resumed is not None else "")
+        + f"; {ledger['chips']} chips, {ledger['chip_hours']:.4f} chip-hours"
+    )
+
+
+def chips(jobset: Mapping[str, Any]) -> int:
+    """TPU chips or GPUs that all of a JobSet's pods ask for (manifest or API object)."""
+    total = 0
+    for rjob in (jobset.get("spec") or {}).get("replicatedJobs") or ():
+        job = (rjob.get("template") or {}).get("spec") or {}
+        pods = int(rjob.get("replicas", 1)) * int(job.get("parallelism", 1))
+        containers = ((job.get("template") or {}).get("spec") or {}).get("containers") or ()
+        for container in containers:
+            limits = (container.get("resources") or {}).get("limits") or {}
+            total += pods * sum(int(limits.get(name, 0)) for name in CHIP_RESOURCES)
+    return total
+
+
+def epoch(stamp: str | None) -> float | None:
+    """An RFC 3339 time from the API (``creationTimestamp``, a log line's nanosecond stamp)
+    as epoch seconds; None when absent or unreadable."""
+    if not stamp:
+        return None
+    text = stamp.strip().replace("Z", "+00:00")
+    head, dot, rest = text.partition(".")
+    if dot:  # at most microseconds for fromisoformat
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        text = f"{head}.{rest[: min(digits, 6)]}{rest[digits:]}"
+    try:
+        return datetime.datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None
