@@ -42,7 +42,12 @@ class AttemptClock:
     resumed_from: int | None = None
     marks: list[tuple[int, float]] = field(default_factory=list)  # (step, when reported)
 
+    def ran_at(self, at: float) -> None:
+        """It ran at ``at``: whoever saw its start later (a trigger) saw it late."""
+        self.started = min(self.started, at)
+
     def mark(self, step: int | None, at: float) -> None:
+        self.ran_at(at)
         if self.first_report is None:
             self.first_report = at
         if not isinstance(step, int) or (self.marks and step <= self.marks[-1][0]):
@@ -82,7 +87,9 @@ class GoodputClock:
         self.begin(attempt, at).mark(step, at)
 
     def resumed(self, attempt: int, step: int, at: float) -> None:
-        self.begin(attempt, at).resumed_from = step
+        clock = self.begin(attempt, at)
+        clock.ran_at(at)
+        clock.resumed_from = step
 
     def end(self, attempt: int, at: float, failure: str | None = None) -> None:
         clock = self.begin(attempt, at)
@@ -104,20 +111,20 @@ class GoodputClock:
             begun = now.first_report
             if begun is None:  # no report: nothing to tell start-up from work
                 if now.failure is None:
-                    productive += stop - now.started
+                    productive += _span(now.started, stop)
                 else:
-                    startup += stop - now.started
-                    lost += restart - stop
+                    startup += _span(now.started, stop)
+                    lost += _span(stop, restart)
             elif now.failure is None:
-                startup += begun - now.started
-                productive += stop - begun
+                startup += _span(now.started, begun)
+                productive += _span(begun, stop)
             else:
                 kept = after.resumed_from if after else None
                 fresh = kept is not None and (now.resumed_from is None or kept > now.resumed_from)
                 saved = (now.reached(kept) if fresh and kept is not None else None) or begun
-                startup += begun - now.started
-                productive += saved - begun
-                lost += restart - saved
+                startup += _span(now.started, begun)
+                productive += _span(begun, saved)
+                lost += _span(saved, restart)
             if now.failure is not None and after is not None:
                 restarts[now.failure] += 1
         last = self.attempts[order[-1]] if order else None
@@ -134,6 +141,11 @@ class GoodputClock:
             "chip_hours": round(self.chips * held / 3600, 4),
             "goodput": round(productive / wall, 3) if wall else 0.0,
         }
+
+
+def _span(start: float, end: float) -> float:
+    """Seconds from ``start`` to ``end``; never negative (clocks of two machines meet here)."""
+    return max(end - start, 0.0)
 
 
 def summary_line(ledger: Mapping[str, Any]) -> str:

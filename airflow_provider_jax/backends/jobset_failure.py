@@ -21,6 +21,7 @@ def explain_failure(
     summary = [f"{event.where} failed: {event.reason}: {event.message}"]
     if event.jobset:
         summary.append(f"JobSet status: {status.describe(event.jobset)}")
+    summary.extend(f"  {line}" for line in event.restarts)
     try:
         pods = hook.list_jobset_pods(name, namespace)
     except Exception as err:  # the failure still deserves its own error, not this one

@@ -17,7 +17,7 @@ import asyncio
 import datetime
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
@@ -29,7 +29,7 @@ from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
 from airflow_provider_jax.jobset import DEFERRED_BY_TRY_ANNOTATION
 from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
-from airflow_provider_jax.runtime.messages import format_report, parse_message
+from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
 
@@ -122,10 +122,16 @@ class KubernetesBackend:
         ref = self._ref = JobSetRef(self.cluster, ended.name, ended.namespace, ended.uid or None)
         hook = self.cluster.hook()
         if ended.status == SUCCESS:
+            if ended.restarts:
+                self.log.info("%s finished after: %s", ref.where, "; ".join(ended.restarts))
             try:
-                return self._leader_result(hook, ref)
+                outcome = self._leader_result(hook, ref)
             finally:
                 self._finish(hook, ref, succeeded=True)
+            resumed = outcome.resumed_from
+            if resumed is None and ended.goodput:
+                resumed = ended.goodput.get("resumed_from")
+            return replace(outcome, resumed_from=resumed, goodput=ended.goodput)
         if ended.status == TIMEOUT:
             _delete(hook, ref, self.log)
             from airflow.sdk.exceptions import AirflowTaskTimeout
@@ -135,6 +141,7 @@ class KubernetesBackend:
             error = explain_failure(hook, ref.name, ref.namespace, ended)
         else:
             error = JaxJobFailed(f"{ref.where}: {ended.message}")
+        error.goodput = ended.goodput
         self._finish(hook, ref, succeeded=False, ended=ended.status == FAILED)
         raise error
 
@@ -150,7 +157,7 @@ class KubernetesBackend:
         ok = message if message and message["ok"] else None
         if ok and ok.get("report"):  # its log may not have been streamed: say it here
             self.log.info("Leader's last report: %s", format_report(ok["report"]))
-        return Outcome(*reader.from_message(ok, self.log))
+        return Outcome(*reader.from_message(ok, self.log), resumed_from=resumed_step(ok))
 
     def _finish(
         self, hook: JobSetHook, ref: JobSetRef, *, succeeded: bool, ended: bool = True

@@ -15,6 +15,7 @@ from airflow_provider_jax.backends import JobSettings, Outcome, Started
 from airflow_provider_jax.backends.result import ResultReader
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.local.jobset import LocalJobSet
+from airflow_provider_jax.runtime.messages import resumed_step
 
 
 class LocalBackend:
@@ -49,7 +50,7 @@ class LocalBackend:
         )
         result, message_report = reader.from_message(message, self.settings.log)
         ledger = jobset.clock.ledger(time.time())
-        resumed = (message or {}).get("resumed_from", ledger["resumed_from"])
+        resumed = resumed_step(message)
         return Outcome(result, message_report or report, resumed, ledger)
 
     def complete(

@@ -94,6 +94,12 @@ def parse_resumed(line: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def resumed_step(message: dict[str, Any] | None) -> int | None:
+    """The ``resumed_from`` of a parsed success message, if it is a step (a pod writes it)."""
+    step = (message or {}).get("resumed_from")
+    return step if isinstance(step, int) and not isinstance(step, bool) and step >= 0 else None
+
+
 def report_line(report: dict[str, Any]) -> str:
     return REPORT_PREFIX + _dump(report)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from airflow import __version__ as airflow_version
@@ -32,6 +33,7 @@ from airflow_provider_jax.triggers.leader_log import LeaderLog
 from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START
 from airflow_provider_jax.triggers.pod_startup import PodsCannotStart, PodStartup
 from airflow_provider_jax.triggers.restarts import RestartLog
+from airflow_provider_jax.triggers.run_clock import RunClock
 
 __all__ = ["ERROR", "FAILED", "SUCCESS", "TIMEOUT", "JobSetTrigger"]
 LOG_GRACE = 5.0  # seconds to show the end of a finished leader's log before firing
@@ -75,6 +77,8 @@ class JobSetTrigger(BaseTrigger):
         self.retry_budget = retry_budget
         self.log_lines = log_lines
         self._fired = False
+        self._clock = RunClock()  # in memory only: the goodput ledger of what this run sees
+        self._restart_lines: list[str] = []
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -101,7 +105,12 @@ class JobSetTrigger(BaseTrigger):
         yield TriggerEvent(event.to_dict())
 
     async def wait(self, connection_extras: dict[str, Any] | None = None) -> JobSetEvent:
-        """The event this trigger fires; the operator's blocking mode awaits it directly."""
+        """The event this trigger fires; the operator's blocking mode awaits it directly.
+        It carries the restarts seen and the goodput ledger (the leader's last lines in)."""
+        event = await self._wait(connection_extras)
+        return replace(event, restarts=list(self._restart_lines), goodput=self._clock.ledger())
+
+    async def _wait(self, connection_extras: dict[str, Any] | None) -> JobSetEvent:
         limit = asyncio.timeout(None if self.deadline is None else self.deadline - time.time())
         try:
             async with limit:
@@ -134,7 +143,14 @@ class JobSetTrigger(BaseTrigger):
             # A thousand triggers starting at once must not each load a kubeconfig.
             hook = changes.hook
             leader_log = (
-                LeaderLog(hook, self.name, self.namespace, max_lines=self.log_lines, log=self.log)
+                LeaderLog(
+                    hook,
+                    self.name,
+                    self.namespace,
+                    max_lines=self.log_lines,
+                    log=self.log,
+                    on_line=self._clock.leader_line,
+                )
                 if self.log_lines > 0
                 else None
             )
@@ -142,6 +158,7 @@ class JobSetTrigger(BaseTrigger):
                 hook, self.name, self.namespace, on_stuck=changes.put, log=self.log
             )
             restarts = RestartLog(hook, self.name, self.namespace, self.log)
+            self._restart_lines = restarts.lines
             try:
                 while True:
                     change = await changes.next()
@@ -153,7 +170,9 @@ class JobSetTrigger(BaseTrigger):
                         )
                         change = Change("GET", fresh)
                     if change.obj is not None:
-                        await restarts.update(change.obj)
+                        for attempt, culprit in await restarts.update(change.obj):
+                            self._clock.restarted(attempt, culprit.kind if culprit else None)
+                        self._clock.seen(change.obj)  # after: the old attempt ends first
                         startup.update(change.obj)
                         if leader_log is not None:
                             leader_log.update(change.obj)
@@ -186,6 +205,7 @@ class JobSetTrigger(BaseTrigger):
     def _event(
         self, outcome: str, reason: str, message: str, jobset: dict[str, Any] | None = None
     ) -> JobSetEvent:
+        self._clock.finish(None if outcome == SUCCESS else reason)
         return JobSetEvent(outcome, self.name, self.namespace, self.uid, reason, message, jobset)
 
     async def on_kill(self) -> None:

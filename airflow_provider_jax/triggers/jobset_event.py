@@ -9,7 +9,7 @@ resumes after it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 SUCCESS, FAILED, TIMEOUT, ERROR = "success", "failed", "timeout", "error"
@@ -28,6 +28,8 @@ class JobSetEvent:
     :param reason: a short CamelCase cause (``Completed``, ``FailedJobs``, ``Deleted``, ...).
     :param message: one human sentence.
     :param jobset: the status summary (conditions, restarts) when the JobSet was seen.
+    :param restarts: one line per restart the trigger saw (attempt, class, host, reason).
+    :param goodput: the run's goodput ledger (``goodput.py``), as far as the trigger saw it.
     """
 
     status: str
@@ -37,6 +39,8 @@ class JobSetEvent:
     reason: str
     message: str
     jobset: dict[str, Any] | None = None
+    restarts: list[str] = field(default_factory=list)
+    goodput: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.status not in OUTCOMES:
@@ -48,7 +52,7 @@ class JobSetEvent:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobSetEvent:
         """From a serialized event, of this release or an earlier one (unknown keys are
-        ignored; ``uid``, ``reason`` and ``jobset`` may be missing)."""
+        ignored; ``uid``, ``reason``, ``jobset``, ``restarts`` and ``goodput`` may be missing)."""
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in data.items() if k in known}
         values.setdefault("uid", "")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
@@ -33,8 +33,10 @@ class LeaderLog:
         *,
         max_lines: int,
         log: logging.Logger | Any,
+        on_line: Callable[[Mapping[str, Any], str, str], None] | None = None,
     ) -> None:
         self.hook, self.name, self.namespace = hook, name, namespace
+        self.on_line = on_line  # (pod, kubelet's timestamp, text) of every new line
         self.lines_left = self.reports_left = max_lines
         self.log = log
         self._changed = asyncio.Event()
@@ -116,6 +118,8 @@ class LeaderLog:
                 if stamp <= self._last_stamp:
                     continue
                 self._last_stamp = stamp
+                if self.on_line is not None:
+                    self.on_line(pod, stamp, text)
                 self._show(tag, text)
                 if self.lines_left <= 0:
                     return True

@@ -18,7 +18,7 @@ from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, explain
 
 
 class RestartLog:
-    """Logs each restart of one JobSet once."""
+    """Logs each restart of one JobSet once, and keeps the lines for the final event."""
 
     def __init__(
         self, hook: AsyncJobSetHook, name: str, namespace: str, log: logging.Logger | Any
@@ -27,17 +27,23 @@ class RestartLog:
         # From 0: a trigger that starts late (or again, after a triggerer restart) still says
         # how often the slice restarted before it looked; only the latest cause is knowable.
         self.seen = 0
+        self.lines: list[str] = []
 
-    async def update(self, jobset: Mapping[str, Any]) -> None:
+    async def update(self, jobset: Mapping[str, Any]) -> list[tuple[int, ProcessFailure | None]]:
+        """Log the restarts not seen yet; each ended attempt with its culprit, if visible."""
         restarts = int((jobset.get("status") or {}).get("restarts") or 0)
         if restarts <= self.seen:
-            return
+            return []
         limit = ((jobset.get("spec") or {}).get("failurePolicy") or {}).get("maxRestarts", 0)
+        ended: list[tuple[int, ProcessFailure | None]] = []
         for attempt in range(self.seen + 1, restarts + 1):
             culprit = await self._culprit(attempt - 1) if attempt == restarts else None
             line = restart_line(attempt, limit, culprit)
+            self.lines.append(line)
             self.log.warning("JobSet %s/%s: %s", self.namespace, self.name, line)
+            ended.append((attempt - 1, culprit))
         self.seen = restarts
+        return ended
 
     async def _culprit(self, attempt: int) -> ProcessFailure | None:
         try:

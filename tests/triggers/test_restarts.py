@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+from dataclasses import replace
 
 from airflow_provider_jax.failure_policy import (
     BACKOFF_LIMIT_EXCEEDED,
@@ -14,6 +15,7 @@ from airflow_provider_jax.failure_policy import (
     on_failure,
     pod_failure_policy,
 )
+from airflow_provider_jax.runtime.messages import report_line, resumed_line
 from tests.support.jobsets import manifest, succeed
 from tests.support.k8s_emulator import PodRun, PodScript
 from tests.triggers.test_jobset import assert_restart_logged, events, submit
@@ -38,12 +40,20 @@ async def test_an_evicted_pod_restarts_the_slice_and_the_task_succeeds(k8s, caps
 
     def script(pod: PodRun) -> PodScript:
         if pod.attempt == 0:
-            return PodScript(logs=[f"training on {pod.plan.tag}"], duration=math.inf)
-        return done(pod)
+            steps = [report_line({"step": i}) for i in range(1, 6)]
+            return PodScript(logs=[f"training on {pod.plan.tag}", *steps], duration=math.inf)
+        finished = done(pod)
+        return replace(finished, logs=[resumed_line(3), *finished.logs])
 
     k8s.script(script)
     trigger = submit(k8s, max_restarts=3)
     waiting = asyncio.create_task(events(trigger))
+
+    def reported() -> bool:  # the trigger has streamed the leader's steps of attempt 0
+        clock = trigger._clock.clock
+        return bool(clock and 0 in clock.attempts and clock.attempts[0].marks)
+
+    await asyncio.to_thread(k8s.wait_for, reported, 10, "the leader's first steps")
     victim = await asyncio.to_thread(
         k8s.wait_for,
         lambda: next((p for p in k8s.controller.pods.values() if p.host_index == 1), None),
@@ -60,3 +70,12 @@ async def test_an_evicted_pod_restarts_the_slice_and_the_task_succeeds(k8s, caps
         "1/3",
         r"PreemptionByScheduler, exited with code 143 \(killed by SIGTERM\)",
     )
+    (line,) = event["restarts"]  # the same line, carried to the worker
+    assert_restart_logged(line, "1/3", "PreemptionByScheduler")
+    # The ledger, timed from the JobSet's changes and the leader's log stamps; the restart's
+    # class is "unknown" when its cause was not visible (see assert_restart_logged).
+    ledger = event["goodput"]
+    assert (ledger["resumed_from"], ledger["chips"]) == (3, 8)
+    assert ledger["restarts"] in ({"disruption": 1}, {"unknown": 1})
+    parts = sum(ledger[k] for k in ("queued_s", "startup_s", "productive_s", "lost_s"))
+    assert ledger["lost_s"] > 0 and parts <= ledger["wall_s"] + 0.05
