@@ -16,16 +16,24 @@ def train(
     report_every: int = 10,
     checkpoint_dir: str | None = None,
     checkpoint_every: int = 0,
+    resume: bool = False,
+    disrupt_at_step: int | None = None,
 ) -> dict[str, Any]:
-    """Fit the model; with ``checkpoint_dir``, save an Orbax checkpoint every
-    ``checkpoint_every`` steps and at the end (every process writes its part)."""
+    """Fit the model; with ``checkpoint_dir``, save an Orbax checkpoint (parameters and
+    optimizer state) every ``checkpoint_every`` steps and at the end (every process writes its
+    part). With ``resume``, start from the newest finalized step there (after a slice restart
+    or an Airflow retry). ``disrupt_at_step`` is a drill: host 1 kills itself at that step on
+    the slice's first attempt, as a preempted VM would vanish."""
+    import os
+    import signal
+
     import jax
     import jax.numpy as jnp
     import numpy as np
     import optax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-    from airflow_provider_jax.runtime import report
+    from airflow_provider_jax.runtime import process_index, report, restart_attempt, resumed_from
 
     mesh = Mesh(np.array(jax.devices()), ("data",))
     batch_sharding = NamedSharding(mesh, PartitionSpec("data"))
@@ -43,7 +51,7 @@ def train(
 
     params = jax.device_put({"w": np.zeros(features, np.float32), "b": np.float32(0)}, replicated)
     optimizer = optax.adam(learning_rate)
-    opt_state = optimizer.init(params)
+    opt_state = jax.device_put(optimizer.init(params), replicated)  # every leaf on the mesh
 
     @jax.jit
     def step(params, opt_state, x, y):
@@ -55,20 +63,34 @@ def train(
         return optax.apply_updates(params, updates), opt_state, loss
 
     manager = _checkpoints(checkpoint_dir) if checkpoint_dir else None
-    for i in range(1, steps + 1):
+    start = resumed_from() if manager and resume else None
+    if start is not None:
+        import orbax.checkpoint as ocp
+
+        state = {"params": params, "opt_state": opt_state}  # the shapes and shardings to restore
+        state = manager.restore(start, args=ocp.args.StandardRestore(state))
+        params, opt_state = state["params"], state["opt_state"]
+    loss = None
+    for i in range((start or 0) + 1, steps + 1):
+        if i == disrupt_at_step and restart_attempt() == 0 and process_index() == 1:
+            if manager:  # let the async save before it finalize, so the drill is repeatable;
+                manager.wait_until_finished()  # a real preemption may land mid-save
+            os.kill(os.getpid(), signal.SIGKILL)
         params, opt_state, loss = step(params, opt_state, x, y)
         if i % report_every == 0 or i == steps:
             report(step=i, loss=float(loss))
         if manager and (i == steps or (checkpoint_every and i % checkpoint_every == 0)):
             import orbax.checkpoint as ocp
 
-            manager.save(i, args=ocp.args.StandardSave(params))
+            state = {"params": params, "opt_state": opt_state}
+            manager.save(i, args=ocp.args.StandardSave(state))
     if manager:
         manager.wait_until_finished()
         manager.close()
     return {
-        "loss": float(loss),
+        "loss": None if loss is None else float(loss),
         "step": steps,
+        "resumed_from": start,
         "processes": jax.process_count(),
         "devices": jax.device_count(),
     }
@@ -81,7 +103,7 @@ def evaluate(checkpoint_dir: str, step: int) -> dict[str, Any]:
     import orbax.checkpoint as ocp
 
     manager = _checkpoints(checkpoint_dir)
-    params = manager.restore(step, args=ocp.args.StandardRestore())
+    params = manager.restore(step, args=ocp.args.StandardRestore())["params"]
     manager.close()
     w, b = np.asarray(params["w"]), float(params["b"])
     features = len(w)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 
 import pytest
 
@@ -51,8 +52,36 @@ def test_parameterised_run_takes_conf(airflow_home, tmp_path):
     [
         ("multislice_tpu", r"2 slices, 16 devices: loss \d"),
         ("multinode_gpu", r"2 nodes, 16 GPUs: loss \d"),
-        ("checkpoint_pipeline", r"step 40: eval loss \d"),
     ],
 )
 def test_example_runs_locally(airflow_home, tmp_path, dag_id, line):
     assert re.search(line, run_dag(airflow_home, tmp_path, dag_id))
+
+
+@pytest.mark.timeout(600)
+def test_checkpoint_pipeline_survives_its_disruption_drill_in_one_try(airflow_home, tmp_path):
+    """Host 1 dies at step 30 on the first attempt: the slice restarts, resumes from step 20
+    (the last finalized save), finishes, and the evaluation reads step 40, in one try."""
+    out = run_dag(airflow_home, tmp_path, "checkpoint_pipeline")
+    assert re.search(r"step 40: eval loss \d", out)
+    assert "restart 1/2 after a disruption on [0/1]: killed by SIGKILL" in out
+    db = airflow_home.path / "airflow.db"
+
+    def one(key: str):
+        (value,) = xcoms(db, "checkpoint_pipeline", "train", key).values()
+        return value
+
+    assert one("return_value")["resumed_from"] == one("resumed_from") == 20
+    ledger = one("goodput")
+    print("checkpoint_pipeline drill ledger:", ledger)
+    assert (ledger["restarts"], ledger["resumed_from"], ledger["chips"]) == (
+        {"disruption": 1},
+        20,
+        8,
+    )
+    with sqlite3.connect(db) as conn:
+        (tries,) = conn.execute(
+            "SELECT try_number FROM task_instance WHERE dag_id = 'checkpoint_pipeline' "
+            "AND task_id = 'train'"
+        ).fetchone()
+    assert tries == 1

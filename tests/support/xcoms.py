@@ -15,4 +15,8 @@ def xcoms(db: Path, dag_id: str, task_id: str, key: str = "return_value") -> dic
             "SELECT run_id, value FROM xcom WHERE dag_id = ? AND task_id = ? AND key = ?",
             (dag_id, task_id, key),
         ).fetchall()
-    return {run_id: json.loads(value) for run_id, value in rows}
+    # SQLite hands a JSON column's bare number back as a number, anything else as text.
+    return {
+        run_id: json.loads(value) if isinstance(value, (str, bytes)) else value
+        for run_id, value in rows
+    }
