@@ -104,6 +104,7 @@ class JaxJobSpec:
     volume_mounts: Sequence[Mapping[str, Any]] = ()
     max_restarts: int = DEFAULT_MAX_RESTARTS
     restart_on_exit_codes: Sequence[int] = ()
+    termination_grace_period: int | None = None  # seconds from SIGTERM to SIGKILL
     active_deadline_seconds: int | None = None
     ttl_seconds_after_finished: int | None = None
     priority_class_name: str | None = None
@@ -155,8 +156,9 @@ class JaxJobSpec:
         if self.max_restarts < 0:
             raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}.")
         check_exit_codes(self.restart_on_exit_codes)
-        if self.active_deadline_seconds is not None:
-            _positive_int("active_deadline_seconds", self.active_deadline_seconds)
+        for name in ("active_deadline_seconds", "termination_grace_period"):
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name))
         for port in (self.coordinator_port, self.megascale_port):
             if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
                 raise ValueError(f"port {port!r} is not a valid TCP port.")
@@ -285,6 +287,8 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         pod_spec["serviceAccountName"] = spec.service_account_name
     if spec.priority_class_name:
         pod_spec["priorityClassName"] = spec.priority_class_name
+    if spec.termination_grace_period is not None:
+        pod_spec["terminationGracePeriodSeconds"] = spec.termination_grace_period
     if spec.uses_host_network:
         # Slice-to-slice (DCN) traffic on the node's NICs, as xpk runs TPU and GPU jobs; DNS
         # stays the cluster's, so the leader's name still resolves.

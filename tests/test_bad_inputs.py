@@ -96,6 +96,11 @@ AT_PARSE = [
     Bad("restart_code_zero", tpu(restart_on_exit_codes=[0]), "exit codes 1-255 .0 is success"),
     Bad("progress_timeout_zero", tpu(progress_timeout=0), "progress_timeout must be seconds > 0"),
     Bad(
+        "grace_period_text",
+        tpu(termination_grace_period="30s"),
+        "termination_grace_period must be a positive integer",
+    ),
+    Bad(
         "progress_timeout_command",
         tpu(progress_timeout=60),
         "progress_timeout watches report.. calls, which need the runtime",

@@ -198,6 +198,7 @@ def test_kueue_ttl_priority_and_overrides(validate_jobset):
             ttl_seconds_after_finished=600,
             priority_class_name="high",
             max_restarts=3,
+            termination_grace_period=25,
             service_account_name="trainer",
             node_selector={"pool": "a"},
             tolerations=[{"key": "spot", "operator": "Exists"}],
@@ -219,6 +220,7 @@ def test_kueue_ttl_priority_and_overrides(validate_jobset):
     assert manifest["spec"]["failurePolicy"] == {"maxRestarts": 3, "rules": [CODE_ERROR_RULE]}
     pod = _pod(manifest)
     assert pod["priorityClassName"] == "high"
+    assert pod["terminationGracePeriodSeconds"] == 25
     assert pod["serviceAccountName"] == "trainer"
     assert pod["hostNetwork"] is True
     assert pod["nodeSelector"]["pool"] == "a"

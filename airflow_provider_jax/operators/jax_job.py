@@ -81,6 +81,9 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
     :param progress_timeout: seconds without a ``report()`` call after which a process counts
         as hung: it prints every thread's stack and exits 124, and the slice restarts. Armed at
         the first report, so start-up never trips it. Off (None) by default.
+    :param termination_grace_period: seconds from SIGTERM (preemption, eviction, a restart) to
+        SIGKILL: the pods' ``terminationGracePeriodSeconds`` (Kubernetes' default: 30), the
+        time a ``runtime.on_preemption`` hook has to save. Spot VMs give at most about 15 s.
     :param retry_on_code_error: whether Airflow retries the task after the code raised (a
         :class:`~airflow_provider_jax.exceptions.JaxCodeError`); disruptions always may retry.
     :param ttl_seconds_after_finished: let Kubernetes delete a finished JobSet after this long.
@@ -163,6 +166,7 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         volume_mounts: Sequence[Mapping[str, Any]] = (),
         max_restarts: int = DEFAULT_MAX_RESTARTS,
         restart_on_exit_codes: Sequence[int] = (),
+        termination_grace_period: int | None = None,
         retry_on_code_error: bool = True,
         progress_timeout: float | None = None,
         ttl_seconds_after_finished: int | None = None,
@@ -230,6 +234,7 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         self.volume_mounts = list(volume_mounts)
         self.max_restarts = max_restarts
         self.restart_on_exit_codes = tuple(restart_on_exit_codes)
+        self.termination_grace_period = termination_grace_period
         self.retry_on_code_error = retry_on_code_error
         if progress_timeout is not None and (
             isinstance(progress_timeout, bool)

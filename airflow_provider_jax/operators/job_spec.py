@@ -59,6 +59,7 @@ class JobSpecBuilder:
             volume_mounts=self.volume_mounts,
             max_restarts=self.max_restarts,
             restart_on_exit_codes=self.restart_on_exit_codes,
+            termination_grace_period=self.termination_grace_period,
             active_deadline_seconds=cluster_deadline_seconds(self.execution_timeout),
             ttl_seconds_after_finished=self.ttl_seconds_after_finished,
             priority_class_name=self.priority_class_name,

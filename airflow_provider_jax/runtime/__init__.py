@@ -15,11 +15,14 @@ import os
 import sys
 from typing import Any
 
+from airflow_provider_jax.runtime import preemption
 from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, PROCESS_ID_ENV, RESTART_ATTEMPT_ENV
 from airflow_provider_jax.runtime.messages import report_line, resumed_line
+from airflow_provider_jax.runtime.preemption import on_preemption
 
 __all__ = [
     "checkpoint_dir",
+    "on_preemption",
     "output_dir",
     "process_index",
     "report",
@@ -46,6 +49,7 @@ def report(step: int | None = None, **metrics: Any) -> None:
     _last_report = body
     if _watchdog is not None:
         _watchdog.beat()
+    preemption.check(body.get("step"))
 
 
 def _plain(name: str, value: Any) -> Any:

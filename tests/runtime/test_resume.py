@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +79,24 @@ def test_a_lost_host_restarts_the_slice_which_resumes_from_the_finalized_step(
     parts = sum(ledger[k] for k in ("queued_s", "startup_s", "productive_s", "lost_s"))
     assert ledger["lost_s"] > 0 and ledger["productive_s"] > 0 and parts <= ledger["wall_s"] + 0.05
     assert ledger["goodput"] == round(ledger["productive_s"] / ledger["wall_s"], 3)
+
+
+@pytest.mark.timeout(240)
+def test_a_preemption_notice_saves_at_the_step_jax_agreed_and_the_restart_loses_nothing(
+    tmp_path: Path, caplog
+) -> None:
+    """Host 1 gets SIGTERM: JAX's preemption service picks one step for both processes, the
+    on_preemption hook saves there, both exit 143, and the restart resumes from that step."""
+    caplog.set_level(logging.INFO, logger=LOG.name)
+    outcome = run_outcome("preempted_once", max_restarts=1, output_dir=str(tmp_path / "run"))
+    log = "\n".join(caplog.messages)
+    saved = {int(s) for s in re.findall(r"preempted \(SIGTERM\); saving at step (\d+)", log)}
+    (step,) = saved  # the same step on both processes
+    assert step >= 10
+    # w restored from the hook's save (JAX's notifier may take a second: many tiny steps).
+    w = float(max(step, 30))
+    assert outcome.result == {"resumed_from": step, "w": w, "restart_attempt": 1}
+    assert re.search(r"restart 1/1 after a disruption on \[0/\d\]: Preempted: SIGTERM", log)
+    ledger = outcome.goodput
+    print("preemption drill ledger:", ledger)
+    assert ledger["restarts"] == {"disruption": 1} and ledger["resumed_from"] == step

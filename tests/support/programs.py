@@ -115,6 +115,60 @@ def train_with_resume(steps: int = 30, save_every: int = 10, die_at: int = 25) -
     return {"resumed_from": start, "w": float(w), "restart_attempt": restart_attempt()}
 
 
+def preempted_once(steps: int = 30, notice_at: int = 10) -> dict[str, Any]:
+    """Count ``w`` up one per step over both processes, in lock-step (a barrier per step),
+    saving with Orbax from an ``on_preemption`` hook. On the first attempt host 1 gets SIGTERM
+    at step ``notice_at`` (a preemption notice) and the attempt runs on until the hook has
+    saved at the step JAX agreed on; the restart resumes from that step and finishes."""
+    import itertools
+
+    import jax
+    import numpy as np
+    import orbax.checkpoint as ocp
+    from jax.experimental import multihost_utils
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from airflow_provider_jax.runtime import checkpoint_dir, on_preemption, resumed_from
+
+    replicated = NamedSharding(Mesh(np.array(jax.devices()), ("d",)), PartitionSpec())
+    options = ocp.CheckpointManagerOptions(enable_async_checkpointing=False, create=True)
+    manager = ocp.CheckpointManager(checkpoint_dir(), options=options)
+    start = resumed_from()
+    state = {"w": jax.device_put(np.float32(0), replicated)}
+    if start is not None:
+        state = manager.restore(start, args=ocp.args.StandardRestore(state))
+
+    def save_last(step: int) -> None:
+        manager.save(step, args=ocp.args.StandardSave(state), force=True)
+        manager.wait_until_finished()
+
+    on_preemption(save_last)
+    first = restart_attempt() == 0
+    for step in itertools.count((start or 0) + 1):
+        if (step > steps and not first) or step > 100_000:
+            break  # the first attempt ends only through the hook
+        if first and step == notice_at and process_index() == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        multihost_utils.sync_global_devices(f"step {step}")
+        state = {"w": jax.device_put(state["w"] + 1, replicated)}
+        report(step=step, w=float(state["w"]))
+    manager.close()
+    return {"resumed_from": start, "w": float(state["w"]), "restart_attempt": restart_attempt()}
+
+
+def preempted_without_jax(marker: str) -> dict[str, Any]:
+    """No JAX: SIGTERM on host 1's first attempt at step 3 runs the hook at its next report,
+    which writes ``marker``; then the process exits 143 and the set restarts."""
+    from airflow_provider_jax.runtime import on_preemption
+
+    on_preemption(lambda step: Path(marker).write_text(f"{process_index()}:{step}"))
+    for step in range(1, 6):
+        if step == 3 and restart_attempt() == 0 and process_index() == 1:
+            os.kill(os.getpid(), signal.SIGTERM)
+        report(step=step)
+    return {"restart_attempt": restart_attempt()}
+
+
 def sleep_forever() -> None:
     time.sleep(3600)
 
