@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_jax.exceptions import JaxCodeError
 from tests.backends.test_local import LOG, run_outcome
 from tests.support.jobset_schema import REPO
 from tests.support.orbax_saves import save_steps
@@ -100,3 +101,24 @@ def test_a_preemption_notice_saves_at_the_step_jax_agreed_and_the_restart_loses_
     ledger = outcome.goodput
     print("preemption drill ledger:", ledger)
     assert ledger["restarts"] == {"disruption": 1} and ledger["resumed_from"] == step
+
+
+@pytest.mark.timeout(240)
+def test_a_bug_fails_the_task_at_once_with_restarts_to_spare(tmp_path: Path) -> None:
+    """Host 1 raises ValueError at step 5 with max_restarts=3: no restart, the error leads with
+    host 1's traceback, and it comes in less than twice the time it took to reach step 5."""
+    with pytest.raises(JaxCodeError) as raised:
+        run_outcome(
+            "train_with_resume",
+            max_restarts=3,
+            output_dir=str(tmp_path / "run"),
+            entrypoint_kwargs={"die_at": None, "bug_at": 5},
+        )
+    error = raised.value
+    assert str(error).startswith("[0/1] ValueError: a bug at step 5")
+    assert "no restart" in error.summary
+    ledger = error.goodput
+    print("code-error drill ledger:", ledger)
+    assert ledger["restarts"] == {}
+    # Reaching step 5 took at least the start-up (to step 1's report); failing took all of it.
+    assert ledger["wall_s"] < 2 * ledger["startup_s"]

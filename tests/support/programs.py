@@ -86,10 +86,13 @@ def lose_peer_midway() -> None:
         multihost_utils.process_allgather(np.full(1, step))
 
 
-def train_with_resume(steps: int = 30, save_every: int = 10, die_at: int = 25) -> dict[str, Any]:
+def train_with_resume(
+    steps: int = 30, save_every: int = 10, die_at: int | None = 25, bug_at: int | None = None
+) -> dict[str, Any]:
     """Count ``w`` up one per step over both processes, with a real Orbax save every
     ``save_every`` steps in ``checkpoint_dir()``, resuming from ``resumed_from()``. On the first
-    attempt process 1 dies by SIGKILL at step ``die_at``, after step 20 was finalized."""
+    attempt process 1 dies by SIGKILL at step ``die_at``, after step 20 was finalized; or, in a
+    run that did not resume, raises ValueError at step ``bug_at`` (a bug the next try avoids)."""
     import jax
     import numpy as np
     import orbax.checkpoint as ocp
@@ -107,6 +110,8 @@ def train_with_resume(steps: int = 30, save_every: int = 10, die_at: int = 25) -
     for step in range((start or 0) + 1, steps + 1):
         if step == die_at and restart_attempt() == 0 and process_index() == 1:
             os.kill(os.getpid(), signal.SIGKILL)
+        if step == bug_at and start is None and process_index() == 1:
+            raise ValueError(f"a bug at step {step}")
         w = jax.device_put(w + 1, replicated)
         report(step=step, w=float(w))
         if step % save_every == 0:
