@@ -79,7 +79,8 @@ def test_a_lost_host_restarts_the_slice_which_resumes_from_the_finalized_step(
     assert ledger["chips"] == 8  # tpu-v5litepod-8: 2 hosts x 4 chips
     parts = sum(ledger[k] for k in ("queued_s", "startup_s", "productive_s", "lost_s"))
     assert ledger["lost_s"] > 0 and ledger["productive_s"] > 0 and parts <= ledger["wall_s"] + 0.05
-    assert ledger["goodput"] == round(ledger["productive_s"] / ledger["wall_s"], 3)
+    # Rounded from unrounded seconds: within a rounding step of the rounded fields' ratio.
+    assert abs(ledger["goodput"] - ledger["productive_s"] / ledger["wall_s"]) < 0.002
 
 
 @pytest.mark.timeout(240)
