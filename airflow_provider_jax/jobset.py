@@ -15,6 +15,12 @@ from typing import Any
 
 from airflow_provider_jax.accelerators import Accelerator
 from airflow_provider_jax.accelerators.tpu import check_multislice
+from airflow_provider_jax.capacity import (
+    Capacity,
+    PodFields,
+    capacity_fields,
+    placement_annotations,
+)
 from airflow_provider_jax.coordination import (
     DEFAULT_MEGASCALE_PORT,
     PRELUDE_ARGV0,
@@ -32,6 +38,7 @@ from airflow_provider_jax.failure_policy import (
 )
 from airflow_provider_jax.gpu_direct import decorations
 from airflow_provider_jax.jobset_names import check_name, rjob_name
+from airflow_provider_jax.pod_override import merge_override
 from airflow_provider_jax.runtime.env import DEFAULT_TERMINATION_PATH
 from airflow_provider_jax.secret_refs import (
     SecretRef,
@@ -109,6 +116,8 @@ class JaxJobSpec:
     ttl_seconds_after_finished: int | None = None
     priority_class_name: str | None = None
     queue_name: str | None = None
+    capacity: Capacity = field(default_factory=Capacity)
+    placement: str | None = None
     pod_template_override: Mapping[str, Any] | None = None
     image_pull_policy: str | None = None
     coordinator_port: int | None = None
@@ -172,6 +181,18 @@ class JaxJobSpec:
             )
         check_multislice(self.accelerator, self.num_slices)
         check_name(self.name, self.accelerator, self.num_slices)
+        _ = self.capacity_fields  # raises when the capacity cannot work
+        placement_annotations(self.placement, self.accelerator, self.num_slices, self.queue_name)
+
+    @property
+    def capacity_fields(self) -> PodFields:
+        return capacity_fields(
+            self.capacity,
+            self.accelerator,
+            queue_name=self.queue_name,
+            max_run_s=self.active_deadline_seconds,
+            node_selector=self.node_selector,
+        )
 
     @property
     def replicated_job_name(self) -> str:
@@ -295,7 +316,14 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         pod_spec["hostNetwork"] = True
         pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     volumes = [dict(v) for v in spec.volumes] + secret_volumes(spec.secrets)
-    annotations = dict(spec.annotations)
+    capacity = spec.capacity_fields
+    pod_spec["nodeSelector"].update(capacity.node_selector)
+    pod_spec["tolerations"] += capacity.tolerations
+    annotations = {
+        **capacity.annotations,
+        **placement_annotations(spec.placement, acc, spec.num_slices, spec.queue_name),
+        **spec.annotations,
+    }
     if extra:
         volumes += extra["volumes"]
         pod_spec["tolerations"] += extra["tolerations"]
@@ -315,33 +343,6 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
             template["spec"]["containers"][0].pop("securityContext", None)
         template = merge_override(template, spec.pod_template_override)
     return template
-
-
-def merge_override(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep-merge ``override`` into ``base``. Lists of named objects (containers, volumes,
-    env) merge by ``name``; other lists and scalars are replaced."""
-    merged = copy.deepcopy(base)
-    for key, value in override.items():
-        current = merged.get(key)
-        if isinstance(current, dict) and isinstance(value, Mapping):
-            merged[key] = merge_override(current, value)
-        elif _named_list(current) and _named_list(value):
-            by_name = {item["name"]: item for item in current}
-            for item in value:
-                old = by_name.get(item["name"])
-                by_name[item["name"]] = merge_override(old, item) if old else copy.deepcopy(item)
-            merged[key] = list(by_name.values())
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
-def _named_list(value: object) -> bool:
-    return (
-        isinstance(value, list)
-        and bool(value)
-        and all(isinstance(i, Mapping) and "name" in i for i in value)
-    )
 
 
 def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow_provider_jax.backends import JobSettings, Outcome, Started
 from airflow_provider_jax.backends.result import ResultReader
+from airflow_provider_jax.capacity import described
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.local.jobset import LocalJobSet
 from airflow_provider_jax.runtime.messages import resumed_step
@@ -32,6 +33,8 @@ class LocalBackend:
             timeout_s=None if deadline is None else max(deadline - time.time(), 0.0),
             secrets_dir=self.settings.local_secrets_dir,
         )
+        if asked := described(manifest):
+            self.settings.log.info("The local backend ignores capacity and placement (%s).", asked)
         meta = manifest["metadata"]
         return Started(meta["name"], meta["namespace"], handle=self._jobset)
 

@@ -17,6 +17,7 @@ from airflow_provider_jax.backends import (
     Outcome,
     get_backend,
 )
+from airflow_provider_jax.capacity import Capacity
 from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.failure_policy import DEFAULT_MAX_RESTARTS
 from airflow_provider_jax.goodput import GOODPUT_XCOM_KEY, summary_line
@@ -89,6 +90,12 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
     :param ttl_seconds_after_finished: let Kubernetes delete a finished JobSet after this long.
     :param priority_class_name: the pods' PriorityClass.
     :param queue_name: a Kueue LocalQueue; the JobSet is created suspended for Kueue to admit.
+    :param capacity: where the nodes come from: ``on-demand`` (default), ``spot``,
+        ``reservation:<name>`` or ``flex-start`` (Dynamic Workload Scheduler, through Kueue).
+    :param reservation_project: the project sharing the reservation, when not the cluster's.
+    :param placement: Kueue topology-aware placement for GPU and multislice jobs: ``compact``,
+        ``required:<level>`` or ``preferred:<level>`` (``block``, ``subblock``, ``host``,
+        ``node``).
     :param pod_template_override: a pod template deep-merged over the generated one.
     :param image_pull_policy: ``Always``, ``IfNotPresent`` or ``Never``.
     :param coordinator_port: the JAX coordinator's port on process 0 (default: 8490, clear of
@@ -172,6 +179,9 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         ttl_seconds_after_finished: int | None = None,
         priority_class_name: str | None = None,
         queue_name: str | None = None,
+        capacity: str = "on-demand",
+        reservation_project: str | None = None,
+        placement: str | None = None,
         pod_template_override: Mapping[str, Any] | None = None,
         image_pull_policy: str | None = None,
         coordinator_port: int | None = None,
@@ -246,6 +256,8 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.priority_class_name = priority_class_name
         self.queue_name = queue_name
+        self.capacity = Capacity.parse(capacity, reservation_project)
+        self.placement = placement
         self.pod_template_override = pod_template_override
         self.image_pull_policy = image_pull_policy
         self.coordinator_port = coordinator_port

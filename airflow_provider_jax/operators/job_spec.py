@@ -64,6 +64,8 @@ class JobSpecBuilder:
             ttl_seconds_after_finished=self.ttl_seconds_after_finished,
             priority_class_name=self.priority_class_name,
             queue_name=self.queue_name,
+            capacity=self.capacity,
+            placement=self.placement,
             pod_template_override=self.pod_template_override,
             image_pull_policy=self.image_pull_policy,
             coordinator_port=self.coordinator_port,
