@@ -11,6 +11,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 from airflow_provider_jax.runtime.exits import (
     CODE_ERROR,
+    EXIT_SIGTERM,
     LOST_PEER,
     RESTARTABLE_EXIT_CODES,
     as_reported,
@@ -76,9 +77,6 @@ def restart_line(attempt: int, max_restarts: int, culprit: ProcessFailure | None
     )
 
 
-SIGTERM_EXIT = 143  # 128 + SIGTERM: how a process that was asked to stop exits
-
-
 def culprit_rank(failure: ProcessFailure) -> int:
     """Root causes first: a host whose own runtime reported an error (a bug, a hang), then a
     disrupted one (preempted, evicted), then one that died on its own (SIGKILL, OOM), then
@@ -88,7 +86,7 @@ def culprit_rank(failure: ProcessFailure) -> int:
         return 4 if failure.kind == LOST_PEER else 0
     if failure.disrupted:
         return 1
-    return 3 if failure.exit_code == SIGTERM_EXIT else 2
+    return 3 if failure.exit_code == EXIT_SIGTERM else 2
 
 
 def culprits_first(failures: Sequence[ProcessFailure]) -> list[ProcessFailure]:

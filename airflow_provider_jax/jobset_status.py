@@ -16,6 +16,7 @@ from airflow_provider_jax.coordination import (
     RESTART_ATTEMPT_LABEL,
 )
 from airflow_provider_jax.exceptions import ProcessFailure, culprit_rank
+from airflow_provider_jax.failure_policy import DISRUPTION_TARGET
 from airflow_provider_jax.jobset import CONTAINER_NAME, MANAGED_BY, MANAGED_BY_LABEL
 from airflow_provider_jax.runtime.exits import DISRUPTION
 from airflow_provider_jax.runtime.messages import host_tag
@@ -219,7 +220,12 @@ def pod_failure(pod: Mapping[str, Any], log_tail: str = "") -> ProcessFailure:
 
 def disruption(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     """The pod's ``DisruptionTarget`` condition (preemption, eviction, a drained node)."""
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "DisruptionTarget" and condition.get("status") == "True":
-            return condition
+    return condition(pod, DISRUPTION_TARGET, status="True")
+
+
+def condition(pod: Mapping[str, Any], kind: str, **fields: str) -> Mapping[str, Any] | None:
+    """The pod's condition of type ``kind`` whose ``fields`` (status, reason) match."""
+    for found in (pod.get("status") or {}).get("conditions") or ():
+        if found.get("type") == kind and all(found.get(k) == v for k, v in fields.items()):
+            return found
     return None

@@ -75,7 +75,6 @@ class LocalJobSet:
         its last progress report. Reading a result it names is the caller's business."""
         if self.timeout_s is not None:
             self._deadline = time.monotonic() + self.timeout_s
-        self.clock.created = time.time()
         restarts = self.restarts
         for attempt in range(self.max_restarts + 1):
             outcome = _Attempt(self, attempt)

@@ -10,10 +10,12 @@ SIGTERM 143, SIGABRT 134).
 from __future__ import annotations
 
 import re
+import signal
 
 EXIT_CODE_ERROR = 1  # the user's code raised
 EXIT_DISRUPTED = 42  # restart me: a peer was lost (xpk's and MaxText's restartable code)
 EXIT_HUNG = 124  # the watchdog found no progress (as timeout(1) exits)
+EXIT_SIGTERM = 128 + signal.SIGTERM  # 143: a process asked to stop (or preempted, after a save)
 RESTARTABLE_EXIT_CODES = frozenset({EXIT_DISRUPTED, EXIT_HUNG, *range(127, 256)})
 
 CODE_ERROR, DISRUPTION, LOST_PEER, HUNG = "code error", "disruption", "lost peer", "hang"

@@ -24,10 +24,8 @@ from airflow_provider_jax.runtime import storage
 from airflow_provider_jax.runtime.call import decode_call
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
-    DEFAULT_TERMINATION_PATH,
     NUM_PROCESSES_ENV,
     PROCESS_ID_ENV,
-    TERMINATION_PATH_ENV,
 )
 from airflow_provider_jax.runtime.exits import (
     CODE_ERROR,
@@ -42,6 +40,7 @@ from airflow_provider_jax.runtime.messages import (
     TERMINATION_MESSAGE_LIMIT,
     failure_message,
     success_message,
+    write_termination,
 )
 from airflow_provider_jax.runtime.watchdog import Watchdog
 
@@ -51,7 +50,6 @@ SOURCE_MODULE = "__airflow_jax_source__"
 def main() -> int:
     """Run the call the launcher put in the environment; 0 on success, else an exit code
     that classes the failure (``runtime.exits``): 42 when a peer was lost, 1 for a bug."""
-    termination_path = os.environ.get(TERMINATION_PATH_ENV, DEFAULT_TERMINATION_PATH)
     distributed = None
     try:
         call = decode_call(os.environ)
@@ -59,9 +57,7 @@ def main() -> int:
         if call.get("initialize", True):
             distributed = initialize_distributed()
         function = load_function(call)
-        watchdog = runtime._watchdog = watch_progress(
-            call.get("progress_timeout"), termination_path
-        )
+        watchdog = runtime._watchdog = watch_progress(call.get("progress_timeout"))
         result = function(**(call.get("kwargs") or {}))
         if watchdog is not None:
             watchdog.stop()  # nothing is watched once the function has returned
@@ -79,7 +75,7 @@ def main() -> int:
         kind, code = (
             (LOST_PEER, EXIT_DISRUPTED) if is_lost_peer(err) else (CODE_ERROR, EXIT_CODE_ERROR)
         )
-        _write(termination_path, failure_message(_describe(err), text, kind))
+        write_termination(failure_message(_describe(err), text, kind))
         if "jax" not in sys.modules:
             return code
         # A normal exit would shut jax.distributed down, which waits for peers that may be
@@ -87,11 +83,11 @@ def main() -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-    _write(termination_path, message)
+    write_termination(message)
     return 0
 
 
-def watch_progress(timeout: float | None, termination_path: str) -> Watchdog | None:
+def watch_progress(timeout: float | None) -> Watchdog | None:
     """The hung-host watchdog for ``progress_timeout`` seconds, armed by the first report."""
     if not timeout:
         return None
@@ -100,7 +96,7 @@ def watch_progress(timeout: float | None, termination_path: str) -> Watchdog | N
         last = runtime._last_report
         where = f" (last report: {last})" if last else ""
         error = f"Hung: no progress report for {idle:.0f}s{where}"
-        _write(termination_path, failure_message(error, stacks, HUNG))
+        write_termination(failure_message(error, stacks, HUNG))
 
     return Watchdog(float(timeout), hung)
 
@@ -221,13 +217,3 @@ def result_json(result: Any) -> str:
 
 def _describe(err: BaseException) -> str:
     return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
-
-
-def _write(path: str, text: str) -> None:
-    try:
-        with open(path, "w") as f:
-            f.write(text)
-    except OSError as err:  # e.g. no /dev/termination-log outside Kubernetes
-        print(
-            f"airflow-jax: cannot write the termination message to {path}: {err}", file=sys.stderr
-        )

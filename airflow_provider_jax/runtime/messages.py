@@ -15,7 +15,9 @@ Everything is JSON; nothing is ever pickled.
 from __future__ import annotations
 
 import json
+import os
 import re
+import sys
 from typing import Any
 
 TERMINATION_MESSAGE_LIMIT = 4096
@@ -61,6 +63,20 @@ def failure_message(error: str, traceback: str, kind: str | None = None) -> str:
         keep = max(0, len(tail) * budget // size - 3)
         tail = "..." + (tail[-keep:] if keep else "")
     return _dump({**body, "traceback": tail})
+
+
+def write_termination(text: str) -> None:
+    """Leave ``text`` as this process's termination message (where the pod spec says)."""
+    from airflow_provider_jax.runtime.env import DEFAULT_TERMINATION_PATH, TERMINATION_PATH_ENV
+
+    path = os.environ.get(TERMINATION_PATH_ENV, DEFAULT_TERMINATION_PATH)
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as err:  # e.g. no /dev/termination-log outside Kubernetes
+        print(
+            f"airflow-jax: cannot write the termination message to {path}: {err}", file=sys.stderr
+        )
 
 
 def parse_message(text: str | None) -> dict[str, Any] | None:

@@ -22,11 +22,8 @@ import sys
 import threading
 from collections.abc import Callable
 
-from airflow_provider_jax.runtime.env import DEFAULT_TERMINATION_PATH, TERMINATION_PATH_ENV
-from airflow_provider_jax.runtime.exits import DISRUPTION
-from airflow_provider_jax.runtime.messages import failure_message
-
-EXIT_PREEMPTED = 128 + signal.SIGTERM  # what a death by SIGTERM reports: a disruption (143)
+from airflow_provider_jax.runtime.exits import DISRUPTION, EXIT_SIGTERM
+from airflow_provider_jax.runtime.messages import failure_message, write_termination
 
 _callbacks: list[Callable[[int], None]] = []
 _notice = threading.Event()  # SIGTERM seen by our own handler (when JAX does not own it)
@@ -76,12 +73,7 @@ def _stop(step: int) -> None:
     for callback in _callbacks:
         callback(step)
     error = f"Preempted: SIGTERM, on_preemption ran at step {step}"
-    path = os.environ.get(TERMINATION_PATH_ENV, DEFAULT_TERMINATION_PATH)
-    try:
-        with open(path, "w") as f:
-            f.write(failure_message(error, "", DISRUPTION))
-    except OSError:
-        pass  # outside Kubernetes there may be no termination log; the exit code says it
+    write_termination(failure_message(error, "", DISRUPTION))
     sys.stdout.flush()
     sys.stderr.flush()
-    os._exit(EXIT_PREEMPTED)  # not a normal exit: jax.distributed's shutdown would wait on peers
+    os._exit(EXIT_SIGTERM)  # not a normal exit: jax.distributed's shutdown would wait on peers

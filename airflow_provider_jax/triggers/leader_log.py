@@ -33,10 +33,10 @@ class LeaderLog:
         *,
         max_lines: int,
         log: logging.Logger | Any,
-        on_line: Callable[[Mapping[str, Any], str, str], None] | None = None,
+        on_line: Callable[[Mapping[str, Any], str, str, dict[str, Any] | None], None] | None = None,
     ) -> None:
         self.hook, self.name, self.namespace = hook, name, namespace
-        self.on_line = on_line  # (pod, kubelet's timestamp, text) of every new line
+        self.on_line = on_line  # (pod, kubelet's timestamp, text, its report) of each new line
         self.lines_left = self.reports_left = max_lines
         self.log = log
         self._changed = asyncio.Event()
@@ -118,9 +118,10 @@ class LeaderLog:
                 if stamp <= self._last_stamp:
                     continue
                 self._last_stamp = stamp
+                report = parse_report(text)
                 if self.on_line is not None:
-                    self.on_line(pod, stamp, text)
-                self._show(tag, text)
+                    self.on_line(pod, stamp, text, report)
+                self._show(tag, text, report)
                 if self.lines_left <= 0:
                     return True
         except Exception as err:
@@ -129,8 +130,7 @@ class LeaderLog:
             raise
         return True
 
-    def _show(self, tag: str, text: str) -> None:
-        report = parse_report(text)
+    def _show(self, tag: str, text: str, report: dict[str, Any] | None) -> None:
         if report is not None:
             if self.reports_left > 0:
                 self.reports_left -= 1

@@ -135,10 +135,7 @@ def hopeless_pod(pods: list[Mapping[str, Any]]) -> str | None:
 
 
 def _unschedulable_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for condition in (pod.get("status") or {}).get("conditions") or ():
-        if condition.get("type") == "PodScheduled" and condition.get("reason") == "Unschedulable":
-            return condition
-    return None
+    return status.condition(pod, "PodScheduled", reason="Unschedulable")
 
 
 def unschedulable_problem(pod: Mapping[str, Any], verdict: str) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.goodput import GoodputClock, chips, epoch
-from airflow_provider_jax.runtime.messages import parse_report, parse_resumed
+from airflow_provider_jax.runtime.messages import parse_resumed
 
 UNKNOWN = "unknown"  # the class of a restart whose failed pods were already gone
 
@@ -42,13 +42,16 @@ class RunClock:
         if self.clock is not None:
             self.clock.end(attempt, time.time(), kind or UNKNOWN)
 
-    def leader_line(self, pod: Mapping[str, Any], stamp: str, text: str) -> None:
-        """A line of the leader's log: a progress report, or where it resumed from."""
+    def leader_line(
+        self, pod: Mapping[str, Any], stamp: str, text: str, report: dict[str, Any] | None
+    ) -> None:
+        """A line of the leader's log (``report``: the progress report in it, if any), or
+        where it resumed from."""
         if self.clock is None:
             return
         at = min(epoch(stamp) or time.time(), time.time())
         attempt = status.restart_attempt(pod)
-        if (report := parse_report(text)) is not None:
+        if report is not None:
             self.clock.report(attempt, report.get("step"), at)
         elif (step := parse_resumed(text)) is not None:
             self.clock.resumed(attempt, step, at)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from airflow_provider_jax.runtime.preemption import EXIT_PREEMPTED
+from airflow_provider_jax.runtime.exits import EXIT_SIGTERM
 from tests.backends.test_local import LOG, run_outcome
 
 
@@ -25,7 +25,7 @@ def test_without_jax_the_hook_runs_at_the_next_report_and_the_set_restarts(tmp_p
     )
     assert outcome.result == {"restart_attempt": 1}
     assert marker.read_text() == "1:3"  # host 1, at the report right after the signal
-    assert EXIT_PREEMPTED == 143
+    assert EXIT_SIGTERM == 143
     restarts = [m for m in caplog.messages if m.startswith("job: restart")]
     assert restarts == [
         "job: restart 1/1 after a disruption on [0/1]: Preempted: SIGTERM, on_preemption ran "
