@@ -10,6 +10,7 @@ xpk's default Kueue ``Topology`` lists. A combination that cannot work fails her
 
 from __future__ import annotations
 
+import datetime
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -169,6 +170,26 @@ def placement_annotations(
         )
     key = REQUIRED_TOPOLOGY if how == "required" else PREFERRED_TOPOLOGY
     return {key: TOPOLOGY_LEVELS[level]}
+
+
+QUEUE_UNTIL = ("running", "admitted")
+
+
+def queue_timeout_seconds(
+    timeout: datetime.timedelta | float | None, until: str, queue_name: str | None
+) -> float | None:
+    """``queue_timeout`` as seconds, or a ValueError: it must be positive, and waiting for
+    Kueue's admission needs a Kueue queue."""
+    if until not in QUEUE_UNTIL:
+        raise ValueError(f"queue_timeout_until must be one of {QUEUE_UNTIL}, got {until!r}.")
+    if until == "admitted" and not queue_name:
+        raise ValueError("queue_timeout_until='admitted' waits for Kueue: set queue_name.")
+    if timeout is None:
+        return None
+    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        raise ValueError(f"queue_timeout must be a timedelta or seconds > 0, got {timeout!r}.")
+    return float(seconds)
 
 
 def described(manifest: Mapping[str, Any]) -> str | None:

@@ -41,6 +41,11 @@ def is_deleting(jobset: Mapping[str, Any]) -> bool:
     return bool((jobset.get("metadata") or {}).get("deletionTimestamp"))
 
 
+def is_suspended(jobset: Mapping[str, Any]) -> bool:
+    """Suspended: created so for Kueue, or Kueue evicted it; its Jobs have no pods."""
+    return bool((jobset.get("spec") or {}).get("suspend"))
+
+
 def uid(obj: Mapping[str, Any] | None) -> str | None:
     return ((obj or {}).get("metadata") or {}).get("uid")
 

@@ -4,7 +4,7 @@ Both share one upstream stream (a JobSet watch per cluster and namespace) betwee
 waiting triggers. They differ in how an event reaches its waiter and in what a waiter that
 subscribes late sees. This bench feeds the same events to N waiters, one JobSet each, through
 ``airflow.triggers.shared_stream.SharedStreamManager`` (the triggerer's own manager) and through
-``triggers.informer.JobSetInformer``, and reports:
+``triggers.informer.Informer``, and reports:
 
 - CPU per delivered event: the shared stream broadcasts every raw event to every subscriber,
   whose ``filter_shared_stream`` drops the ones for other JobSets (O(N) per event); the
@@ -35,7 +35,7 @@ except ImportError:  # Airflow 3.1/3.2 have no shared streams
 
 import structlog
 
-from airflow_provider_jax.triggers.informer import ABSENT, JobSetInformer
+from airflow_provider_jax.triggers.informer import ABSENT, Informer
 
 # One overflow warning per failed waiter would drown the table; the table counts them.
 structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
@@ -137,7 +137,7 @@ async def via_shared_stream(
 async def via_informer(
     n: int, feed: list[tuple[str, dict[str, Any]]], paced: bool
 ) -> dict[str, Any]:
-    informer = JobSetInformer(hook=None, namespace="namespace")  # type: ignore[arg-type]
+    informer = Informer(hook=None, namespace="namespace")  # type: ignore[arg-type]
     informer.synced, done = True, 0
 
     async def wait(i: int) -> None:

@@ -73,6 +73,8 @@ class JobSettings:
     :param cluster: which cluster (Kubernetes backend).
     :param pythonpath: folders the local processes import from (the DAG's folder).
     :param local_secrets_dir: where the local backend reads referenced Secrets.
+    :param queue_timeout: seconds from creating the JobSet to ``queue_until`` (Kubernetes).
+    :param queue_until: ``running`` (all pods) or ``admitted`` (by Kueue).
     :param log: the task's logger.
     """
 
@@ -88,6 +90,8 @@ class JobSettings:
     cluster: ClusterSettings = field(default_factory=ClusterSettings)
     pythonpath: tuple[str, ...] = ()
     local_secrets_dir: str | None = None
+    queue_timeout: float | None = None
+    queue_until: str = "running"
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
+from airflow_provider_jax.triggers.queue_wait import QUEUE_REASONS
 
 # Airflow's own trigger timeout, this long after ours: a backstop only.
 TRIGGER_TIMEOUT_BACKSTOP_S = 60
@@ -77,6 +78,8 @@ class KubernetesBackend:
             cluster=self.cluster.to_dict(),
             deadline=self.settings.deadline,
             poll_interval=self.settings.poll_interval,
+            queue_timeout=self.settings.queue_timeout,
+            queue_until=self.settings.queue_until,
         )
         deferral = None
         if self.settings.deferrable:
@@ -137,6 +140,12 @@ class KubernetesBackend:
             from airflow.sdk.exceptions import AirflowTaskTimeout
 
             raise AirflowTaskTimeout(f"{ref.where} was deleted: {ended.message}.")
+        if ended.status == FAILED and ended.reason in QUEUE_REASONS:
+            # It never got its capacity (or lost it for good): no host has anything to say.
+            _delete(hook, ref, self.log)
+            error = JaxJobFailed(f"{ref.where}: {ended.message}")
+            error.goodput = ended.goodput
+            raise error
         if ended.status == FAILED:
             error = explain_failure(hook, ref.name, ref.namespace, ended)
         else:

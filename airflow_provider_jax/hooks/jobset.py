@@ -31,20 +31,18 @@ from kubernetes_asyncio import watch as async_watch
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 from kubernetes_asyncio.client.rest import RESTResponse
 
+from airflow_provider_jax.hooks.resources import Resource
 from airflow_provider_jax.hooks.shared_client import SharedApiClient
 from airflow_provider_jax.jobset import (
     CONTAINER_NAME,
     GROUP,
     JOBSET_NAME_LABEL,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
     PLURAL,
     VERSION,
 )
 
 log = logging.getLogger(__name__)
 
-OUR_JOBSETS = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
 # A log stream may sit idle for a long time; reconnect only after 10 silent minutes.
 LOG_STREAM_TIMEOUT = (30, 600)
 
@@ -295,22 +293,24 @@ class AsyncJobSetOperations:
                 raise
         return True
 
-    async def list_jobsets(
-        self, namespace: str, label_selector: str = OUR_JOBSETS
+    async def list_objects(
+        self, resource: Resource, version: str, namespace: str, label_selector: str = ""
     ) -> tuple[list[dict[str, Any]], str]:
         """(items, resourceVersion) of one consistent list. Not retried: the caller decides."""
         async with self.api() as api:
             listing = await async_client.CustomObjectsApi(api).list_namespaced_custom_object(
-                GROUP, VERSION, namespace, PLURAL, label_selector=label_selector
+                resource.group, version, namespace, resource.plural, label_selector=label_selector
             )
         return listing["items"], listing["metadata"]["resourceVersion"]
 
-    async def watch_jobsets(
+    async def watch_objects(
         self,
+        resource: Resource,
+        version: str,
         namespace: str,
         resource_version: str,
         *,
-        label_selector: str = OUR_JOBSETS,
+        label_selector: str = "",
         timeout_seconds: int = 300,
     ) -> AsyncIterator[tuple[str, dict[str, Any]]]:
         """(type, object) events after ``resource_version``, BOOKMARKs included, until the
@@ -319,10 +319,10 @@ class AsyncJobSetOperations:
             custom = async_client.CustomObjectsApi(api)
             stream = async_watch.Watch().stream(
                 custom.list_namespaced_custom_object,
-                GROUP,
-                VERSION,
+                resource.group,
+                version,
                 namespace,
-                PLURAL,
+                resource.plural,
                 label_selector=label_selector,
                 resource_version=resource_version,
                 allow_watch_bookmarks=True,

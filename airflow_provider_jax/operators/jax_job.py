@@ -17,7 +17,7 @@ from airflow_provider_jax.backends import (
     Outcome,
     get_backend,
 )
-from airflow_provider_jax.capacity import Capacity
+from airflow_provider_jax.capacity import Capacity, queue_timeout_seconds
 from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.failure_policy import DEFAULT_MAX_RESTARTS
 from airflow_provider_jax.goodput import GOODPUT_XCOM_KEY, summary_line
@@ -31,6 +31,8 @@ from airflow_provider_jax.operators.job_spec import JobSpecBuilder
 from airflow_provider_jax.secret_refs import as_secret_refs
 
 if TYPE_CHECKING:
+    import datetime
+
     from airflow.sdk import Context
 
     from airflow_provider_jax.backends import Backend, Started
@@ -90,6 +92,11 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
     :param ttl_seconds_after_finished: let Kubernetes delete a finished JobSet after this long.
     :param priority_class_name: the pods' PriorityClass.
     :param queue_name: a Kueue LocalQueue; the JobSet is created suspended for Kueue to admit.
+    :param queue_timeout: the longest wait for capacity, from creating the JobSet to
+        ``queue_timeout_until``; past it the JobSet is deleted and the task fails with the
+        last reason it waited for. ``execution_timeout`` still bounds the whole try.
+    :param queue_timeout_until: ``running`` (every pod running; default) or ``admitted``
+        (Kueue admitted the JobSet).
     :param capacity: where the nodes come from: ``on-demand`` (default), ``spot``,
         ``reservation:<name>`` or ``flex-start`` (Dynamic Workload Scheduler, through Kueue).
     :param reservation_project: the project sharing the reservation, when not the cluster's.
@@ -179,6 +186,8 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         ttl_seconds_after_finished: int | None = None,
         priority_class_name: str | None = None,
         queue_name: str | None = None,
+        queue_timeout: datetime.timedelta | float | None = None,
+        queue_timeout_until: str = "running",
         capacity: str = "on-demand",
         reservation_project: str | None = None,
         placement: str | None = None,
@@ -256,6 +265,8 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.priority_class_name = priority_class_name
         self.queue_name = queue_name
+        self.queue_timeout = queue_timeout_seconds(queue_timeout, queue_timeout_until, queue_name)
+        self.queue_timeout_until = queue_timeout_until
         self.capacity = Capacity.parse(capacity, reservation_project)
         self.placement = placement
         self.pod_template_override = pod_template_override

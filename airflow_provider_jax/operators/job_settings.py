@@ -31,6 +31,8 @@ class JaxJobFields(Protocol):
     on_finish_action: str
     deferrable: bool
     poll_interval: float
+    queue_timeout: float | None
+    queue_timeout_until: str
     kubernetes_conn_id: str | None
     cluster_name: str | None
     project_id: str | None
@@ -68,6 +70,8 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         ),
         pythonpath=tuple(dag_pythonpath(op)),
         local_secrets_dir=conf.get("jax", "local_secrets_dir", fallback=None) or None,
+        queue_timeout=op.queue_timeout,
+        queue_until=op.queue_timeout_until,
     )
 
 

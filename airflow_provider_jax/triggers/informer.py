@@ -1,5 +1,5 @@
-"""One list+watch of JobSets per (cluster, namespace) per event loop, shared by every trigger
-that waits on a JobSet there.
+"""One list+watch of a resource (JobSets; Kueue Workloads) per (cluster, namespace) per event
+loop, shared by every trigger that waits on one there.
 
 A triggerer running a thousand JAX jobs then holds one watch per namespace instead of a
 thousand polls: about one request per five minutes per namespace while nothing fails, plus a
@@ -29,13 +29,8 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_delay
 
 from airflow_provider_jax.cluster import KubernetesCluster
-from airflow_provider_jax.hooks.jobset import (
-    OUR_JOBSETS,
-    AsyncJobSetHook,
-    api_status,
-    explain,
-    is_transient,
-)
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
+from airflow_provider_jax.hooks.resources import JOBSETS, Resource
 from airflow_provider_jax.retries import ExponentialJitter
 
 log = logging.getLogger(__name__)
@@ -108,9 +103,10 @@ class Change:
 
 
 class Subscription:
-    """The changes to one JobSet, in order, starting with its state when subscribed, and the
-    informer's ``hook`` for the subscriber's own calls: its connection and config are loaded
-    once for every subscriber, not once each."""
+    """The changes to one object (by its resource's key: a JobSet's name, a Workload's job
+    uid), in order, starting with its state when subscribed, and the informer's ``hook`` for
+    the subscriber's own calls: its connection and config are loaded once for every
+    subscriber, not once each."""
 
     def __init__(self, name: str, hook: AsyncJobSetHook) -> None:
         self.name, self.hook = name, hook
@@ -126,7 +122,7 @@ class Subscription:
         return item
 
 
-class JobSetInformer:
+class Informer:
     """The shared list+watch loop; use it through :func:`subscribe`."""
 
     def __init__(
@@ -134,13 +130,13 @@ class JobSetInformer:
         hook: AsyncJobSetHook,
         namespace: str,
         *,
+        resource: Resource = JOBSETS,
         poll_interval: float = 10.0,
         retry_budget: float = 600.0,
-        label_selector: str = OUR_JOBSETS,
     ) -> None:
-        self.hook, self.namespace = hook, namespace
+        self.hook, self.namespace, self.resource = hook, namespace, resource
         self.poll_interval, self.retry_budget = poll_interval, retry_budget
-        self.label_selector = label_selector
+        self.versions = list(resource.versions)  # the first is the one in use
         self.cache: dict[str, dict[str, Any]] = {}
         self.synced = False
         self.polling = False
@@ -152,7 +148,8 @@ class JobSetInformer:
         return self.task is not None and not self.task.done()
 
     def start(self) -> None:
-        self.task = asyncio.create_task(self._run(), name=f"jobset-informer-{self.namespace}")
+        name = f"{self.resource.plural}-informer-{self.namespace}"
+        self.task = asyncio.create_task(self._run(), name=name)
 
     def subscribe(self, name: str) -> Subscription:
         sub = Subscription(name, self.hook)
@@ -179,8 +176,13 @@ class JobSetInformer:
             sub.put(change)
 
     async def _list(self) -> str:
-        items, resource_version = await self.hook.list_jobsets(self.namespace, self.label_selector)
-        fresh = {obj["metadata"]["name"]: obj for obj in items}
+        items, resource_version = await self.hook.list_objects(
+            self.resource, self.versions[0], self.namespace, self.resource.label_selector
+        )
+        fresh = {}
+        for obj in items:
+            if (key := self.resource.key(obj)) is not None:
+                fresh[key] = self.resource.trim(obj)
         old, self.cache, self.synced = self.cache, fresh, True
         for name in list(self.subscribers):
             obj = fresh.get(name)
@@ -197,7 +199,10 @@ class JobSetInformer:
         )
 
     def _apply(self, kind: str, obj: dict[str, Any]) -> None:
-        name = obj["metadata"]["name"]
+        name = self.resource.key(obj)
+        if name is None:
+            return
+        obj = self.resource.trim(obj)
         if kind == "DELETED":
             self.cache.pop(name, None)
         else:
@@ -215,10 +220,12 @@ class JobSetInformer:
                 if self.polling:
                     await asyncio.sleep(self.poll_interval)
                     continue
-                async for kind, obj in self.hook.watch_jobsets(
+                async for kind, obj in self.hook.watch_objects(
+                    self.resource,
+                    self.versions[0],
                     self.namespace,
                     resource_version,
-                    label_selector=self.label_selector,
+                    label_selector=self.resource.label_selector,
                     timeout_seconds=WATCH_TIMEOUT,
                 ):
                     backoff.reset()
@@ -230,11 +237,14 @@ class JobSetInformer:
                 raise
             except Exception as err:
                 status = api_status(err)
+                what = f"{self.resource.kind}s in {self.namespace}"
                 if status == 410:
-                    log.info("JobSet watch in %s expired (410); listing again", self.namespace)
+                    log.info("The watch of %s expired (410); listing again", what)
                     resource_version = None
+                elif status == 404 and resource_version is None and len(self.versions) > 1:
+                    self.versions.pop(0)  # this version is not served here: an older one is
                 elif status in (403, 405) and resource_version is not None and not self.polling:
-                    log.warning("Watching JobSets is not allowed (%s); polling instead", status)
+                    log.warning("Watching %s is not allowed (%s); polling instead", what, status)
                     self.polling = True
                 elif is_transient(err):
                     try:
@@ -242,16 +252,18 @@ class JobSetInformer:
                     except ApiUnavailable as gave_up:
                         return self._fail(gave_up)
                 else:
-                    return self._fail(ApiUnavailable(f"JobSet list/watch failed: {explain(err)}"))
+                    return self._fail(
+                        ApiUnavailable(f"list/watch of {what} failed: {explain(err)}")
+                    )
 
     def _fail(self, err: ApiUnavailable) -> None:
-        log.error("%s", err)
+        log.log(logging.ERROR if self.resource == JOBSETS else logging.WARNING, "%s", err)
         for name in list(self.subscribers):
             self._tell(name, err)
 
 
 _informers: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[KubernetesCluster, str], JobSetInformer]
+    asyncio.AbstractEventLoop, dict[tuple[KubernetesCluster, str, Resource], Informer]
 ] = weakref.WeakKeyDictionary()
 
 
@@ -261,20 +273,22 @@ async def subscribe(
     namespace: str,
     name: str,
     *,
+    resource: Resource = JOBSETS,
     poll_interval: float = 10.0,
     retry_budget: float = 600.0,
     connection_extras: dict[str, Any] | None = None,
 ) -> AsyncIterator[Subscription]:
-    """Wait on JobSet ``name`` through the informer for (cluster, namespace) in this event
-    loop, starting it if needed (the first subscriber's settings apply) and stopping it when
-    its last subscriber leaves."""
+    """Wait on the object ``name`` (its resource's key) through the informer for (cluster,
+    namespace, resource) in this event loop, starting it if needed (the first subscriber's
+    settings apply) and stopping it when its last subscriber leaves."""
     informers = _informers.setdefault(asyncio.get_running_loop(), {})
-    key = (cluster, namespace)
+    key = (cluster, namespace, resource)
     informer = informers.get(key)
     if informer is None or not informer.running:
-        informer = JobSetInformer(
+        informer = Informer(
             cluster.async_hook(connection_extras),
             namespace,
+            resource=resource,
             poll_interval=poll_interval,
             retry_budget=retry_budget,
         )

@@ -32,6 +32,7 @@ from airflow_provider_jax.triggers.jobset_event import (
 from airflow_provider_jax.triggers.leader_log import LeaderLog
 from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START
 from airflow_provider_jax.triggers.pod_startup import PodsCannotStart, PodStartup
+from airflow_provider_jax.triggers.queue_wait import QueueFailed, QueueWait
 from airflow_provider_jax.triggers.restarts import RestartLog
 from airflow_provider_jax.triggers.run_clock import RunClock
 
@@ -52,7 +53,10 @@ class JobSetTrigger(BaseTrigger):
     nothing: the JobSet is watched through the informer shared by every trigger on that
     (cluster, namespace). The leader's log lines and progress reports go to the task log, at
     most ``log_lines`` of each. A pod that can never start (its image cannot be pulled) ends
-    the wait at once.
+    the wait at once. While it waits for capacity, each change in why (Kueue's verdict, its
+    queue position, unschedulable pods) is logged; past ``queue_timeout`` seconds from its
+    creation without all pods running (``queue_until="running"``) or Kueue's admission
+    (``"admitted"``), or when Kueue gives up on it, the JobSet is deleted and the task fails.
 
     The event is a :class:`~airflow_provider_jax.triggers.jobset_event.JobSetEvent` as a dict.
     """
@@ -68,6 +72,8 @@ class JobSetTrigger(BaseTrigger):
         poll_interval: float = 10.0,
         retry_budget: float = 600.0,
         log_lines: int = 1000,
+        queue_timeout: float | None = None,
+        queue_until: str = "running",
     ) -> None:
         super().__init__()
         self.name, self.namespace, self.uid = name, namespace, uid
@@ -76,6 +82,7 @@ class JobSetTrigger(BaseTrigger):
         self.poll_interval = poll_interval
         self.retry_budget = retry_budget
         self.log_lines = log_lines
+        self.queue_timeout, self.queue_until = queue_timeout, queue_until
         self._fired = False
         self._clock = RunClock()  # in memory only: the goodput ledger of what this run sees
         self._restart_lines: list[str] = []
@@ -92,6 +99,8 @@ class JobSetTrigger(BaseTrigger):
                 "poll_interval": self.poll_interval,
                 "retry_budget": self.retry_budget,
                 "log_lines": self.log_lines,
+                "queue_timeout": self.queue_timeout,
+                "queue_until": self.queue_until,
             },
         )
 
@@ -123,6 +132,9 @@ class JobSetTrigger(BaseTrigger):
             return self._event(TIMEOUT, "ExecutionTimeout", "the task's execution_timeout passed")
         except PodsCannotStart as err:
             return self._event(FAILED, CANNOT_START, str(err))
+        except QueueFailed as err:
+            await self._delete(connection_extras)  # queued, it holds quota; admitted, nodes
+            return self._event(FAILED, err.reason, str(err))
         except ApiUnavailable as err:
             return self._event(ERROR, "ApiUnavailable", str(err))
         except Exception as err:
@@ -154,8 +166,25 @@ class JobSetTrigger(BaseTrigger):
                 if self.log_lines > 0
                 else None
             )
+            queue = QueueWait(
+                self.kubernetes,
+                hook,
+                self.name,
+                self.namespace,
+                timeout=self.queue_timeout,
+                until=self.queue_until,
+                on_fail=changes.put,
+                log=self.log,
+                retry_budget=self.retry_budget,
+                connection_extras=connection_extras,
+            )
             startup = PodStartup(
-                hook, self.name, self.namespace, on_stuck=changes.put, log=self.log
+                hook,
+                self.name,
+                self.namespace,
+                on_stuck=changes.put,
+                log=self.log,
+                on_waiting=queue.pods_waiting,
             )
             restarts = RestartLog(hook, self.name, self.namespace, self.log)
             self._restart_lines = restarts.lines
@@ -174,6 +203,7 @@ class JobSetTrigger(BaseTrigger):
                             self._clock.restarted(attempt, culprit.kind if culprit else None)
                         self._clock.seen(change.obj)  # after: the old attempt ends first
                         startup.update(change.obj)
+                        queue.update(change.obj)
                         if leader_log is not None:
                             leader_log.update(change.obj)
                     if (event := self._verdict(change)) is not None:
@@ -181,6 +211,7 @@ class JobSetTrigger(BaseTrigger):
                             await leader_log.stop(grace=LOG_GRACE)
                         return event
             finally:
+                await queue.stop()
                 await startup.stop()
                 if leader_log is not None:
                     await leader_log.stop()

@@ -54,9 +54,10 @@ class PodStartup:
         *,
         on_stuck: Callable[[PodsCannotStart], None],
         log: logging.Logger | Any,
+        on_waiting: Callable[[str], None] = lambda reason: None,
     ) -> None:
         self.hook, self.name, self.namespace = hook, name, namespace
-        self.on_stuck, self.log = on_stuck, log
+        self.on_stuck, self.log, self.on_waiting = on_stuck, log, on_waiting
         self._task: asyncio.Task[None] | None = None
         self._read_events = True  # until RBAC says no
 
@@ -95,6 +96,12 @@ class PodStartup:
     async def _unschedulable(self, pods: list[Mapping[str, Any]]) -> str | None:
         """Why a pod no node can hold never will be, by the autoscaler's word, or None."""
         waiting = [p for p in status.latest_attempt(pods) if _unschedulable_condition(p)]
+        if waiting:
+            pod = waiting[0]
+            message = (_unschedulable_condition(pod) or {}).get("message", "")
+            self.on_waiting(
+                f"pod {pod['metadata']['name']} {status.tag(pod)} unschedulable: {message}"
+            )
         if not waiting or not self._read_events:
             return None
         try:

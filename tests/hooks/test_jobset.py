@@ -11,6 +11,7 @@ import pytest
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import JobSetExists
+from airflow_provider_jax.hooks.resources import JOBSETS
 from tests.support.jobsets import disrupt_host, manifest, succeed
 from tests.support.k8s_emulator import Emulator, Faults
 
@@ -66,11 +67,11 @@ def test_kube_config_held_in_the_connection(k8s, monkeypatch):
 async def test_async_hook_lists_and_watches_from_a_resource_version(k8s, hook):
     k8s.script(succeed(duration=0.2))
     async_hook = KubernetesCluster().async_hook()
-    items, version = await async_hook.list_jobsets("default")
+    items, version = await async_hook.list_objects(JOBSETS, "v1alpha2", "default")
     assert items == []
     name = hook.create_jobset(manifest())["metadata"]["name"]
     seen = []
-    async for kind, obj in async_hook.watch_jobsets("default", version, timeout_seconds=2):
+    async for kind, obj in async_hook.watch_objects(JOBSETS, "v1alpha2", "default", version, timeout_seconds=2):
         seen.append(kind)
         if status.terminal_state(obj):
             break

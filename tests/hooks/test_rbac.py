@@ -17,6 +17,7 @@ from airflow_provider_jax.hooks.jobset import explain
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.jobsets import fail_host, manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator
+from tests.support.k8s_emulator.kueue import ClusterQueue, LocalQueue
 from tests.support.k8s_emulator.rbac import docs_role
 from tests.support.k8s_emulator.scheduler import NodePool
 
@@ -54,6 +55,10 @@ def test_the_docs_role_is_sufficient_and_minimal(k8s: Emulator, tmp_path: Path) 
     with pytest.raises(Exception, match="cannot be scheduled"):
         run(k8s, tmp_path, manifest(try_number=5))
     k8s.nodes()
+    # a Kueue queue with no room: its Workload is watched, its position read, till timeout
+    k8s.queues(ClusterQueue("cq", {"google.com/tpu": 0}), LocalQueue("default", "q", "cq"))
+    with pytest.raises(Exception, match="queue_timeout"):
+        run(k8s, tmp_path, manifest(try_number=6, queue_name="q"), queue_timeout=3)
     k8s.script(run_forever)  # a clear while deferred, then a kill
     backend(tmp_path, deferrable=True).start(manifest(try_number=3))
     submit(CLUSTER.hook(), CLUSTER, manifest(try_number=4), LOG)

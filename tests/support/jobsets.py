@@ -29,6 +29,8 @@ def manifest(
     run_id: str = "manual__1",
     try_number: int = 1,
     active_deadline_seconds: int | None = None,
+    queue_name: str | None = None,
+    priority_class_name: str | None = None,
 ) -> dict[str, Any]:
     """A ``hosts``-host (1, 2 or 8) TPU v5e JobSet for task ``task_id`` of run ``run_id``."""
     slice_type, per_host = {1: ("tpu-v5litepod-8", 8), 2: ("tpu-v5litepod-8", 4)}.get(
@@ -45,6 +47,8 @@ def manifest(
         max_restarts=max_restarts,
         active_deadline_seconds=active_deadline_seconds,
         labels=labels,
+        queue_name=queue_name,
+        priority_class_name=priority_class_name,
     )
     return build_jobset(spec)
 

@@ -19,13 +19,19 @@ from typing import Any
 from aiohttp import web
 
 from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
+from tests.support.k8s_emulator.kueue import WORKLOAD, Kueue
+from tests.support.k8s_emulator.kueue_api import kueue_routes
 from tests.support.k8s_emulator.rbac import Access, Role
 from tests.support.k8s_emulator.store import Expired, Store, parse_selector
 
 JOBSETS_PATH = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/{namespace}/jobsets"
 PODS_PATH = "/api/v1/namespaces/{namespace}/pods"
 EVENTS_PATH = "/api/v1/namespaces/{namespace}/events"
-_KINDS = {JOBSET: ("jobset.x-k8s.io", "JobSet"), POD: ("", "Pod")}
+_KINDS = {
+    JOBSET: ("jobset.x-k8s.io", "JobSet"),
+    POD: ("", "Pod"),
+    WORKLOAD: ("kueue.x-k8s.io", "Workload"),
+}
 
 
 @dataclass
@@ -70,6 +76,7 @@ class Request:
 class Api:
     store: Store
     controller: Controller
+    kueue: Kueue
     validate: Callable[[dict[str, Any]], list[str]]
     faults: Faults = field(default_factory=Faults)
     tokens: set[str] = field(default_factory=lambda: {"emulator-token"})
@@ -96,6 +103,7 @@ class Api:
                 web.get(PODS_PATH + "/{name}", self.get_pod),
                 web.get(PODS_PATH + "/{name}/log", self.pod_log),
                 web.get(EVENTS_PATH, self.list_events),
+                *kueue_routes(self, self.kueue),
             ]
         )
         return app
@@ -176,6 +184,7 @@ class Api:
         created = self.store.create(JOBSET, body)
         self.submitted.append(body)
         self.controller.started(created)
+        self.kueue.jobset_created(created)
         return web.json_response(created, status=201)
 
     async def get_jobset(self, request: web.Request) -> web.Response:

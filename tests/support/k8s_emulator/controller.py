@@ -71,6 +71,8 @@ class Controller:
         # gone: finalizers, a slow garbage collector or many pods make real deletions slow.
         self.deletion_hold = 0.0
         self.scheduler: Scheduler | None = None  # None: every pod is placed at once
+        # Told when a JobSet finished (its terminal state) or was deleted (None): Kueue.
+        self.on_gone: Callable[[str, str, str | None], None] = lambda ns, name, state: None
         self._background: set[asyncio.Task[None]] = set()
 
     # JobSets -------------------------------------------------------------------------------
@@ -82,14 +84,46 @@ class Controller:
         if not jobset["spec"].get("suspend"):  # a Kueue-queued JobSet waits for admission
             run.task = asyncio.create_task(self._reconcile(run, jobset))
 
-    async def _reconcile(self, run: JobSetRun, jobset: dict[str, Any]) -> None:
+    async def suspend(self, namespace: str, name: str) -> None:
+        """``spec.suspend`` set (Kueue evicted it): the Jobs are suspended, so their pods are
+        stopped and deleted; the restart count stays (JobSet's Suspended condition)."""
+        jobset = self.store.get(JOBSET, namespace, name)
+        run = self.runs.get((namespace, name))
+        if jobset is None or run is None:
+            return
+        jobset["spec"]["suspend"] = True
+        _set_condition(jobset["status"], "Suspended", "SuspendedJobs", "jobset is suspended")
+        self.store.update(JOBSET, jobset)
+        if run.task is not None:
+            run.task.cancel()
+            await asyncio.gather(run.task, return_exceptions=True)
+            run.task = None
+        await self._stop_pods(run.pods, delete=True)
+        run.pods = []
+        self._update_status(run)
+
+    def resume(self, namespace: str, name: str) -> None:
+        """``spec.suspend`` cleared (Kueue admitted it): the Jobs start, and with them each
+        Job's ``activeDeadlineSeconds`` afresh, as a resumed Job's startTime is reset."""
+        jobset = self.store.get(JOBSET, namespace, name)
+        run = self.runs.get((namespace, name))
+        if jobset is None or run is None or run.task is not None:
+            return
+        jobset["spec"]["suspend"] = False
+        if any(c["type"] == "Suspended" for c in jobset["status"].get("conditions") or ()):
+            _set_condition(jobset["status"], "Suspended", "ResumeJobs", "jobset is resumed")
+            jobset["status"]["conditions"][-1]["status"] = "False"
+        jobset = self.store.update(JOBSET, jobset)
+        restarts = jobset["status"].get("restarts", 0)
+        run.task = asyncio.create_task(self._reconcile(run, jobset, restarts))
+
+    async def _reconcile(self, run: JobSetRun, jobset: dict[str, Any], restarts: int = 0) -> None:
         """Run attempts until one completes, or a failure's rules (the Job's pod failure
         policy, then the JobSet's failure policy, as ``failure_policy`` reads them) or the
         restart budget end it."""
         max_restarts = (jobset["spec"].get("failurePolicy") or {}).get("maxRestarts", 0)
         job_spec = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]
         deadline = job_spec.get("activeDeadlineSeconds")  # per attempt: Jobs are recreated
-        restarts = 0
         while True:
             run.pods = self._create_pods(run, jobset, restarts)
             self._update_status(run, restarts=restarts)
@@ -352,6 +386,7 @@ class Controller:
         self.store.update(JOBSET, jobset)
         self.finished_at[run.name] = time.monotonic()
         self._update_status(run)
+        self.on_gone(run.namespace, run.name, state)
 
     async def delete(self, namespace: str, name: str, policy: str) -> dict[str, Any] | None:
         """Delete a JobSet: Foreground removes it after its pods, Background before, Orphan
@@ -360,6 +395,7 @@ class Controller:
         if jobset is None:
             return None
         self.deletions.append((name, policy))
+        self.on_gone(namespace, name, None)
         run = self.runs.pop((namespace, name), None)
         if run and run.task:
             run.task.cancel()

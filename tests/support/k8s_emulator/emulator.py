@@ -17,6 +17,7 @@ from aiohttp import web
 from tests.support.k8s_emulator.api import Api, Faults, Request
 from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
 from tests.support.k8s_emulator.kubelet import PodRun, PodScript, Runner, ScriptedRunner
+from tests.support.k8s_emulator.kueue import ClusterQueue, Kueue, LocalQueue
 from tests.support.k8s_emulator.rbac import Role
 from tests.support.k8s_emulator.scheduler import NodePool, Scheduler, event
 from tests.support.k8s_emulator.store import Store
@@ -40,7 +41,9 @@ class Emulator:
         self.runner: Runner = ScriptedRunner()
         self.store = Store()
         self.controller = Controller(self.store, lambda: self.runner)
-        self.api = Api(self.store, self.controller, validate, role=role)
+        self.kueue = Kueue(self.store, self.controller.suspend, self.controller.resume)
+        self.controller.on_gone = self.kueue.jobset_gone
+        self.api = Api(self.store, self.controller, self.kueue, validate, role=role)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self.loop.run_forever, name="k8s-emulator", daemon=True
@@ -96,6 +99,7 @@ class Emulator:
             self.controller.unpullable.clear()
             self.controller.deletion_hold = 0.0
             self.controller.scheduler = None
+            self.kueue.reset()
             for task in list(self.api.streams):
                 task.cancel()
             self.store.objects.clear()
@@ -164,6 +168,26 @@ class Emulator:
 
         scheduler = Scheduler(list(pools), autoscaling, record) if pools else None
         self.call(lambda: setattr(self.controller, "scheduler", scheduler))
+
+    def queues(
+        self, *queues: ClusterQueue | LocalQueue, priorities: dict[str, int] | None = None
+    ) -> None:
+        """Install Kueue with these queues (and PriorityClass values) until :meth:`reset`:
+        queue-labelled JobSets created from now on get Workloads."""
+        self.call(lambda: self.kueue.configure(*queues, priorities=priorities))
+
+    def provision(self, jobset: str, outcome: str, message: str = "") -> None:
+        """The autoscaler's verdict on the JobSet's ProvisioningRequest (see ``kueue.py``)."""
+        self.call(lambda: self.kueue.provision(jobset, outcome, message))
+
+    def workload(self, jobset: str, namespace: str = "default") -> dict[str, Any] | None:
+        """The Kueue Workload of ``jobset``, as stored."""
+
+        def find() -> dict[str, Any] | None:
+            entry = self.kueue.entries.get((namespace, jobset))
+            return self.store.get("workloads", namespace, entry.name) if entry else None
+
+        return self.call(find)
 
     def grant(self, role: Role | None) -> None:
         """Bind ``role`` to the provider's identity instead (until :meth:`reset`)."""
