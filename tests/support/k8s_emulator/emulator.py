@@ -183,11 +183,11 @@ class Emulator:
     def workload(self, jobset: str, namespace: str = "default") -> dict[str, Any] | None:
         """The Kueue Workload of ``jobset``, as stored."""
 
-        def find() -> dict[str, Any] | None:
-            entry = self.kueue.entries.get((namespace, jobset))
-            return self.store.get("workloads", namespace, entry.name) if entry else None
+        def owner(workload: dict[str, Any]) -> str:
+            return workload["metadata"]["ownerReferences"][0]["name"]
 
-        return self.call(find)
+        found = self.call(lambda: self.store.list("workloads", namespace)[0])
+        return next((w for w in found if owner(w) == jobset), None)
 
     def grant(self, role: Role | None) -> None:
         """Bind ``role`` to the provider's identity instead (until :meth:`reset`)."""
