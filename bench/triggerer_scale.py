@@ -43,6 +43,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.emulated_cluster import LagProbe, cpu_between, percentile, rss_kib, self_signed
+from bench.queued_jobs import print_queued, queued_scenario
+
 POLL_INTERVAL = 10.0
 TARGET_REQUESTS = 0.2  # JobSet status requests per job per minute of waiting
 TARGET_P95 = 2.0  # seconds from a JobSet finishing to its trigger's event
@@ -101,7 +104,7 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
     poll_class = poll_trigger_class()
     # Warm up (imports, the first connection), as a triggerer that has been up a while is.
     asyncio.run(KubernetesCluster().async_hook().get_jobset("warm-up", NAMESPACE))
-    baseline_rss = _rss_kib()
+    baseline_rss = rss_kib()
     print("ready", flush=True)
     jobs: dict[str, str] = json.loads(sys.stdin.readline())  # name -> uid
 
@@ -161,11 +164,6 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
         "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }
     print(json.dumps(report), flush=True)
-
-
-def _rss_kib() -> int:
-    with open("/proc/self/status") as f:
-        return next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
 
 
 # --- the cluster's side (this process) ------------------------------------------------------
@@ -293,46 +291,6 @@ def scenario(
     )
 
 
-def self_signed(directory: Path) -> tuple[Path, Path]:
-    """A certificate for 127.0.0.1 that is its own CA, and its key, as PEM files."""
-    import datetime
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "emulator")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = directory / "emulator.crt", directory / "emulator.key"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 def _end_later(emulator: Any, ends: dict[str, float]) -> None:
     """On the emulator's loop: end each JobSet's pods ``ends[name]`` seconds from now."""
     loop = asyncio.get_running_loop()
@@ -345,37 +303,6 @@ def _end_later(emulator: Any, ends: dict[str, float]) -> None:
 
     for name, delay in ends.items():
         loop.call_later(delay, end, name)
-
-
-class LagProbe(threading.Thread):
-    """How late the emulator's loop answers, sampled every ``every`` seconds: when it lags,
-    so does every watch event it sends, whatever the triggerer does."""
-
-    def __init__(self, emulator: Any, every: float = 0.25) -> None:
-        super().__init__(daemon=True)
-        self.emulator, self.every = emulator, every
-        self.lags: list[float] = []
-        self.stopped = threading.Event()
-
-    def run(self) -> None:
-        while not self.stopped.wait(self.every):
-            asked = time.monotonic()
-            self.emulator.call(lambda: None)
-            self.lags.append(time.monotonic() - asked)
-
-
-def cpu_between(samples: list[tuple[float, float]], since: float, until: float) -> float:
-    """CPU seconds spent between two moments, from (time, CPU so far) samples."""
-
-    def at(moment: float) -> float:
-        return next((cpu for t, cpu in samples if t >= moment), samples[-1][1])
-
-    return at(until) - at(since)
-
-
-def percentile(values: list[float], p: float) -> float:
-    ordered = sorted(values)
-    return ordered[int(p * (len(ordered) - 1))] if ordered else float("nan")
 
 
 def print_table(rows: list[Row], window: float, drop_watch: float) -> None:
@@ -423,7 +350,7 @@ def print_table(rows: list[Row], window: float, drop_watch: float) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--jobs", type=int, nargs="+", default=[100, 1000])
+    parser.add_argument("--jobs", type=int, nargs="*", default=[100, 1000])
     parser.add_argument("--window", type=float, default=60.0, help="JobSets finish within")
     parser.add_argument("--drop-watch", type=float, default=30.0, help="watches last at most")
     parser.add_argument("--seed", type=int, default=7)
@@ -431,6 +358,10 @@ def main() -> int:
     parser.add_argument(
         "--log-lines", type=int, default=1000, help="leader log lines per job; 0: no streaming"
     )
+    parser.add_argument(
+        "--queued", type=int, default=1000, help="JobSets queued by Kueue; 0: skip that scenario"
+    )
+    parser.add_argument("--queued-wait", type=float, default=180.0, help="seconds they wait")
     parser.add_argument("--triggerer", choices=["watch", "poll"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
@@ -454,7 +385,11 @@ def main() -> int:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
     kinds = [args.only] if args.only else ["watch", "poll"]
     rows = []
+    queued = None
     try:
+        if args.queued:
+            queued = queued_scenario(emulator, args.queued, args.queued_wait, env)
+            print(f"  Kueue-queued, N={args.queued}: done", flush=True)
         for jobs in args.jobs:
             for kind in kinds:
                 rows.append(
@@ -473,7 +408,9 @@ def main() -> int:
     finally:
         emulator.stop()
     print_table(rows, args.window, args.drop_watch)
-    return 1 if any(r.missed for r in rows) else 0
+    if queued is not None:
+        print_queued(queued)
+    return 1 if any(r.missed for r in rows) or (queued and queued.fired) else 0
 
 
 if __name__ == "__main__":

@@ -129,11 +129,28 @@ def test_placement_renders_kueue_topology_annotations(validate_jobset, placement
         ({"placement": "compact"}, "one TPU slice is already one ICI-connected node pool"),
         ({"placement": "required:rack", "num_slices": 2}, "placement must be 'compact'"),
         ({"placement": "compact", "num_slices": 2}, "Topology Aware Scheduling: set queue_name"),
+        ({"queue_timeout": 0}, "queue_timeout must be a timedelta or seconds > 0"),
+        ({"queue_timeout": "1h"}, "queue_timeout must be a timedelta or seconds > 0"),
+        ({"queue_timeout_until": "scheduled"}, "queue_timeout_until must be one of"),
+        ({"queue_timeout_until": "admitted"}, "waits for Kueue: set queue_name"),
     ],
 )
 def test_combinations_that_cannot_work_fail_at_parse(kwargs, message):
     with pytest.raises(ValueError, match=message):
         tpu(**{"accelerator": "tpu-v5litepod-16", **kwargs})
+
+
+def test_queue_timeout_is_kept_as_seconds_for_the_trigger():
+    op = JaxTpuSliceOperator(
+        task_id="train",
+        accelerator="tpu-v6e-16",
+        image="us-docker.pkg.dev/p/r/jax:1",
+        command=["python3"],
+        queue_name="q",
+        queue_timeout=timedelta(hours=2),
+        queue_timeout_until="admitted",
+    )
+    assert (op.queue_timeout, op.queue_timeout_until) == (7200.0, "admitted")
 
 
 def test_a3_high_with_fewer_than_8_gpus_cannot_be_reserved():

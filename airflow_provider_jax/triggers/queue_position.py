@@ -24,6 +24,7 @@ from airflow_provider_jax.hooks.resources import VISIBILITY_VERSIONS
 
 log = logging.getLogger(__name__)
 POSITION_EVERY = 30.0  # seconds between asks: 2 requests a minute per queue, not per job
+NEWCOMER_GAP = 5.0  # a newcomer is answered this soon, so a thousand arriving cost a few asks
 
 Listener = Callable[[int | None, str | None], None]  # (position or None, why not known)
 
@@ -84,8 +85,10 @@ class QueuePositions:
                     for listener in list(listeners):
                         listener(None if at is None else at + 1, None)
             self._asked.clear()
+            gap = min(self.every, NEWCOMER_GAP)
+            await asyncio.sleep(gap)
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.every):
+                async with asyncio.timeout(self.every - gap):
                     await self._asked.wait()
 
     async def _ask(self) -> list[dict[str, Any]]:

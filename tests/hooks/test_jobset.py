@@ -71,7 +71,9 @@ async def test_async_hook_lists_and_watches_from_a_resource_version(k8s, hook):
     assert items == []
     name = hook.create_jobset(manifest())["metadata"]["name"]
     seen = []
-    async for kind, obj in async_hook.watch_objects(JOBSETS, "v1alpha2", "default", version, timeout_seconds=2):
+    async for kind, obj in async_hook.watch_objects(
+        JOBSETS, "v1alpha2", "default", version, timeout_seconds=2
+    ):
         seen.append(kind)
         if status.terminal_state(obj):
             break

@@ -17,7 +17,7 @@ from airflow_provider_jax.hooks.jobset import explain
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.jobsets import fail_host, manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator
-from tests.support.k8s_emulator.kueue import ClusterQueue, LocalQueue
+from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
 from tests.support.k8s_emulator.rbac import docs_role
 from tests.support.k8s_emulator.scheduler import NodePool
 

@@ -18,7 +18,7 @@ from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.jobsets import manifest, run_forever, succeed
-from tests.support.k8s_emulator.kueue import ClusterQueue, LocalQueue
+from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
 from tests.triggers.test_jobset import events
 
 TPU = "google.com/tpu"

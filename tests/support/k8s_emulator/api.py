@@ -19,8 +19,9 @@ from typing import Any
 from aiohttp import web
 
 from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
-from tests.support.k8s_emulator.kueue import WORKLOAD, Kueue
+from tests.support.k8s_emulator.kueue import Kueue
 from tests.support.k8s_emulator.kueue_api import kueue_routes
+from tests.support.k8s_emulator.kueue_objects import WORKLOAD
 from tests.support.k8s_emulator.rbac import Access, Role
 from tests.support.k8s_emulator.store import Expired, Store, parse_selector
 

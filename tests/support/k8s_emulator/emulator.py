@@ -17,7 +17,8 @@ from aiohttp import web
 from tests.support.k8s_emulator.api import Api, Faults, Request
 from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
 from tests.support.k8s_emulator.kubelet import PodRun, PodScript, Runner, ScriptedRunner
-from tests.support.k8s_emulator.kueue import ClusterQueue, Kueue, LocalQueue
+from tests.support.k8s_emulator.kueue import Kueue
+from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
 from tests.support.k8s_emulator.rbac import Role
 from tests.support.k8s_emulator.scheduler import NodePool, Scheduler, event
 from tests.support.k8s_emulator.store import Store

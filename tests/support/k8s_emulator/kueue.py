@@ -31,91 +31,24 @@ import asyncio
 import hashlib
 import itertools
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from tests.support.k8s_emulator.kueue_objects import (
+    JOB_UID_LABEL,
+    QUEUE_LABEL,
+    WORKLOAD,
+    ClusterQueue,
+    Entry,
+    LocalQueue,
+    condition,
+    request_of,
+    set_conditions,
+)
+from tests.support.k8s_emulator.kueue_provisioning import ProvisioningChecks
 from tests.support.k8s_emulator.store import Store, now
 
-WORKLOAD = "workloads"
-PROVISIONING_REQUEST = "provisioningrequests"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 
-
-@dataclass
-class ClusterQueue:
-    """Nominal quota of one flavor; ``checks``: its ProvisioningRequest admission checks."""
-
-    name: str
-    quota: dict[str, int]  # resource -> nominal quota
-    flavor: str = "default-flavor"
-    checks: tuple[str, ...] = ()
-    preemption: bool = True  # withinClusterQueue: LowerPriority
-    retries: int = 3  # the ProvisioningRequestConfig's retryStrategy.backoffLimitCount
-
-
-@dataclass
-class LocalQueue:
-    namespace: str
-    name: str
-    cluster_queue: str
-
-
-@dataclass
-class Entry:
-    """Kueue's in-memory view of one Workload."""
-
-    namespace: str
-    name: str
-    jobset: str
-    queue: str
-    priority: int
-    seq: int
-    request: dict[str, int]
-    podset: str
-    attempts: dict[str, int] = field(default_factory=dict)  # check -> ProvisioningRequests made
-    reserved: bool = False
-    admitted: bool = False
-    evicting: bool = False  # its quota is released once its pods are gone
-    active: bool = True
-
-
-def _condition(kind: str, status: bool, reason: str, message: str) -> dict[str, Any]:
-    return {
-        "type": kind,
-        "status": "True" if status else "False",
-        "reason": reason,
-        "message": message,
-        "lastTransitionTime": now(),
-    }
-
-
-def _set(obj: dict[str, Any], *conditions: dict[str, Any]) -> None:
-    status = obj.setdefault("status", {})
-    kinds = {c["type"] for c in conditions}
-    status["conditions"] = [
-        *[c for c in status.get("conditions") or () if c["type"] not in kinds],
-        *conditions,
-    ]
-
-
-def request_of(jobset: dict[str, Any]) -> tuple[str, dict[str, int]]:
-    """The first pod set's name, and what every pod of the JobSet asks for in total."""
-    total: dict[str, int] = {"pods": 0}
-    for rjob in jobset["spec"]["replicatedJobs"]:
-        job = rjob["template"]["spec"]
-        count = rjob.get("replicas", 1) * job.get("parallelism", 1)
-        total["pods"] += count
-        for container in job["template"]["spec"]["containers"]:
-            resources = container.get("resources") or {}
-            asks = resources.get("requests") or resources.get("limits") or {}
-            for resource, amount in asks.items():
-                if str(amount).isdigit():
-                    total[resource] = total.get(resource, 0) + count * int(amount)
-    return jobset["spec"]["replicatedJobs"][0]["name"], total
-
-
-class Kueue:
+class Kueue(ProvisioningChecks):
     """Installed once :meth:`configure` gives it queues; until then JobSets get no Workload."""
 
     def __init__(
@@ -219,7 +152,7 @@ class Kueue:
         if finished is None:
             self.store.remove(WORKLOAD, namespace, entry.name)
         else:
-            self._write(entry, _condition("Finished", True, finished, f"JobSet {finished}"))
+            self._write(entry, condition("Finished", True, finished, f"JobSet {finished}"))
         self.schedule()
 
     # the scheduler -------------------------------------------------------------------------
@@ -251,22 +184,36 @@ class Kueue:
         return free
 
     def schedule(self) -> None:
+        """One pass over the pending Workloads, highest priority first (BestEffortFIFO)."""
         for entry in [e for e in self.entries.values() if e.active and not e.reserved]:
             if self._cluster_queue(entry) is None:
                 why = f"LocalQueue {entry.queue} doesn't exist"
-                self._write(entry, _condition("QuotaReserved", False, "Inadmissible", why))
+                self._pend(entry, "Inadmissible", why)
         for cq in self.cluster_queues.values():
+            free = self._free(cq)
+            holders = [
+                e for e in self.entries.values() if e.reserved and self._cq_name(e) == cq.name
+            ]
             for entry in self._pending(cq.name):
-                short = self._shortfall(cq, entry, self._free(cq))
+                short = self._shortfall(cq, entry, free)
                 if short is None:
                     self._reserve(cq, entry)
+                    holders.append(entry)
+                    for resource in free:
+                        free[resource] -= entry.request.get(resource, 0)
                     continue
-                victims = self._victims(cq, entry) if cq.preemption else []
-                for victim in victims:
-                    self._evict_preempted(victim, entry)
-                if any(e.evicting for e in self.entries.values() if self._cq_name(e) == cq.name):
+                if cq.preemption and any(h.priority < entry.priority for h in holders):
+                    for victim in self._victims(cq, entry, holders):
+                        self._evict_preempted(victim, entry)
+                if any(h.evicting for h in holders):
                     short = "Pending the preemption of lower-priority workload(s)"
-                self._write(entry, _condition("QuotaReserved", False, "Pending", short))
+                self._pend(entry, "Pending", short)
+
+    def _pend(self, entry: Entry, reason: str, message: str) -> None:
+        """Say why it waits, writing only when that changed (a thousand waiting, each pass)."""
+        if entry.said != (reason, message):
+            entry.said = (reason, message)
+            self._write(entry, condition("QuotaReserved", False, reason, message))
 
     def _shortfall(self, cq: ClusterQueue, entry: Entry, free: dict[str, int]) -> str | None:
         """The flavor assigner's message when ``entry`` does not fit, else None."""
@@ -286,19 +233,12 @@ class Kueue:
                 )
         return None
 
-    def _victims(self, cq: ClusterQueue, entry: Entry) -> list[Entry]:
+    def _victims(self, cq: ClusterQueue, entry: Entry, holders: list[Entry]) -> list[Entry]:
         """Lower-priority admitted Workloads whose eviction makes room, lowest first."""
         free = self._free(cq)
         chosen: list[Entry] = []
         candidates = sorted(
-            (
-                e
-                for e in self.entries.values()
-                if e.reserved
-                and not e.evicting
-                and e.priority < entry.priority
-                and self._cq_name(e) == cq.name
-            ),
+            (e for e in holders if not e.evicting and e.priority < entry.priority),
             key=lambda e: (e.priority, -e.seq),
         )
         for victim in candidates:
@@ -310,7 +250,7 @@ class Kueue:
         return chosen if self._shortfall(cq, entry, free) is None else []
 
     def _reserve(self, cq: ClusterQueue, entry: Entry) -> None:
-        entry.reserved = True
+        entry.reserved, entry.said = True, None
         assignment = {
             "name": entry.podset,
             "flavors": {r: cq.flavor for r in cq.quota if r != "pods"},
@@ -321,10 +261,10 @@ class Kueue:
             "clusterQueue": cq.name,
             "podSetAssignments": [assignment],
         }
-        reserved = _condition(
+        reserved = condition(
             "QuotaReserved", True, "QuotaReserved", f"Quota reserved in ClusterQueue {cq.name}"
         )
-        _set(workload, reserved, _condition("Evicted", False, "QuotaReserved", ""))
+        set_conditions(workload, reserved, condition("Evicted", False, "QuotaReserved", ""))
         if cq.checks:
             workload["status"]["admissionChecks"] = [
                 {"name": c, "state": "Pending", "message": "", "lastTransitionTime": now()}
@@ -339,7 +279,7 @@ class Kueue:
 
     def _admit(self, entry: Entry) -> None:
         entry.admitted = True
-        self._write(entry, _condition("Admitted", True, "Admitted", "The workload is admitted"))
+        self._write(entry, condition("Admitted", True, "Admitted", "The workload is admitted"))
         self._resume(entry.namespace, entry.jobset)
 
     def _evict(self, entry: Entry, reason: str, message: str, *extra: dict[str, Any]) -> None:
@@ -356,10 +296,10 @@ class Kueue:
             stats.append({"reason": reason, "underlyingCause": cause, "count": 1})
         else:
             counted["count"] += 1
-        _set(
+        set_conditions(
             workload,
-            _condition("Evicted", True, reason, message),
-            _condition("Admitted", False, "NoReservation", "The workload has no reservation"),
+            condition("Evicted", True, reason, message),
+            condition("Admitted", False, "NoReservation", "The workload has no reservation"),
             *extra,
         )
         self.store.update(WORKLOAD, workload)
@@ -369,8 +309,9 @@ class Kueue:
                 await self._suspend(entry.namespace, entry.jobset)
             entry.reserved = entry.evicting = False
             if (entry.namespace, entry.jobset) in self.entries:
-                pending = _condition("QuotaReserved", False, "Pending", message)
-                requeued = _condition("Requeued", entry.active, reason, message)
+                pending = condition("QuotaReserved", False, "Pending", message)
+                entry.said = ("Pending", message)
+                requeued = condition("Requeued", entry.active, reason, message)
                 self._write(entry, pending, requeued)
             self.schedule()
 
@@ -383,71 +324,8 @@ class Kueue:
             f"Preempted to accommodate a workload (UID: {preemptor.name}, JobUID: "
             f"{preemptor.jobset}) due to prioritization in the ClusterQueue"
         )
-        preempted = _condition("Preempted", True, "InClusterQueue", message)
+        preempted = condition("Preempted", True, "InClusterQueue", message)
         self._evict(victim, "Preempted", message, preempted)
-
-    # ProvisioningRequests ------------------------------------------------------------------
-
-    def _request_capacity(self, entry: Entry, check: str) -> None:
-        attempt = entry.attempts[check] = entry.attempts.get(check, 0) + 1
-        self.store.create(
-            PROVISIONING_REQUEST,
-            {
-                "apiVersion": "autoscaling.x-k8s.io/v1",
-                "kind": "ProvisioningRequest",
-                "metadata": {
-                    "name": f"{entry.name}-{check}-{attempt}",
-                    "namespace": entry.namespace,
-                },
-                "spec": {"provisioningClassName": "queued-provisioning.gke.io"},
-                "status": {},
-            },
-        )
-
-    def provision(
-        self, jobset: str, outcome: str, message: str, namespace: str = "default"
-    ) -> None:
-        """The autoscaler's verdict on the JobSet's latest ProvisioningRequest (each check):
-        ``Provisioned``, ``Failed`` or ``CapacityRevoked``."""
-        entry = self.entries[(namespace, jobset)]
-        cq = self._cluster_queue(entry)
-        assert cq is not None
-        workload = self._workload(entry)
-        checks = {c["name"]: c for c in workload["status"].get("admissionChecks") or ()}
-        for check in cq.checks:
-            name = f"{entry.name}-{check}-{entry.attempts.get(check, 0)}"
-            request = self.store.get(PROVISIONING_REQUEST, namespace, name)
-            if request is not None:
-                _set(request, _condition(outcome, True, outcome, message))
-                self.store.update(PROVISIONING_REQUEST, request)
-            state = checks[check]
-            if outcome == "Provisioned":
-                state.update(state="Ready", message=message)
-            elif outcome == "Failed" and entry.attempts.get(check, 0) <= cq.retries:
-                state.update(state="Retry", message=f"Retrying after failure: {message}")
-            elif outcome == "Failed" or entry.admitted:
-                state.update(state="Rejected", message=message)
-            state["lastTransitionTime"] = now()
-        self.store.update(WORKLOAD, workload)
-        states = {c["state"] for c in checks.values()}
-        if "Rejected" in states:
-            rejected = "; ".join(
-                f'"{c["name"]}" ({c["message"]})'
-                for c in checks.values()
-                if c["state"] == "Rejected"
-            )
-            self._deactivate(entry, f"AdmissionCheck in Rejected state: {rejected}")
-        elif "Retry" in states:
-            self._evict(entry, "AdmissionCheck", "Evicted due to AdmissionCheck in Retry state")
-        elif states == {"Ready"} and not entry.admitted:
-            self._admit(entry)
-
-    def _deactivate(self, entry: Entry, why: str) -> None:
-        entry.active = False
-        workload = self._workload(entry)
-        workload["spec"]["active"] = False
-        self.store.update(WORKLOAD, workload)
-        self._evict(entry, "Deactivated", f"The workload is deactivated due to {why}")
 
     # the visibility API --------------------------------------------------------------------
 
@@ -487,5 +365,5 @@ class Kueue:
             for c in conditions
         ):
             return  # nothing new: a real controller's no-op patch writes nothing
-        _set(workload, *conditions)
+        set_conditions(workload, *conditions)
         self.store.update(WORKLOAD, workload)

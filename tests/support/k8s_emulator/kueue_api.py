@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from tests.support.k8s_emulator.kueue import WORKLOAD, Kueue
+from tests.support.k8s_emulator.kueue import Kueue
+from tests.support.k8s_emulator.kueue_objects import WORKLOAD
 
 if TYPE_CHECKING:
     from tests.support.k8s_emulator.api import Api
