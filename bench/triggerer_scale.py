@@ -407,7 +407,8 @@ def main() -> int:
                 print(f"  {rows[-1].scenario}, N={jobs}: done", flush=True)
     finally:
         emulator.stop()
-    print_table(rows, args.window, args.drop_watch)
+    if rows:
+        print_table(rows, args.window, args.drop_watch)
     if queued is not None:
         print_queued(queued)
     return 1 if any(r.missed for r in rows) or (queued and queued.fired) else 0

@@ -54,13 +54,15 @@ class Told:
     """The task log so far, read as it grows."""
 
     def __init__(self, capsys) -> None:
-        self.capsys, self.text = capsys, ""
+        self.capsys, self.text, self.all = capsys, "", ""
 
     async def line(self, part: str, timeout: float = 20) -> None:
         """Until a new Queue line containing ``part`` has been logged."""
         deadline = time.monotonic() + timeout
         while True:
-            self.text += self.capsys.readouterr().out
+            new = self.capsys.readouterr().out
+            self.text += new
+            self.all += new
             before, found, after = self.text.partition(part)
             if found:
                 self.text = after
@@ -199,3 +201,54 @@ async def test_kueue_preemption_resumes_within_the_restart_budget(k8s, capsys, m
         assert "due to prioritization in the ClusterQueue" in event["message"]
         assert "more than max_restarts=0" in event["message"]
         await until(lambda: k8s.jobset("low-0123456789") is None, what="the JobSet deleted")
+
+
+async def test_an_older_kueue_serving_only_v1beta1_is_read(k8s, capsys):
+    """Kueue before 0.15 serves Workloads at v1beta1 only: the informer steps back to it."""
+    k8s.call(lambda: setattr(k8s.kueue, "versions", ("v1beta1",)))
+    k8s.queues(ClusterQueue("cq", {TPU: 0}, flavor="v5e"), LocalQueue("default", "q", "cq"))
+    waiting = asyncio.create_task(events(trigger_for(create("old-0123456789", "r1"))))
+    await Told(capsys).line("insufficient quota for google.com/tpu in flavor v5e")
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    paths = [r.path for r in k8s.requests if r.path.endswith("/workloads")]
+    assert paths[0].startswith("/apis/kueue.x-k8s.io/v1beta2/")
+    assert paths[-1].startswith("/apis/kueue.x-k8s.io/v1beta1/")
+
+
+async def test_without_the_visibility_api_the_wait_has_no_position(k8s, capsys):
+    """Optional permission: ``get`` localqueues/pendingworkloads. The log says why, once."""
+    from tests.support.k8s_emulator.rbac import docs_role
+
+    k8s.grant(
+        docs_role().without("get", "visibility.kueue.x-k8s.io", "localqueues/pendingworkloads")
+    )
+    k8s.queues(ClusterQueue("cq", {TPU: 0}, flavor="v5e"), LocalQueue("default", "q", "cq"))
+    waiting = asyncio.create_task(events(trigger_for(create("blind-0123456789", "r1"))))
+    told = Told(capsys)
+    await told.line("Queue: waiting: couldn't assign flavors")
+    await told.line("queue position not shown: the identity lacks `get` on ")
+    await asyncio.sleep(1)
+    waiting.cancel()
+    await asyncio.gather(waiting, return_exceptions=True)
+    lines = queue_lines(told.all + capsys.readouterr().out)
+    assert lines and not any("position" in line for line in lines), lines
+
+
+async def test_capacity_revoked_under_a_running_job_fails_it(k8s, capsys):
+    """GKE takes flex-start nodes back (CapacityRevoked): Kueue rejects the check and
+    deactivates the Workload, so the task fails with the autoscaler's words."""
+    k8s.script(run_forever)
+    k8s.queues(
+        ClusterQueue("cq", {TPU: 64}, flavor="flex", checks=("dws-prov",)),
+        LocalQueue("default", "q", "cq"),
+    )
+    waiting = asyncio.create_task(events(trigger_for(create("flex-0123456789", "r1"))))
+    await Told(capsys).line("admission checks dws-prov Pending")
+    k8s.provision("flex-0123456789", "Provisioned", "nodes are ready")
+    await until(lambda: k8s.running_pods("flex-0123456789") == 2, what="running")
+    k8s.provision("flex-0123456789", "CapacityRevoked", "the VMs were reclaimed")
+    (event,) = await asyncio.wait_for(waiting, 10)
+    assert (event["status"], event["reason"]) == ("failed", "AdmissionCheckRejected")
+    assert "dws-prov: the VMs were reclaimed" in event["message"]
+    await until(lambda: k8s.jobset("flex-0123456789") is None, what="the JobSet deleted")
