@@ -55,7 +55,8 @@ def capacity_choices() -> None:
         capacity="flex-start",  # wait for the whole set of nodes, then run up to 7 days
         queue_name="dws-queue",  # a LocalQueue with a ProvisioningRequest admission check
         placement="compact",  # nodes as close as the cluster's topology allows
-        execution_timeout=timedelta(hours=6),
+        queue_timeout=timedelta(hours=4),  # no nodes 4 h in: give up on tonight's sweep
+        execution_timeout=timedelta(hours=6),  # the try as a whole: queue plus sweep
     )
     def sweep(learning_rate: float) -> dict[str, Any]:
         from quickstart_train import train as fit

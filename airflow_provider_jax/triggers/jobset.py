@@ -99,8 +99,12 @@ class JobSetTrigger(BaseTrigger):
                 "poll_interval": self.poll_interval,
                 "retry_budget": self.retry_budget,
                 "log_lines": self.log_lines,
-                "queue_timeout": self.queue_timeout,
-                "queue_until": self.queue_until,
+                # Only when used: a row without them is one the previous release can load.
+                **(
+                    {"queue_timeout": self.queue_timeout, "queue_until": self.queue_until}
+                    if self.queue_timeout is not None
+                    else {}
+                ),
             },
         )
 

@@ -156,6 +156,7 @@ async def test_queue_timeout_fails_at_its_time_with_the_last_reason(k8s, capsys)
     started = time.monotonic()
     (event,) = await asyncio.wait_for(events(trigger), 90)
     took = time.monotonic() - started
+    print(f"queue_timeout=60 fired after {took:.1f} s")
     assert 55 <= took <= 65, took
     assert (event["status"], event["reason"]) == ("failed", "QueueTimeout")
     assert "not running on all hosts within queue_timeout (60s)" in event["message"]
