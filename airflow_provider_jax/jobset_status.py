@@ -228,9 +228,10 @@ def disruption(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return condition(pod, DISRUPTION_TARGET, status="True")
 
 
-def condition(pod: Mapping[str, Any], kind: str, **fields: str) -> Mapping[str, Any] | None:
-    """The pod's condition of type ``kind`` whose ``fields`` (status, reason) match."""
-    for found in (pod.get("status") or {}).get("conditions") or ():
+def condition(obj: Mapping[str, Any], kind: str, **fields: str) -> Mapping[str, Any] | None:
+    """The condition of type ``kind`` (of a pod, a Workload) whose ``fields`` (status,
+    reason) match."""
+    for found in (obj.get("status") or {}).get("conditions") or ():
         if found.get("type") == kind and all(found.get(k) == v for k, v in fields.items()):
             return found
     return None

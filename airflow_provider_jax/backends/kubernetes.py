@@ -140,18 +140,18 @@ class KubernetesBackend:
             from airflow.sdk.exceptions import AirflowTaskTimeout
 
             raise AirflowTaskTimeout(f"{ref.where} was deleted: {ended.message}.")
-        if ended.status == FAILED and ended.reason in QUEUE_REASONS:
-            # It never got its capacity (or lost it for good): no host has anything to say.
-            _delete(hook, ref, self.log)
-            error = JaxJobFailed(f"{ref.where}: {ended.message}")
-            error.goodput = ended.goodput
-            raise error
-        if ended.status == FAILED:
+        # Never got its capacity (or lost it for good): no host has anything to say, and
+        # whatever on_finish_action says, the JobSet goes, as it holds quota or nodes.
+        capacity_lost = ended.status == FAILED and ended.reason in QUEUE_REASONS
+        if ended.status == FAILED and not capacity_lost:
             error = explain_failure(hook, ref.name, ref.namespace, ended)
         else:
             error = JaxJobFailed(f"{ref.where}: {ended.message}")
         error.goodput = ended.goodput
-        self._finish(hook, ref, succeeded=False, ended=ended.status == FAILED)
+        if capacity_lost:
+            _delete(hook, ref, self.log)
+        else:
+            self._finish(hook, ref, succeeded=False, ended=ended.status == FAILED)
         raise error
 
     def _leader_result(self, hook: JobSetHook, ref: JobSetRef) -> Outcome:

@@ -22,30 +22,51 @@ JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"  # Kueue labels each Workload with its 
 
 @dataclass(frozen=True)
 class Resource:
-    """A namespaced custom resource, and how a cached copy of one may be trimmed."""
+    """A namespaced custom resource: where it is served, which of its objects a trigger
+    lists, what it subscribes to one by, and what of one it never reads.
+
+    :param group: its API group.
+    :param versions: the versions to try, newest first.
+    :param plural: its resource name.
+    :param kind: its kind, for log lines.
+    :param label_selector: the objects listed and watched.
+    :param key_label: subscribe by this label's value (a Workload's job uid); else by name.
+    :param unread_spec: ``spec`` fields left out of the cache (a Workload's pod templates,
+        kilobytes each: a triggerer caches every Workload in the namespace).
+    :param optional: whether a trigger can do without it (a failure to list it is a warning).
+    """
 
     group: str
     versions: tuple[str, ...]
     plural: str
     kind: str
     label_selector: str = ""
+    key_label: str | None = None
+    unread_spec: tuple[str, ...] = ()
+    optional: bool = False
 
     def key(self, obj: Mapping[str, Any]) -> str | None:
-        """What a watcher subscribes by: a JobSet's name; a Workload's job uid."""
         meta = obj.get("metadata") or {}
-        if self.plural == WORKLOADS.plural:
-            return (meta.get("labels") or {}).get(JOB_UID_LABEL)
+        if self.key_label is not None:
+            return (meta.get("labels") or {}).get(self.key_label)
         return meta.get("name")
 
     def trim(self, obj: dict[str, Any]) -> dict[str, Any]:
-        """A Workload without its pod templates (kilobytes each, never read): a triggerer
-        caches every Workload in the namespace."""
-        if self.plural == WORKLOADS.plural and "podSets" in (obj.get("spec") or {}):
-            spec = {k: v for k, v in obj["spec"].items() if k != "podSets"}
-            return {**obj, "spec": spec}
-        return obj
+        spec = obj.get("spec") or {}
+        if not any(field in spec for field in self.unread_spec):
+            return obj
+        return {**obj, "spec": {k: v for k, v in spec.items() if k not in self.unread_spec}}
 
 
 OUR_JOBSETS = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
 JOBSETS = Resource(GROUP, (VERSION,), PLURAL, "JobSet", OUR_JOBSETS)
-WORKLOADS = Resource(KUEUE_GROUP, ("v1beta2", "v1beta1"), "workloads", "Workload", JOB_UID_LABEL)
+WORKLOADS = Resource(
+    KUEUE_GROUP,
+    ("v1beta2", "v1beta1"),
+    "workloads",
+    "Workload",
+    label_selector=JOB_UID_LABEL,
+    key_label=JOB_UID_LABEL,
+    unread_spec=("podSets",),
+    optional=True,
+)

@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import logging
 import time
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -32,6 +31,7 @@ from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
 from airflow_provider_jax.hooks.resources import JOBSETS, Resource
 from airflow_provider_jax.retries import ExponentialJitter
+from airflow_provider_jax.triggers.per_loop import PerLoop
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -147,9 +147,10 @@ class Informer:
     def running(self) -> bool:
         return self.task is not None and not self.task.done()
 
-    def start(self) -> None:
+    def start(self) -> Informer:
         name = f"{self.resource.plural}-informer-{self.namespace}"
         self.task = asyncio.create_task(self._run(), name=name)
+        return self
 
     def subscribe(self, name: str) -> Subscription:
         sub = Subscription(name, self.hook)
@@ -257,14 +258,12 @@ class Informer:
                     )
 
     def _fail(self, err: ApiUnavailable) -> None:
-        log.log(logging.ERROR if self.resource == JOBSETS else logging.WARNING, "%s", err)
+        log.log(logging.WARNING if self.resource.optional else logging.ERROR, "%s", err)
         for name in list(self.subscribers):
             self._tell(name, err)
 
 
-_informers: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[KubernetesCluster, str, Resource], Informer]
-] = weakref.WeakKeyDictionary()
+_informers: PerLoop[tuple[KubernetesCluster, str, Resource], Informer] = PerLoop()
 
 
 @contextlib.asynccontextmanager
@@ -281,22 +280,20 @@ async def subscribe(
     """Wait on the object ``name`` (its resource's key) through the informer for (cluster,
     namespace, resource) in this event loop, starting it if needed (the first subscriber's
     settings apply) and stopping it when its last subscriber leaves."""
-    informers = _informers.setdefault(asyncio.get_running_loop(), {})
-    key = (cluster, namespace, resource)
-    informer = informers.get(key)
-    if informer is None or not informer.running:
-        informer = Informer(
+    informer = _informers.get(
+        (cluster, namespace, resource),
+        lambda: Informer(
             cluster.async_hook(connection_extras),
             namespace,
             resource=resource,
             poll_interval=poll_interval,
             retry_budget=retry_budget,
-        )
-        informers[key] = informer
-        informer.start()
+        ).start(),
+        lambda informer: informer.running,
+    )
     sub = informer.subscribe(name)
     try:
         yield sub
     finally:
-        if informer.unsubscribe(sub) and informers.get(key) is informer:
-            del informers[key]
+        if informer.unsubscribe(sub):
+            _informers.forget((cluster, namespace, resource), informer)

@@ -97,11 +97,9 @@ class PodStartup:
         """Why a pod no node can hold never will be, by the autoscaler's word, or None."""
         waiting = [p for p in status.latest_attempt(pods) if _unschedulable_condition(p)]
         if waiting:
-            pod = waiting[0]
-            message = (_unschedulable_condition(pod) or {}).get("message", "")
-            self.on_waiting(
-                f"pod {pod['metadata']['name']} {status.tag(pod)} unschedulable: {message}"
-            )
+            pod, why = waiting[0], _unschedulable_condition(waiting[0]) or {}
+            name, tag = pod["metadata"]["name"], status.tag(pod)
+            self.on_waiting(f"pod {name} {tag} unschedulable: {why.get('message', '')}")
         if not waiting or not self._read_events:
             return None
         try:

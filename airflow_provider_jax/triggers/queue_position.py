@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import weakref
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -21,6 +20,7 @@ from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
 from airflow_provider_jax.hooks.kueue import pending_workloads
 from airflow_provider_jax.hooks.resources import VISIBILITY_VERSIONS
+from airflow_provider_jax.triggers.per_loop import PerLoop
 
 log = logging.getLogger(__name__)
 POSITION_EVERY = 30.0  # seconds between asks: 2 requests a minute per queue, not per job
@@ -111,9 +111,7 @@ class QueuePositions:
                 listener(None, self.unavailable)
 
 
-_pollers: weakref.WeakKeyDictionary[
-    asyncio.AbstractEventLoop, dict[tuple[KubernetesCluster, str, str], QueuePositions]
-] = weakref.WeakKeyDictionary()
+_pollers: PerLoop[tuple[KubernetesCluster, str, str], QueuePositions] = PerLoop()
 
 
 @contextlib.asynccontextmanager
@@ -127,14 +125,16 @@ async def follow_position(
     every: float = POSITION_EVERY,
 ) -> AsyncIterator[None]:
     """Tell ``listener`` the Workload's position in ``queue`` as it changes, while inside."""
-    pollers = _pollers.setdefault(asyncio.get_running_loop(), {})
     key = (cluster, namespace, queue)
-    poller = pollers.get(key)
-    if poller is None or (not poller.running and poller.unavailable is None):
-        poller = pollers[key] = QueuePositions(hook, namespace, queue, every)
+    poller = _pollers.get(
+        key,
+        lambda: QueuePositions(hook, namespace, queue, every),
+        # One that gave up stays, so a newcomer hears why at once instead of asking again.
+        lambda poller: poller.running or poller.unavailable is not None,
+    )
     poller.add(workload, listener)
     try:
         yield
     finally:
-        if poller.remove(workload, listener) and pollers.get(key) is poller:
-            del pollers[key]
+        if poller.remove(workload, listener):
+            _pollers.forget(key, poller)

@@ -18,15 +18,14 @@ The wait ends the task, with the JobSet deleted, when Kueue gives up on it (an a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.cluster import KubernetesCluster
+from airflow_provider_jax.goodput import epoch
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.hooks.resources import WORKLOADS
 from airflow_provider_jax.jobset import KUEUE_QUEUE_LABEL
@@ -49,14 +48,11 @@ class QueueFailed(Exception):
 
 
 def _condition(obj: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
-    for c in (obj.get("status") or {}).get("conditions") or ():
-        if c.get("type") == kind:
-            return c
-    return {}
+    return status.condition(obj, kind) or {}
 
 
 def _true(obj: Mapping[str, Any], kind: str) -> bool:
-    return _condition(obj, kind).get("status") == "True"
+    return status.condition(obj, kind, status="True") is not None
 
 
 def evictions(workload: Mapping[str, Any]) -> int:
@@ -153,7 +149,7 @@ class QueueWait:
                 task.cancel()
             return
         if self._waiting_since is None:  # the first wait counts from creation; later, from now
-            created = _epoch((self._jobset.get("metadata") or {}).get("creationTimestamp"))
+            created = epoch((self._jobset.get("metadata") or {}).get("creationTimestamp"))
             self._waiting_since = time.time() if self._waited or not created else created
             self._waited = True
             self._start("timer", self._expire(self._waiting_since + self.timeout))
@@ -272,9 +268,3 @@ class QueueWait:
 
     def _start(self, key: str, work: Any) -> None:
         self._tasks[key] = asyncio.create_task(work, name=f"queue-{key}-{self.name}")
-
-
-def _epoch(stamp: str | None) -> float | None:
-    with contextlib.suppress(TypeError, ValueError):
-        return datetime.fromisoformat(str(stamp).replace("Z", "+00:00")).timestamp()
-    return None

@@ -47,6 +47,8 @@ from tests.support.k8s_emulator.kueue_objects import (
 from tests.support.k8s_emulator.kueue_provisioning import ProvisioningChecks
 from tests.support.k8s_emulator.store import Store, now
 
+SERVED_VERSIONS: tuple[str, ...] = ("v1beta2", "v1beta1")  # Kueue 0.15+; a test may narrow it
+
 
 class Kueue(ProvisioningChecks):
     """Installed once :meth:`configure` gives it queues; until then JobSets get no Workload."""
@@ -61,7 +63,7 @@ class Kueue(ProvisioningChecks):
         self.cluster_queues: dict[str, ClusterQueue] = {}
         self.local_queues: dict[tuple[str, str], LocalQueue] = {}
         self.priorities: dict[str, int] = {}  # PriorityClass -> value
-        self.versions: tuple[str, ...] = ("v1beta2", "v1beta1")  # Workload versions served
+        self.versions = SERVED_VERSIONS  # the Workload versions served
         self.entries: dict[tuple[str, str], Entry] = {}  # (namespace, JobSet) -> its Workload
         self._seq = itertools.count()
         self._background: set[asyncio.Task[Any]] = set()
@@ -86,7 +88,7 @@ class Kueue(ProvisioningChecks):
         self.local_queues.clear()
         self.priorities.clear()
         self.entries.clear()
-        self.versions = ("v1beta2", "v1beta1")
+        self.versions = SERVED_VERSIONS
 
     # the job framework -------------------------------------------------------------------------
 
@@ -158,8 +160,7 @@ class Kueue(ProvisioningChecks):
     # the scheduler -------------------------------------------------------------------------
 
     def _cluster_queue(self, entry: Entry) -> ClusterQueue | None:
-        local = self.local_queues.get((entry.namespace, entry.queue))
-        return self.cluster_queues.get(local.cluster_queue) if local else None
+        return self.cluster_queues.get(self._cq_name(entry) or "")
 
     def _pending(self, cq: str) -> list[Entry]:
         return sorted(
