@@ -18,14 +18,18 @@ def train(
     checkpoint_every: int = 0,
     resume: bool = False,
     disrupt_at_step: int | None = None,
+    max_to_keep: int | None = 3,
+    seconds_per_step: float = 0.0,
 ) -> dict[str, Any]:
     """Fit the model; with ``checkpoint_dir``, save an Orbax checkpoint (parameters and
     optimizer state) every ``checkpoint_every`` steps and at the end (every process writes its
     part). With ``resume``, start from the newest finalized step there (after a slice restart
     or an Airflow retry). ``disrupt_at_step`` is a drill: host 1 kills itself at that step on
-    the slice's first attempt, as a preempted VM would vanish."""
+    the slice's first attempt, as a preempted VM would vanish. ``max_to_keep`` steps are kept
+    (None: all); ``seconds_per_step`` paces a demo so that its checkpoints arrive over time."""
     import os
     import signal
+    import time
 
     import jax
     import jax.numpy as jnp
@@ -49,9 +53,8 @@ def train(
     x = jax.make_array_from_process_local_data(batch_sharding, x_local)
     y = jax.make_array_from_process_local_data(batch_sharding, y_local)
 
-    params = jax.device_put({"w": np.zeros(features, np.float32), "b": np.float32(0)}, replicated)
     optimizer = optax.adam(learning_rate)
-    opt_state = jax.device_put(optimizer.init(params), replicated)  # every leaf on the mesh
+    params, opt_state = _initial_state(replicated, optimizer, features)
 
     @jax.jit
     def step(params, opt_state, x, y):
@@ -62,7 +65,7 @@ def train(
         updates, opt_state = optimizer.update(grads, opt_state)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    manager = _checkpoints(checkpoint_dir) if checkpoint_dir else None
+    manager = _checkpoints(checkpoint_dir, max_to_keep) if checkpoint_dir else None
     start = resumed_from() if manager and resume else None
     if start is not None:
         import orbax.checkpoint as ocp
@@ -77,6 +80,8 @@ def train(
                 manager.wait_until_finished()  # a real preemption may land mid-save
             os.kill(os.getpid(), signal.SIGKILL)
         params, opt_state, loss = step(params, opt_state, x, y)
+        if seconds_per_step:
+            time.sleep(seconds_per_step)
         if i % report_every == 0 or i == steps:
             report(step=i, loss=float(loss))
         if manager and (i == steps or (checkpoint_every and i % checkpoint_every == 0)):
@@ -100,10 +105,16 @@ def evaluate(checkpoint_dir: str, step: int) -> dict[str, Any]:
     """Restore ``step`` from ``checkpoint_dir`` and measure its loss on fresh data."""
     import jax
     import numpy as np
+    import optax
     import orbax.checkpoint as ocp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+    # Restore onto this job's devices, however many the training slice had.
+    replicated = NamedSharding(Mesh(np.array(jax.devices()), ("data",)), PartitionSpec())
+    params, opt_state = _initial_state(replicated, optax.adam(0.05), 8)
     manager = _checkpoints(checkpoint_dir)
-    params = manager.restore(step, args=ocp.args.StandardRestore())["params"]
+    target = {"params": params, "opt_state": opt_state}
+    params = manager.restore(step, args=ocp.args.StandardRestore(target))["params"]
     manager.close()
     w, b = np.asarray(params["w"]), float(params["b"])
     features = len(w)
@@ -114,7 +125,18 @@ def evaluate(checkpoint_dir: str, step: int) -> dict[str, Any]:
     return {"step": step, "eval_loss": float(np.mean((x @ w + b - y) ** 2))}
 
 
-def _checkpoints(directory: str) -> Any:
+def _initial_state(sharding: Any, optimizer: Any, features: int) -> tuple[Any, Any]:
+    """Zero parameters and their optimizer state, every leaf placed with ``sharding``: the
+    start of training, and the shapes and placement a restore fills in."""
+    import jax
+    import numpy as np
+
+    params = jax.device_put({"w": np.zeros(features, np.float32), "b": np.float32(0)}, sharding)
+    return params, jax.device_put(optimizer.init(params), sharding)
+
+
+def _checkpoints(directory: str, max_to_keep: int | None = 3) -> Any:
     import orbax.checkpoint as ocp
 
-    return ocp.CheckpointManager(directory, options=ocp.CheckpointManagerOptions(max_to_keep=3))
+    options = ocp.CheckpointManagerOptions(max_to_keep=max_to_keep)
+    return ocp.CheckpointManager(directory, options=options)

@@ -8,9 +8,10 @@ sensor, and parse time must stay cheap.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,10 +157,12 @@ def find_newest_gcs(
     return run_search(search_gcs(location, query.name_format, query.min_step), fetch)
 
 
-async def afind_newest_gcs(
+@contextlib.asynccontextmanager
+async def agcs_fetcher(
     query: CheckpointQuery, retry: RetryPolicy = DEFAULT_RETRY
-) -> FinalizedStep | None:
-    """Async driver: answer the search with ``GCSAsyncHook`` (gcloud-aio-storage)."""
+) -> AsyncIterator[Callable[[ListRequest], Awaitable[ListPage]]]:
+    """An async ``fetch`` for the GCS search generators, through ``GCSAsyncHook``
+    (gcloud-aio-storage), retried like the sync driver; one HTTP session while it is open."""
     # Seconds of imports the first time: off the event loop, or every trigger stalls meanwhile.
     await asyncio.to_thread(importlib.import_module, "airflow.providers.google.cloud.hooks.gcs")
     from aiohttp import ClientConnectionError, ClientResponseError, ClientSession
@@ -192,4 +195,13 @@ async def afind_newest_gcs(
                 _reraise(errors, exc)
                 raise
 
+        yield fetch
+
+
+async def afind_newest_gcs(
+    query: CheckpointQuery, retry: RetryPolicy = DEFAULT_RETRY
+) -> FinalizedStep | None:
+    """Async driver: answer the search with ``GCSAsyncHook``."""
+    location = GcsLocation.parse(query.checkpoint_dir)
+    async with agcs_fetcher(query, retry) as fetch:
         return await arun_search(search_gcs(location, query.name_format, query.min_step), fetch)

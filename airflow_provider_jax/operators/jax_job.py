@@ -14,32 +14,34 @@ from airflow_provider_jax.accelerators import Accelerator
 from airflow_provider_jax.backends import (
     BACKENDS,
     ON_FINISH_ACTIONS,
-    Outcome,
     get_backend,
 )
 from airflow_provider_jax.capacity import Capacity, queue_timeout_seconds
 from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.failure_policy import DEFAULT_MAX_RESTARTS
-from airflow_provider_jax.goodput import GOODPUT_XCOM_KEY, summary_line
 from airflow_provider_jax.jobset import (
     SAFE_SECURITY_CONTEXT,
 )
 from airflow_provider_jax.launcher import split_pip_packages
 from airflow_provider_jax.links.jobset import JobSetLogsLink
+from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
 from airflow_provider_jax.operators.job_settings import job_settings
 from airflow_provider_jax.operators.job_spec import JobSpecBuilder
+from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom keys, re-exported
+    JOBSET_NAME_XCOM_KEY,
+    JOBSET_NAMESPACE_XCOM_KEY,
+    LAST_REPORT_XCOM_KEY,
+    RESUMED_FROM_XCOM_KEY,
+    OutcomePublisher,
+)
 from airflow_provider_jax.secret_refs import as_secret_refs
 
 if TYPE_CHECKING:
     import datetime
 
-    from airflow.sdk import Context
+    from airflow.sdk import Asset, Context
 
-    from airflow_provider_jax.backends import Backend, Started
-
-LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
-RESUMED_FROM_XCOM_KEY = "resumed_from"  # the checkpoint step the finishing attempt resumed from
-JOBSET_NAME_XCOM_KEY, JOBSET_NAMESPACE_XCOM_KEY = "jobset_name", "jobset_namespace"
+    from airflow_provider_jax.backends import Backend
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
 
 
@@ -47,7 +49,7 @@ def default_backend() -> str:
     return conf.get("jax", "default_backend", fallback="kubernetes")
 
 
-class JaxJobOperator(JobSpecBuilder, BaseOperator):
+class JaxJobOperator(OutcomePublisher, JobSpecBuilder, BaseOperator):
     """Run a multi-host JAX program as a JobSet and return process 0's result.
 
     Give either ``command`` (any argv; the JAX coordination env is set for it) or
@@ -64,6 +66,9 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
     :param env: extra environment variables, strings only. (templated)
     :param output_dir: ``gs://`` or an absolute path for checkpoints and large results;
         template it per run (``.../{{ ds_nodash }}``). (templated)
+    :param checkpoint_asset: an ``Asset`` that gets an event when the task succeeds, with the
+        newest finalized step of ``<output_dir>/checkpoints``, the leader's last report and the
+        JobSet's name in its ``extra``; no event when there is no finalized step.
     :param initialize_distributed: call ``jax.distributed.initialize()`` before the entrypoint.
     :param pip_packages: packages to ``pip install`` in each process before the call.
     :param python: the interpreter in the image.
@@ -165,6 +170,7 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         num_slices: int = 1,
         env: Mapping[str, str] | None = None,
         output_dir: str | None = None,
+        checkpoint_asset: Asset | None = None,
         initialize_distributed: bool = True,
         pip_packages: Sequence[str] = (),
         python: str = "python3",
@@ -211,6 +217,10 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         impersonation_chain: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
+        if checkpoint_asset is not None:
+            kwargs["outlets"] = with_checkpoint_outlet(
+                kwargs.get("task_id", ""), checkpoint_asset, output_dir, kwargs.get("outlets")
+            )
         super().__init__(**kwargs)
         if not self.ships_source and (command is None) == (entrypoint is None):
             raise ValueError(f"{self.task_id}: give exactly one of command or entrypoint.")
@@ -231,6 +241,7 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
         self.num_slices = num_slices
         self.env = dict(env or {})
         self.output_dir = output_dir
+        self.checkpoint_asset = checkpoint_asset
         self.initialize_distributed = initialize_distributed
         self.pip_packages, dropped = split_pip_packages(list(pip_packages))
         if dropped:
@@ -342,31 +353,6 @@ class JaxJobOperator(JobSpecBuilder, BaseOperator):
             if self.retry_on_code_error or isinstance(err, AirflowFailException):
                 raise
             raise JaxCodeErrorNoRetry(err.summary, err.failures) from err
-
-    def _announce(self, context: Context, started: Started) -> None:
-        """XCom the JobSet's name and namespace, and its links, before waiting on it."""
-        ti = context["ti"]
-        ti.xcom_push(key=JOBSET_NAME_XCOM_KEY, value=started.name)
-        ti.xcom_push(key=JOBSET_NAMESPACE_XCOM_KEY, value=started.namespace)
-        for key, url in started.links.items():
-            ti.xcom_push(key=key, value=url)
-
-    def _publish(self, context: Context, outcome: Outcome) -> Any:
-        """The leader's return value is the XCom; its last report, the step it resumed from
-        and the goodput ledger go beside it."""
-        ti = context["ti"]
-        if outcome.report is not None:
-            ti.xcom_push(key=LAST_REPORT_XCOM_KEY, value=outcome.report)
-        if outcome.resumed_from is not None:
-            self.log.info("The leader resumed from step %d.", outcome.resumed_from)
-            ti.xcom_push(key=RESUMED_FROM_XCOM_KEY, value=outcome.resumed_from)
-        if outcome.goodput is not None:
-            self._publish_goodput(context, outcome.goodput)
-        return outcome.result
-
-    def _publish_goodput(self, context: Context, ledger: dict[str, Any]) -> None:
-        self.log.info("%s: %s", self.task_id, summary_line(ledger))
-        context["ti"].xcom_push(key=GOODPUT_XCOM_KEY, value=ledger)
 
     def execute_complete(
         self, context: Context, event: dict[str, Any], cluster: dict[str, Any] | None = None

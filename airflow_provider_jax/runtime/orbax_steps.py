@@ -135,16 +135,15 @@ class ListPage:
 
 
 GcsSearch = Generator[ListRequest, ListPage, FinalizedStep | None]
+StepNames = list[tuple[int, str]]
 
 
-def search_gcs(location: GcsLocation, names: StepNameFormat, min_step: int) -> GcsSearch:
-    """Yield list requests, receive their pages, return the newest finalized step.
-
-    1. List the root with ``delimiter="/"`` (following pages) and keep the step directories.
-    2. Newest first, list each step's top level: one request per step checked, however many
-       files the step holds. Stop at the first step that has the marker and an item directory.
-    """
-    steps: list[tuple[int, str]] = []
+def list_gcs_steps(
+    location: GcsLocation, names: StepNameFormat, min_step: int
+) -> Generator[ListRequest, ListPage, StepNames]:
+    """List the root with ``delimiter="/"`` (following pages): the step directories
+    ``>= min_step``, ascending. One request per 1,000 entries."""
+    steps: StepNames = []
     token: str | None = None
     while True:
         page = yield ListRequest(location.prefix, token)
@@ -155,30 +154,42 @@ def search_gcs(location: GcsLocation, names: StepNameFormat, min_step: int) -> G
                 steps.append((step, name))
         token = page.next_page_token
         if not token:
-            break
+            return sorted(steps)
 
-    for step, name in sorted(steps, reverse=True):
-        step_prefix = f"{location.prefix}{name}/"
-        marker: ListedObject | None = None
-        has_items = False
-        token = None
-        while True:
-            page = yield ListRequest(step_prefix, token)
-            for obj in page.objects:
-                if obj.name == step_prefix + COMMIT_SUCCESS_FILE:
-                    marker = obj
-            has_items = has_items or bool(page.prefixes)
-            token = page.next_page_token
-            if not token or (marker and has_items):
-                break
-        if marker is None:
-            log.info(
-                "Step %s is not finalized (no %s yet)", location.url(name), COMMIT_SUCCESS_FILE
-            )
-        elif not has_items:
-            log.info("Step %s has its marker but no items: being deleted", location.url(name))
-        else:
-            return FinalizedStep(step, location.url(name), marker.updated or datetime.now(UTC))
+
+def check_gcs_step(location: GcsLocation, step: int, name: str) -> GcsSearch:
+    """List one step's top level: one request however many files it holds. Finalized when it
+    has the marker and still an item directory (deleting is not atomic)."""
+    step_prefix = f"{location.prefix}{name}/"
+    marker: ListedObject | None = None
+    has_items = False
+    token = None
+    while True:
+        page = yield ListRequest(step_prefix, token)
+        for obj in page.objects:
+            if obj.name == step_prefix + COMMIT_SUCCESS_FILE:
+                marker = obj
+        has_items = has_items or bool(page.prefixes)
+        token = page.next_page_token
+        if not token or (marker and has_items):
+            break
+    if marker is None:
+        log.info("Step %s is not finalized (no %s yet)", location.url(name), COMMIT_SUCCESS_FILE)
+    elif not has_items:
+        log.info("Step %s has its marker but no items: being deleted", location.url(name))
+    else:
+        return FinalizedStep(step, location.url(name), marker.updated or datetime.now(UTC))
+    return None
+
+
+def search_gcs(location: GcsLocation, names: StepNameFormat, min_step: int) -> GcsSearch:
+    """Yield list requests, receive their pages, return the newest finalized step: the root
+    listing, then each step newest first until one is finalized."""
+    steps = yield from list_gcs_steps(location, names, min_step)
+    for step, name in reversed(steps):
+        found = yield from check_gcs_step(location, step, name)
+        if found is not None:
+            return found
     return None
 
 
@@ -233,47 +244,58 @@ def _read_local_step(path: Path) -> _LocalStep | None:
     return _LocalStep(marker_mtime, has_items)
 
 
-def find_newest_local(
+def list_local_finalized(
     checkpoint_dir: str, names: StepNameFormat, min_step: int = 0
-) -> FinalizedStep | None:
-    """Newest finalized step under a local directory; None while there is none (or no dir)."""
+) -> list[FinalizedStep]:
+    """Every finalized step ``>= min_step`` under a local directory, ascending; [] while there
+    is none (or no directory). Local listing costs no requests, so it reads every step."""
     root = Path(checkpoint_dir)
     try:
         with os.scandir(root) as entries:
-            steps = [
+            steps = sorted(
                 (step, entry.name)
                 for entry in entries
                 if (step := names.parse(entry.name)) is not None and entry.is_dir()
-            ]
+            )
     except FileNotFoundError:
-        return None
+        return []
     except NotADirectoryError as exc:
         raise CheckpointDirError(f"checkpoint_dir {str(root)!r} is not a directory") from exc
     except PermissionError as exc:
         raise CheckpointDirError(f"No permission to list checkpoint_dir {str(root)!r}") from exc
 
     # A marker on any step means orbax >= 0.12.3 wrote this directory: then a step without one
-    # is being written or deleted.
-    legacy: FinalizedStep | None = None
+    # is being written or deleted. Older orbax wrote none; its rename alone finalized a step.
     markers_seen = False
-    for step, name in sorted(steps, reverse=True):
+    marked: list[FinalizedStep] = []
+    legacy: list[FinalizedStep] = []
+    for step, name in steps:
         path = root / name
         contents = _read_local_step(path)
         if contents is None:
             continue
         if contents.marker_mtime is not None:
             markers_seen = True
-            if step < min_step:
-                return None
-            if contents.has_items:
-                return FinalizedStep(step, str(path), _from_timestamp(contents.marker_mtime))
-            log.info("Step %s has its marker but no items: being deleted", path)
-        elif not markers_seen and legacy is None and contents.has_items and step >= min_step:
+            if not contents.has_items:
+                log.info("Step %s has its marker but no items: being deleted", path)
+            elif step >= min_step:
+                marked.append(
+                    FinalizedStep(step, str(path), _from_timestamp(contents.marker_mtime))
+                )
+        elif contents.has_items and step >= min_step:
             try:
-                legacy = FinalizedStep(step, str(path), _from_timestamp(path.stat().st_mtime))
+                legacy.append(FinalizedStep(step, str(path), _from_timestamp(path.stat().st_mtime)))
             except FileNotFoundError:
                 continue
-    return None if markers_seen else legacy
+    return marked if markers_seen else legacy
+
+
+def find_newest_local(
+    checkpoint_dir: str, names: StepNameFormat, min_step: int = 0
+) -> FinalizedStep | None:
+    """Newest finalized step under a local directory; None while there is none (or no dir)."""
+    finalized = list_local_finalized(checkpoint_dir, names, min_step)
+    return finalized[-1] if finalized else None
 
 
 def _from_timestamp(seconds: float) -> datetime:

@@ -72,14 +72,17 @@ class AirflowStack:
             raise RuntimeError(f"airflow {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
         return out.stdout
 
-    def start(self, component: str) -> None:
-        log = open(self.home / f"{component}.log", "ab")  # noqa: SIM115 - owned by the process
+    def start(self, component: str, name: str | None = None) -> None:
+        """Start ``component``; ``name`` (default: the component) keys it here and names its
+        log, so a second triggerer can run beside the first."""
+        name = name or component
+        log = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
         args = (
             ["api-server", "--port", str(self.api_port)]
             if component == "api-server"
             else [component]
         )
-        self.procs[component] = subprocess.Popen(
+        self.procs[name] = subprocess.Popen(
             [*AIRFLOW, *args],
             env=self.env,
             stdout=log,

@@ -1,0 +1,57 @@
+"""What a finished JAX task tells Airflow: the leader's result as the XCom, its last report,
+the step it resumed from, its goodput, and the newest finalized checkpoint as an asset event."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from airflow_provider_jax.goodput import GOODPUT_XCOM_KEY, summary_line
+from airflow_provider_jax.operators.checkpoint_asset import announce_checkpoint
+
+if TYPE_CHECKING:
+    from airflow.sdk import Asset, Context
+
+    from airflow_provider_jax.backends import Outcome, Started
+
+LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
+RESUMED_FROM_XCOM_KEY = "resumed_from"  # the checkpoint step the finishing attempt resumed from
+JOBSET_NAME_XCOM_KEY, JOBSET_NAMESPACE_XCOM_KEY = "jobset_name", "jobset_namespace"
+
+
+class OutcomePublisher:
+    """Mixed into the JAX operator: everything it pushes once a JobSet started or finished."""
+
+    task_id: str
+    output_dir: str | None
+    checkpoint_asset: Asset | None
+    log: Any
+
+    def _announce(self, context: Context, started: Started) -> None:
+        """XCom the JobSet's name and namespace, and its links, before waiting on it."""
+        ti = context["ti"]
+        ti.xcom_push(key=JOBSET_NAME_XCOM_KEY, value=started.name)
+        ti.xcom_push(key=JOBSET_NAMESPACE_XCOM_KEY, value=started.namespace)
+        for key, url in started.links.items():
+            ti.xcom_push(key=key, value=url)
+
+    def _publish(self, context: Context, outcome: Outcome) -> Any:
+        """The leader's return value is the XCom; its last report, the step it resumed from
+        and the goodput ledger go beside it, and the newest checkpoint to ``checkpoint_asset``."""
+        ti = context["ti"]
+        if outcome.report is not None:
+            ti.xcom_push(key=LAST_REPORT_XCOM_KEY, value=outcome.report)
+        if outcome.resumed_from is not None:
+            self.log.info("The leader resumed from step %d.", outcome.resumed_from)
+            ti.xcom_push(key=RESUMED_FROM_XCOM_KEY, value=outcome.resumed_from)
+        if outcome.goodput is not None:
+            self._publish_goodput(context, outcome.goodput)
+        if self.checkpoint_asset is not None and self.output_dir:
+            jobset = ti.xcom_pull(task_ids=self.task_id, key=JOBSET_NAME_XCOM_KEY)
+            announce_checkpoint(
+                context, self.checkpoint_asset, self.output_dir, outcome.report, jobset
+            )
+        return outcome.result
+
+    def _publish_goodput(self, context: Context, ledger: dict[str, Any]) -> None:
+        self.log.info("%s: %s", self.task_id, summary_line(ledger))
+        context["ti"].xcom_push(key=GOODPUT_XCOM_KEY, value=ledger)

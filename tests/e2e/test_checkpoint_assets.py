@@ -1,0 +1,223 @@
+"""Checkpoints as assets on a real Airflow: api-server, scheduler, dag-processor and two
+triggerers (LocalExecutor, PostgreSQL), the local backend running real JAX and Orbax.
+
+``train_continuous`` saves a step every 10; ``evaluate_checkpoints`` (an ``AssetWatcher`` on
+the directory) must run exactly once per finalized step, with that step, while the triggerer
+holding the watcher is SIGKILLed twice and the other one takes over. Then the same on the GCS
+emulator, and the request rate of a watcher.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.airflow_stack import AirflowStack, airflow_stack
+from tests.support.gcs_emulator import GcsEmulator
+from tests.support.jobset_schema import REPO
+from tests.support.postgres import PostgresServer
+
+pytestmark = pytest.mark.timeout(1200)
+
+POLL_SECONDS = 3
+BUCKET = "continuous-ckpts"
+WATCHED = "train_continuous_checkpoints"
+SHIPPED = ("train_continuous.py", "evaluate_checkpoints.py", "quickstart_train.py")
+
+
+@pytest.fixture(scope="module")
+def stack(
+    tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServer, gcs_emulator: GcsEmulator
+):
+    home = tmp_path_factory.mktemp("checkpoint-assets")
+    dags = home / "dags"
+    dags.mkdir()
+    for name in SHIPPED:  # the example pair as shipped
+        (dags / name).symlink_to(REPO / "dags" / name)
+    (dags / "gcs_checkpoints.py").symlink_to(Path(__file__).parent / "dags" / "gcs_checkpoints.py")
+    gcs_emulator.create_bucket(BUCKET)
+    env = {
+        "AIRFLOW__JAX__DEFAULT_BACKEND": "local",
+        "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "10",
+        "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
+        "JAX_CONTINUOUS_DIR": str(home / "continuous"),
+        "JAX_CONTINUOUS_GCS_DIR": f"gs://{BUCKET}/continuous",
+        "JAX_CHECKPOINT_POLL_SECONDS": str(POLL_SECONDS),
+        "PYTHONPATH": f"{REPO}:{dags}",
+    }
+    with airflow_stack(home, dags, postgres.create_database(), env) as running:
+        yield running
+
+
+class Triggerers:
+    """Two triggerers, told apart by the job row each one creates when it starts."""
+
+    def __init__(self, stack: AirflowStack) -> None:
+        self.stack = stack
+        self.jobs: dict[str, int] = {"triggerer": self._wait_for_job(set())}
+        self.start("triggerer-2")
+
+    def _job_ids(self) -> set[int]:
+        rows = self.stack.query("SELECT id FROM job WHERE job_type = 'TriggererJob'")
+        return {job_id for (job_id,) in rows}
+
+    def _wait_for_job(self, known: set[int]) -> int:
+        deadline = time.monotonic() + 60
+        while not (new := self._job_ids() - known):
+            assert time.monotonic() < deadline, "a triggerer did not start"
+            time.sleep(0.5)
+        return max(new)
+
+    def start(self, name: str) -> None:
+        known = self._job_ids()
+        self.stack.start("triggerer", name)
+        self.jobs[name] = self._wait_for_job(known)
+
+    def owner(self) -> str:
+        rows = self.stack.query(
+            "SELECT t.triggerer_id FROM trigger t JOIN asset_watcher w ON w.trigger_id = t.id"
+            " JOIN asset a ON a.id = w.asset_id WHERE a.name = :asset",
+            asset=WATCHED,
+        )
+        names = {job: name for name, job in self.jobs.items()}
+        owners = [names.get(job) for (job,) in rows if job is not None]
+        return owners[0] if owners else ""
+
+    def kill_owner_between_announcements(self, after_step: int) -> str:
+        """SIGKILL the triggerer holding the watcher once it announced a step past
+        ``after_step``, at a moment when every stored event is also in its cursor (checked
+        with the process stopped), and start it again. Returns who was killed."""
+        deadline = time.monotonic() + 240
+        while True:
+            assert time.monotonic() < deadline, (announced(self.stack), cursor(self.stack))
+            name = self.owner()
+            steps, at = announced(self.stack), cursor(self.stack)
+            if name and steps and max(steps) > after_step and at == max(steps):
+                proc = self.stack.procs[name]
+                proc.send_signal(signal.SIGSTOP)
+                if announced(self.stack) == steps and cursor(self.stack) == at:
+                    self.stack.kill(name, signal.SIGKILL)
+                    self.start(name)
+                    return name
+                proc.send_signal(signal.SIGCONT)
+            time.sleep(0.3)
+
+
+def announced(stack: AirflowStack, asset: str = WATCHED) -> list[int]:
+    """The steps of the watcher's asset events, in order."""
+    rows = stack.query(
+        "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id"
+        " WHERE a.name = :asset ORDER BY e.id",
+        asset=asset,
+    )
+    return [_json(extra)["payload"]["step"] for (extra,) in rows]
+
+
+def cursor(stack: AirflowStack, asset: str = WATCHED) -> int | None:
+    rows = stack.query(
+        "SELECT s.value FROM asset_state_store s JOIN asset a ON a.id = s.asset_id"
+        " WHERE a.name = :asset AND s.key LIKE 'orbax_announced:%'",
+        asset=asset,
+    )
+    return _json(rows[0][0])["step"] if rows else None
+
+
+def steps_per_run(stack: AirflowStack, dag_id: str) -> dict[str, list[int]]:
+    rows = stack.query(
+        "SELECT dr.run_id, e.extra FROM dag_run dr"
+        " JOIN dagrun_asset_event dae ON dae.dag_run_id = dr.id"
+        " JOIN asset_event e ON e.id = dae.event_id WHERE dr.dag_id = :dag_id",
+        dag_id=dag_id,
+    )
+    runs: dict[str, list[int]] = {}
+    for run_id, extra in rows:
+        runs.setdefault(run_id, []).append(_json(extra)["payload"]["step"])
+    return runs
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str) else value
+
+
+def wait_for(what: str, check: Any, timeout: float = 300) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(1)
+    return value
+
+
+def test_each_finalized_step_runs_evaluation_once_through_two_triggerer_kills(
+    stack: AirflowStack,
+) -> None:
+    triggerers = Triggerers(stack)
+    for dag_id in ("train_continuous", "evaluate_checkpoints"):
+        stack.wait_for_dag(dag_id)
+    wait_for("the watcher to start", triggerers.owner, timeout=120)
+
+    run_id = stack.trigger(
+        "train_continuous", {"steps": 80, "checkpoint_every": 10, "seconds_per_step": 0.6}
+    )
+    triggerers.kill_owner_between_announcements(after_step=0)
+    triggerers.kill_owner_between_announcements(after_step=max(announced(stack)))
+
+    train = stack.wait_for_state("train_continuous", run_id, "train", {"success", "failed"}, 420)
+    assert train["state"] == "success", stack.logs("scheduler")
+    steps = list(range(10, 81, 10))
+    wait_for("every step announced", lambda: announced(stack) == steps, timeout=120)
+
+    # A step being written, and a temporary directory, never fire.
+    checkpoints = stack.home / "continuous" / "checkpoints"
+    (checkpoints / "90" / "default").mkdir(parents=True)
+    (checkpoints / "100.orbax-checkpoint-tmp-1" / "default").mkdir(parents=True)
+    time.sleep(4 * POLL_SECONDS)
+    assert announced(stack) == steps
+
+    runs = stack.wait_for_runs("evaluate_checkpoints", len(steps), timeout=420)
+    assert [r["state"] for r in runs] == ["success"] * len(steps), runs
+    per_run = steps_per_run(stack, "evaluate_checkpoints")
+    assert sorted(per_run.values()) == [[s] for s in steps], per_run
+    results = stack.xcoms("evaluate_checkpoints", "evaluate")
+    assert sorted(r[0]["step"] for r in results.values()) == steps
+
+    # The training task's own event: the newest step, the leader's report, the JobSet.
+    (extra,) = [
+        _json(e)
+        for (e,) in stack.query(
+            "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id"
+            " WHERE a.name = 'train_continuous_model'"
+        )
+    ]
+    assert extra["step"] == 80 and extra["path"] == f"{checkpoints}/80"
+    assert extra["report"]["step"] == 80 and extra["jobset"]
+
+
+def test_gcs_checkpoints_run_evaluation_once_each(
+    stack: AirflowStack, gcs_emulator: GcsEmulator
+) -> None:
+    for dag_id in ("train_continuous_gcs", "evaluate_checkpoints_gcs"):
+        stack.wait_for_dag(dag_id)
+    run_id = stack.trigger("train_continuous_gcs")
+    train = stack.wait_for_state(
+        "train_continuous_gcs", run_id, "train", {"success", "failed"}, 420
+    )
+    assert train["state"] == "success", stack.logs("scheduler")
+    steps = [10, 20, 30]
+    wait_for("every step announced", lambda: announced(stack, "gcs_checkpoints") == steps, 120)
+    runs = stack.wait_for_runs("evaluate_checkpoints_gcs", len(steps), timeout=420)
+    assert [r["state"] for r in runs] == ["success"] * len(steps), runs
+    per_run = steps_per_run(stack, "evaluate_checkpoints_gcs")
+    assert sorted(per_run.values()) == [[s] for s in steps], per_run
+
+    # Request economy, measured: with nothing new, a poll is one listing of the directory.
+    before = len(gcs_emulator.list_requests(BUCKET))
+    quiet = 10 * POLL_SECONDS
+    time.sleep(quiet)
+    per_minute = (len(gcs_emulator.list_requests(BUCKET)) - before) * 60 / quiet
+    print(f"GCS watcher, poll every {POLL_SECONDS}s: {per_minute:.1f} list requests per minute")
+    assert per_minute <= 60 / POLL_SECONDS + 2

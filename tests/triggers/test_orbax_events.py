@@ -1,0 +1,196 @@
+"""OrbaxCheckpointEventTrigger: parse-time checks, serialization, and real Orbax saves watched
+through Airflow's own shared-stream manager, as the triggerer drives it (ack mode)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow.sdk.module_loading import import_string
+from airflow.triggers.base import TriggerEvent
+from airflow.triggers.shared_stream import SharedStreamManager
+
+from airflow_provider_jax.triggers import orbax_events
+from airflow_provider_jax.triggers.orbax_events import OrbaxCheckpointEventTrigger
+from airflow_provider_jax.triggers.orbax_stream import cursor_key
+from tests.support.gcs_emulator import GcsEmulator
+from tests.support.orbax_saves import save_steps
+
+WAIT = 20
+
+
+@pytest.fixture(autouse=True)
+def _quick_takeover(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Nothing is in flight from an earlier owner here; the running-Airflow test keeps 5 s."""
+    monkeypatch.setattr(orbax_events, "TAKEOVER_SETTLE_SECONDS", 0.1)
+
+
+class AssetStore:
+    """Stands in for Airflow's per-asset state accessor (the triggerer's goes over its comms
+    channel to the metadata database; the running-Airflow test uses that one)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    async def aget(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    async def aset(self, key: str, value: Any) -> None:
+        self.values[key] = json.loads(json.dumps(value))
+
+
+class WatchedAssets(list):
+    """What the triggerer injects as ``asset_state_store``: one accessor per watching asset."""
+
+
+def watcher(directory: str, store: AssetStore | None = None, **kwargs: Any):
+    trigger = OrbaxCheckpointEventTrigger(checkpoint_dir=directory, poll_interval=0.2, **kwargs)
+    trigger.asset_state_store = WatchedAssets([store] if store else [])
+    return trigger
+
+
+def test_serialize_round_trips_and_watchers_of_one_directory_share_a_stream() -> None:
+    trigger = OrbaxCheckpointEventTrigger(
+        checkpoint_dir="gs://bkt/runs/llm", min_step=100, step_prefix="ckpt", poll_interval=30
+    )
+    classpath, kwargs = trigger.serialize()
+    assert json.loads(json.dumps(kwargs)) == kwargs
+    assert import_string(classpath)(**kwargs).serialize() == (classpath, kwargs)
+    other = OrbaxCheckpointEventTrigger(
+        checkpoint_dir="gs://bkt/runs/llm", min_step=0, step_prefix="ckpt", poll_interval=30
+    )
+    assert other.shared_stream_key() == trigger.shared_stream_key()  # min_step is per watcher
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"checkpoint_dir": "runs/llm"}, "is relative"),
+        ({"checkpoint_dir": "s3://b/x"}, "only GCS"),
+        ({"checkpoint_dir": "/x", "min_step": -1}, "min_step must be an int >= 0"),
+        ({"checkpoint_dir": "/x", "poll_interval": 0}, "poll_interval must be seconds > 0"),
+        ({"checkpoint_dir": "/x", "step_format_fixed_length": 0}, "positive int"),
+    ],
+)
+def test_bad_arguments_fail_at_parse(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        OrbaxCheckpointEventTrigger(**kwargs)
+
+
+class Triggerer:
+    """Drives watchers as Airflow's triggerer does: one shared-stream manager, each event bound
+    to its raw event, and persisted only when the test says so."""
+
+    def __init__(self) -> None:
+        self.manager = SharedStreamManager()
+        self.unconfirmed: list[int] = []
+
+    async def events(self, trigger_id: int, trigger: Any) -> AsyncIterator[TriggerEvent]:
+        key = trigger.shared_stream_key()
+        stream = self.manager.subscribe(trigger_id=trigger_id, trigger=trigger, key=key)
+        try:
+            async for event in trigger.filter_shared_stream(stream):
+                seq = self.manager.bind_pending_event(trigger_id=trigger_id, key=key)
+                assert seq is not None  # ack mode
+                self.unconfirmed.append(seq)
+                yield event
+        finally:
+            await self.manager.unsubscribe(trigger_id, key)
+
+    def persist(self) -> None:
+        self.manager.confirm_persisted(self.unconfirmed)
+        self.unconfirmed = []
+
+
+async def _until(check: Any) -> None:
+    async with asyncio.timeout(WAIT):
+        while not check():
+            await asyncio.sleep(0.05)
+
+
+async def test_steps_fire_oldest_first_and_the_cursor_moves_only_once_stored(
+    tmp_path: Path,
+) -> None:
+    directory = str(tmp_path / "ckpts")
+    save_steps(directory, [10, 20])
+    # Never finalized: a temporary directory, and a step without its commit marker.
+    (tmp_path / "ckpts" / "30.orbax-checkpoint-tmp-7" / "default").mkdir(parents=True)
+    (tmp_path / "ckpts" / "40" / "default").mkdir(parents=True)
+    store, triggerer = AssetStore(), Triggerer()
+    key = cursor_key(directory)
+
+    events = triggerer.events(1, watcher(directory, store))
+    first = await asyncio.wait_for(anext(events), WAIT)
+    assert first.payload["step"] == 10 and first.payload["path"] == f"{directory}/10"
+    second = asyncio.ensure_future(anext(events))
+    await asyncio.sleep(1)  # five polls: nothing is committed while Airflow has not stored it
+    assert key not in store.values
+    triggerer.persist()
+    await _until(lambda: store.values.get(key, {}).get("step") == 10)
+    assert (await asyncio.wait_for(second, WAIT)).payload["step"] == 20
+    third = asyncio.ensure_future(anext(events))  # the triggerer asks on at once
+    triggerer.persist()
+    await _until(lambda: store.values[key]["step"] == 20)
+    await asyncio.sleep(1)
+    assert not third.done()  # 30 and 40 are not finalized
+    third.cancel()
+    await asyncio.gather(third, return_exceptions=True)
+    await events.aclose()
+
+
+async def test_a_restarted_watcher_goes_on_after_the_stored_cursor(tmp_path: Path) -> None:
+    directory = str(tmp_path / "ckpts")
+    save_steps(directory, [10, 20, 30])
+    store = AssetStore()
+    await store.aset(cursor_key(directory), {"step": 20, "path": f"{directory}/20"})
+    triggerer = Triggerer()
+    events = triggerer.events(1, watcher(directory, store))
+    assert (await asyncio.wait_for(anext(events), WAIT)).payload["step"] == 30
+    await events.aclose()
+
+
+async def test_watchers_of_one_bucket_share_one_listing_per_poll(
+    gcs_emulator: GcsEmulator, gcs_bucket: str
+) -> None:
+    directory = f"gs://{gcs_bucket}/run/ckpts"
+    save_steps(directory, [10, 20])
+    gcs_emulator.clear_requests()
+    triggerer = Triggerer()
+    stores = [AssetStore() for _ in range(3)]
+    streams = [triggerer.events(i, watcher(directory, s)) for i, s in enumerate(stores)]
+    firsts = await asyncio.wait_for(asyncio.gather(*(anext(s) for s in streams)), WAIT)
+    assert [e.payload["step"] for e in firsts] == [10, 10, 10]
+    listed = gcs_emulator.list_requests(gcs_bucket)
+    roots = [r for r in listed if r.param("prefix") == "run/ckpts/"]
+    assert len(roots) == 1  # one listing for three watchers
+    assert len(listed) == 2  # and one look at step 10
+    for stream in streams:
+        await stream.aclose()
+
+
+async def test_a_watcher_another_triggerer_took_over_stops_announcing(tmp_path: Path) -> None:
+    """A triggerer thought dead that is not: the newer watcher owns the directory."""
+    directory = str(tmp_path / "ckpts")
+    save_steps(directory, [10])
+    store = AssetStore()
+    old_triggerer, new_triggerer = Triggerer(), Triggerer()
+    old = old_triggerer.events(1, watcher(directory, store))
+    assert (await asyncio.wait_for(anext(old), WAIT)).payload["step"] == 10
+    stalled = asyncio.ensure_future(anext(old))
+    old_triggerer.persist()
+    await _until(lambda: store.values.get(cursor_key(directory), {}).get("step") == 10)
+    new = new_triggerer.events(2, watcher(directory, store))
+    pending_new = asyncio.ensure_future(anext(new))
+    await asyncio.sleep(0.5)  # the new one claimed the directory
+    save_steps(directory, [20])
+    assert (await asyncio.wait_for(pending_new, WAIT)).payload["step"] == 20
+    await asyncio.sleep(1)
+    assert not stalled.done()  # the old one saw step 20 too, and stayed quiet
+    stalled.cancel()
+    await asyncio.gather(stalled, return_exceptions=True)
+    await old.aclose()
+    await new.aclose()
