@@ -15,6 +15,7 @@ BENCHES = [
     "parse_cost",  # DAG import time vs KubernetesPodOperator
     "local_overhead",  # local backend vs processes started by hand
     "orbax_requests",  # requests to find the newest finalized checkpoint
+    "checkpoint_watchers",  # requests of asset watchers sharing one checkpoint directory
     "jobset_requests",  # API requests per job-minute and detection latency
     "triggerer_scale",  # 100 and 1,000 concurrent triggers in one event loop
     "shared_stream_fanout",  # our informer vs Airflow 3.3's shared streams

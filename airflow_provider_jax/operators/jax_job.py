@@ -27,6 +27,7 @@ from airflow_provider_jax.links.jobset import JobSetLogsLink
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
 from airflow_provider_jax.operators.job_settings import job_settings
 from airflow_provider_jax.operators.job_spec import JobSpecBuilder
+from airflow_provider_jax.operators.lineage import LineageReporter
 from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom keys, re-exported
     JOBSET_NAME_XCOM_KEY,
     JOBSET_NAMESPACE_XCOM_KEY,
@@ -49,7 +50,7 @@ def default_backend() -> str:
     return conf.get("jax", "default_backend", fallback="kubernetes")
 
 
-class JaxJobOperator(OutcomePublisher, JobSpecBuilder, BaseOperator):
+class JaxJobOperator(OutcomePublisher, LineageReporter, JobSpecBuilder, BaseOperator):
     """Run a multi-host JAX program as a JobSet and return process 0's result.
 
     Give either ``command`` (any argv; the JAX coordination env is set for it) or

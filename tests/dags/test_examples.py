@@ -12,7 +12,7 @@ from tests.support.jobset_schema import REPO
 from tests.support.xcoms import xcoms
 
 
-def run_dag(airflow_home, tmp_path, *args: str):
+def run_dag(airflow_home, tmp_path, *args: str, env: dict[str, str] | None = None):
     run = airflow_home.airflow(
         "dags",
         "test",
@@ -21,6 +21,7 @@ def run_dag(airflow_home, tmp_path, *args: str):
         env={
             "AIRFLOW__JAX__DEFAULT_BACKEND": "local",
             "AIRFLOW_VAR_JAX_OUTPUT_ROOT": str(tmp_path),
+            **(env or {}),
         },
         timeout=300,
     )
@@ -63,7 +64,14 @@ def test_example_runs_locally(airflow_home, tmp_path, dag_id, line):
 def test_checkpoint_pipeline_survives_its_disruption_drill_in_one_try(airflow_home, tmp_path):
     """Host 1 dies at step 30 on the first attempt: the slice restarts, resumes from step 20
     (the last finalized save), finishes, and the evaluation reads step 40, in one try."""
-    out = run_dag(airflow_home, tmp_path, "checkpoint_pipeline")
+    lineage = tmp_path / "openlineage.jsonl"  # the OpenLineage provider's file transport
+    transport = {"type": "file", "log_file_path": str(lineage), "append": True}
+    out = run_dag(
+        airflow_home,
+        tmp_path,
+        "checkpoint_pipeline",
+        env={"AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport)},
+    )
     assert re.search(r"step 40: eval loss \d", out)
     assert "restart 1/2 after a disruption on [0/1]: killed by SIGKILL" in out
     db = airflow_home.path / "airflow.db"
@@ -86,3 +94,15 @@ def test_checkpoint_pipeline_survives_its_disruption_drill_in_one_try(airflow_ho
             "AND task_id = 'train'"
         ).fetchone()
     assert tries == 1
+
+    # Lineage: train wrote its checkpoints; evaluate read step 40 of them.
+    complete = {
+        event["job"]["name"].rsplit(".", 1)[-1]: event
+        for event in map(json.loads, lineage.read_text().splitlines())
+        if event.get("eventType") == "COMPLETE" and "." in event["job"]["name"]
+    }
+    (written,) = [(d["namespace"], d["name"]) for d in complete["train"]["outputs"]]
+    assert written[0] == "file" and written[1].startswith(f"{tmp_path}/checkpoint_pipeline/")
+    assert written[1].endswith("/checkpoints")
+    read = [(d["namespace"], d["name"]) for d in complete["evaluate"]["inputs"]]
+    assert read == [("file", f"{written[1]}/40")]

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from airflow.sdk.module_loading import import_string
-from airflow.triggers.base import TriggerEvent
-from airflow.triggers.shared_stream import SharedStreamManager
 
 from airflow_provider_jax.triggers import orbax_events
 from airflow_provider_jax.triggers.orbax_events import OrbaxCheckpointEventTrigger
 from airflow_provider_jax.triggers.orbax_stream import cursor_key
+from tests.support.event_triggerer import AssetStore, EventTriggerer, WatchedAssets
 from tests.support.gcs_emulator import GcsEmulator
 from tests.support.orbax_saves import save_steps
 
@@ -27,24 +25,6 @@ WAIT = 20
 def _quick_takeover(monkeypatch: pytest.MonkeyPatch) -> None:
     """Nothing is in flight from an earlier owner here; the running-Airflow test keeps 5 s."""
     monkeypatch.setattr(orbax_events, "TAKEOVER_SETTLE_SECONDS", 0.1)
-
-
-class AssetStore:
-    """Stands in for Airflow's per-asset state accessor (the triggerer's goes over its comms
-    channel to the metadata database; the running-Airflow test uses that one)."""
-
-    def __init__(self) -> None:
-        self.values: dict[str, Any] = {}
-
-    async def aget(self, key: str, default: Any = None) -> Any:
-        return self.values.get(key, default)
-
-    async def aset(self, key: str, value: Any) -> None:
-        self.values[key] = json.loads(json.dumps(value))
-
-
-class WatchedAssets(list):
-    """What the triggerer injects as ``asset_state_store``: one accessor per watching asset."""
 
 
 def watcher(directory: str, store: AssetStore | None = None, **kwargs: Any):
@@ -81,31 +61,6 @@ def test_bad_arguments_fail_at_parse(kwargs: dict[str, Any], message: str) -> No
         OrbaxCheckpointEventTrigger(**kwargs)
 
 
-class Triggerer:
-    """Drives watchers as Airflow's triggerer does: one shared-stream manager, each event bound
-    to its raw event, and persisted only when the test says so."""
-
-    def __init__(self) -> None:
-        self.manager = SharedStreamManager()
-        self.unconfirmed: list[int] = []
-
-    async def events(self, trigger_id: int, trigger: Any) -> AsyncIterator[TriggerEvent]:
-        key = trigger.shared_stream_key()
-        stream = self.manager.subscribe(trigger_id=trigger_id, trigger=trigger, key=key)
-        try:
-            async for event in trigger.filter_shared_stream(stream):
-                seq = self.manager.bind_pending_event(trigger_id=trigger_id, key=key)
-                assert seq is not None  # ack mode
-                self.unconfirmed.append(seq)
-                yield event
-        finally:
-            await self.manager.unsubscribe(trigger_id, key)
-
-    def persist(self) -> None:
-        self.manager.confirm_persisted(self.unconfirmed)
-        self.unconfirmed = []
-
-
 async def _until(check: Any) -> None:
     async with asyncio.timeout(WAIT):
         while not check():
@@ -120,7 +75,7 @@ async def test_steps_fire_oldest_first_and_the_cursor_moves_only_once_stored(
     # Never finalized: a temporary directory, and a step without its commit marker.
     (tmp_path / "ckpts" / "30.orbax-checkpoint-tmp-7" / "default").mkdir(parents=True)
     (tmp_path / "ckpts" / "40" / "default").mkdir(parents=True)
-    store, triggerer = AssetStore(), Triggerer()
+    store, triggerer = AssetStore(), EventTriggerer()
     key = cursor_key(directory)
 
     events = triggerer.events(1, watcher(directory, store))
@@ -147,7 +102,7 @@ async def test_a_restarted_watcher_goes_on_after_the_stored_cursor(tmp_path: Pat
     save_steps(directory, [10, 20, 30])
     store = AssetStore()
     await store.aset(cursor_key(directory), {"step": 20, "path": f"{directory}/20"})
-    triggerer = Triggerer()
+    triggerer = EventTriggerer()
     events = triggerer.events(1, watcher(directory, store))
     assert (await asyncio.wait_for(anext(events), WAIT)).payload["step"] == 30
     await events.aclose()
@@ -159,7 +114,7 @@ async def test_watchers_of_one_bucket_share_one_listing_per_poll(
     directory = f"gs://{gcs_bucket}/run/ckpts"
     save_steps(directory, [10, 20])
     gcs_emulator.clear_requests()
-    triggerer = Triggerer()
+    triggerer = EventTriggerer()
     stores = [AssetStore() for _ in range(3)]
     streams = [triggerer.events(i, watcher(directory, s)) for i, s in enumerate(stores)]
     firsts = await asyncio.wait_for(asyncio.gather(*(anext(s) for s in streams)), WAIT)
@@ -177,7 +132,7 @@ async def test_a_watcher_another_triggerer_took_over_stops_announcing(tmp_path: 
     directory = str(tmp_path / "ckpts")
     save_steps(directory, [10])
     store = AssetStore()
-    old_triggerer, new_triggerer = Triggerer(), Triggerer()
+    old_triggerer, new_triggerer = EventTriggerer(), EventTriggerer()
     old = old_triggerer.events(1, watcher(directory, store))
     assert (await asyncio.wait_for(anext(old), WAIT)).payload["step"] == 10
     stalled = asyncio.ensure_future(anext(old))

@@ -1,0 +1,85 @@
+"""OpenLineage for JAX tasks, when the OpenLineage provider is installed (nothing otherwise):
+a task reads the checkpoints it was handed and writes its own under ``<output_dir>``."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from airflow_provider_jax.runtime import CHECKPOINTS
+
+if TYPE_CHECKING:
+    from airflow.providers.openlineage.extractors import OperatorLineage
+
+# Arguments that name storage a task reads: a checkpoint handed over from an upstream (an
+# asset event's payload, an XCom) or an upstream's output_dir.
+_LOCATION_KEYS = ("path", "checkpoint_dir", "checkpoint_path", "output_dir", "input_dir")
+
+
+def dataset_name(location: str) -> tuple[str, str]:
+    """OpenLineage's naming: ``gs://bucket`` and the object path; ``file`` and the path."""
+    if location.startswith("gs://"):
+        parts = urlsplit(location)
+        return f"gs://{parts.netloc}", parts.path.strip("/")
+    return "file", location.rstrip("/") or "/"
+
+
+def _is_location(value: Any) -> bool:
+    return isinstance(value, str) and (value.startswith("gs://") or value.startswith("/"))
+
+
+def input_locations(arguments: Any) -> Iterator[str]:
+    """Storage named by the task's arguments, at any depth, under a key that names a place."""
+    if isinstance(arguments, Mapping):
+        for key, value in arguments.items():
+            named = isinstance(key, str) and (key in _LOCATION_KEYS or key.endswith("_dir"))
+            if named and _is_location(value):
+                yield value
+            else:
+                yield from input_locations(value)
+    elif isinstance(arguments, (list, tuple)):
+        for value in arguments:
+            yield from input_locations(value)
+
+
+def _decorated_arguments(operator: Any) -> Mapping[str, Any]:
+    """A decorated task's arguments by parameter name (none for a plain operator)."""
+    function = getattr(operator, "python_callable", None)
+    if function is None:
+        return {}
+    try:
+        signature = inspect.signature(function)
+        return signature.bind_partial(*operator.op_args, **operator.op_kwargs).arguments
+    except (TypeError, ValueError):
+        return {"kwargs": operator.op_kwargs}
+
+
+class LineageReporter:
+    """Mixed into the JAX operator; Airflow's OpenLineage listener calls it after a success."""
+
+    entrypoint_kwargs: dict[str, Any]
+    output_dir: str | None
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
+        from airflow.providers.common.compat.openlineage.facet import Dataset
+        from airflow.providers.openlineage.extractors import OperatorLineage
+
+        outputs = []
+        if self.output_dir:
+            mine = f"{self.output_dir.rstrip('/')}/{CHECKPOINTS}"
+            outputs.append(Dataset(*dataset_name(mine)))
+        arguments = [self.entrypoint_kwargs, _decorated_arguments(self)]
+        own = self.output_dir.rstrip("/") if self.output_dir else None
+        found = {
+            location.rstrip("/")
+            for location in input_locations(arguments)
+            if own is None or not location.startswith(own)
+        }
+        # A step and its directory: the step is what was read.
+        read = [p for p in found if not any(q.startswith(p + "/") for q in found)]
+        return OperatorLineage(
+            inputs=[Dataset(*dataset_name(location)) for location in sorted(read)],
+            outputs=outputs,
+        )
