@@ -20,10 +20,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import json
-import os
-import tempfile
 from typing import Any
+
+from bench.emulated_gcs import bench_airflow_home, emulated_gcs
 
 BUCKET = "bench-watch"
 RUN = "runs/llm/checkpoints"
@@ -74,15 +73,8 @@ async def _watch(emulator: Any, watchers: int, polls: int, steps: int, change: A
 
 
 def run_bench(steps: int, polls: int) -> list[tuple[str, int, float, float, int]]:
-    from tests.support.gcs_emulator import GcsEmulator
-
-    emulator = GcsEmulator().start()
-    os.environ["STORAGE_EMULATOR_HOST"] = emulator.url
-    os.environ["AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT"] = json.dumps(
-        {"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True}}
-    )
     rows = []
-    try:
+    with emulated_gcs() as emulator:
         for watchers in (1, 10, 100):
             emulator.reset()
             emulator.create_bucket(BUCKET)
@@ -109,13 +101,10 @@ def run_bench(steps: int, polls: int) -> list[tuple[str, int, float, float, int]
                 )
             emulator.put_objects(BUCKET, [(f"{RUN}/{steps + 1}/commit_success.txt", b"x")])
             got = asyncio.run(_watch(emulator, watchers, polls, steps, lambda: None))
-            rows.append(
-                ("a new step finalized", watchers, got["lists"] / polls, 0.0, got["events"])
-            )
+            per_poll = got["lists"] / got["polls"]
+            rows.append(("a new step finalized", watchers, per_poll, 0.0, got["events"]))
             emulator.drop_bucket(BUCKET)
-        return rows
-    finally:
-        emulator.stop()
+    return rows
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -123,8 +112,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--polls", type=int, default=10)
     args = parser.parse_args(argv)
-    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-jax-bench-"))
-    os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    bench_airflow_home()
 
     rows = run_bench(args.steps, args.polls)
     print(f"{args.steps} finalized steps under gs://{BUCKET}/{RUN}/, {args.polls} polls each")

@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
+
+from bench.emulated_gcs import bench_airflow_home, emulated_gcs
 
 BUCKET = "bench-ckpt"
 RUN = "runs/llm"
@@ -77,14 +76,8 @@ def run_bench(steps: int, files_per_step: int) -> list[Row]:
         afind_newest_finalized,
         find_newest_finalized,
     )
-    from tests.support.gcs_emulator import GcsEmulator
 
-    emulator = GcsEmulator().start()
-    os.environ["STORAGE_EMULATOR_HOST"] = emulator.url
-    os.environ["AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT"] = json.dumps(
-        {"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True}}
-    )
-    try:
+    with emulated_gcs() as emulator:
         emulator.create_bucket(BUCKET)
         for step in range(1, steps + 1):
             emulator.put_objects(BUCKET, _step_objects(step, files_per_step))
@@ -141,8 +134,6 @@ def run_bench(steps: int, files_per_step: int) -> list[Row]:
             f"{steps} steps x {files_per_step} objects = {total} objects under gs://{BUCKET}/{RUN}/"
         )
         return rows
-    finally:
-        emulator.stop()
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -150,8 +141,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--files-per-step", type=int, default=50)
     args = parser.parse_args(argv)
-    os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-jax-bench-"))
-    os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    bench_airflow_home()
 
     rows = run_bench(args.steps, args.files_per_step)
 
