@@ -24,14 +24,18 @@ class OutcomePublisher:
     task_id: str
     output_dir: str | None
     checkpoint_asset: Asset | None
+    operator_extra_links: Any
     log: Any
 
     def _announce(self, context: Context, started: Started) -> None:
-        """XCom the JobSet's name and namespace, and its links, before waiting on it."""
+        """XCom the JobSet's name and namespace, and its links, before waiting on it. Every
+        declared link gets its XCom, empty where the backend has none (the local backend): at
+        the end of the task Airflow reads each one, and a missing one logs an error."""
         ti = context["ti"]
         ti.xcom_push(key=JOBSET_NAME_XCOM_KEY, value=started.name)
         ti.xcom_push(key=JOBSET_NAMESPACE_XCOM_KEY, value=started.namespace)
-        for key, url in started.links.items():
+        declared = {link.xcom_key: "" for link in self.operator_extra_links}
+        for key, url in {**declared, **started.links}.items():
             ti.xcom_push(key=key, value=url)
 
     def _publish(self, context: Context, outcome: Outcome) -> Any:

@@ -18,6 +18,9 @@ def test_quickstart_trains_across_two_processes(airflow_home):
         env={"AIRFLOW__JAX__DEFAULT_BACKEND": "local"},
     )
     assert run.returncode == 0, run.stdout[-6000:]
+    # A newcomer's first run shows no error line (the local backend has no JobSet link).
+    errors = [line for line in run.stdout.splitlines() if re.search(r"\[error\s*\]", line)]
+    assert errors == [], errors
     # The leader's progress reached the task log as readable lines; the others' did not.
     assert re.search(r"\[0/0\] step 60: loss=\d", run.stdout), run.stdout[-6000:]
     assert "[0/1] step" not in run.stdout
