@@ -61,6 +61,27 @@ def test_example_runs_locally(airflow_home, tmp_path, dag_id, line):
 
 
 @pytest.mark.timeout(600)
+def test_sweep_maps_four_trials_and_picks_the_best(airflow_home, tmp_path):
+    out = run_dag(airflow_home, tmp_path, "sweep")
+    assert re.search(r"BEST TRIAL lr=0\.\d+: loss \d", out), out[-3000:]
+    db = airflow_home.path / "airflow.db"
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(
+            "SELECT map_index, value FROM xcom WHERE dag_id = 'sweep' AND task_id = 'trial'"
+            " AND key = 'return_value' ORDER BY map_index"
+        ).fetchall()
+    assert [m for m, _ in rows] == [0, 1, 2, 3]
+    assert all(json.loads(v)["step"] == 30 for _, v in rows)
+    with sqlite3.connect(db) as conn:
+        rendered = conn.execute(
+            "SELECT map_index, rendered_fields FROM rendered_task_instance_fields"
+            " WHERE dag_id = 'sweep' AND task_id = 'trial' ORDER BY map_index"
+        ).fetchall()
+    dirs = [json.loads(fields)["output_dir"] for _, fields in rendered]
+    assert [d.rsplit("/", 1)[-1] for d in dirs] == [f"trial-{i}" for i in range(4)], dirs
+
+
+@pytest.mark.timeout(600)
 def test_checkpoint_pipeline_survives_its_disruption_drill_in_one_try(airflow_home, tmp_path):
     """Host 1 dies at step 30 on the first attempt: the slice restarts, resumes from step 20
     (the last finalized save), finishes, and the evaluation reads step 40, in one try."""

@@ -213,6 +213,11 @@ def test_gcs_checkpoints_run_evaluation_once_each(
     assert [r["state"] for r in runs] == ["success"] * len(steps), runs
     per_run = steps_per_run(stack, "evaluate_checkpoints_gcs")
     assert sorted(per_run.values()) == [[s] for s in steps], per_run
+    read = sorted(
+        (r[0]["step"], r[0]["w"])
+        for r in stack.xcoms("evaluate_checkpoints_gcs", "evaluate").values()
+    )
+    assert read == [(s, float(s)) for s in steps]  # each run restored its own step from GCS
 
     # Request economy, measured: with nothing new, a poll is one listing of the directory.
     before = len(gcs_emulator.list_requests(BUCKET))
