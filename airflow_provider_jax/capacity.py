@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.accelerators import Accelerator
+from airflow_provider_jax.durations import positive_seconds
 
 ON_DEMAND, SPOT, RESERVATION, FLEX_START = "on-demand", "spot", "reservation", "flex-start"
 CAPACITIES = (ON_DEMAND, SPOT, f"{RESERVATION}:<name>", FLEX_START)
@@ -186,10 +187,7 @@ def queue_timeout_seconds(
         raise ValueError("queue_timeout_until='admitted' waits for Kueue: set queue_name.")
     if timeout is None:
         return None
-    seconds = timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else timeout
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
-        raise ValueError(f"queue_timeout must be a timedelta or seconds > 0, got {timeout!r}.")
-    return float(seconds)
+    return positive_seconds("queue_timeout", timeout, timedelta_ok=True)
 
 
 def described(manifest: Mapping[str, Any]) -> str | None:

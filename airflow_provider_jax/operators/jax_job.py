@@ -17,6 +17,7 @@ from airflow_provider_jax.backends import (
     get_backend,
 )
 from airflow_provider_jax.capacity import Capacity, queue_timeout_seconds
+from airflow_provider_jax.durations import positive_seconds
 from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.failure_policy import DEFAULT_MAX_RESTARTS
 from airflow_provider_jax.jobset import (
@@ -267,12 +268,8 @@ class JaxJobOperator(OutcomePublisher, LineageReporter, JobSpecBuilder, BaseOper
         self.restart_on_exit_codes = tuple(restart_on_exit_codes)
         self.termination_grace_period = termination_grace_period
         self.retry_on_code_error = retry_on_code_error
-        if progress_timeout is not None and (
-            isinstance(progress_timeout, bool)
-            or not isinstance(progress_timeout, (int, float))
-            or progress_timeout <= 0
-        ):
-            raise ValueError(f"progress_timeout must be seconds > 0, got {progress_timeout!r}.")
+        if progress_timeout is not None:
+            positive_seconds("progress_timeout", progress_timeout)
         self.progress_timeout = progress_timeout
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.priority_class_name = priority_class_name

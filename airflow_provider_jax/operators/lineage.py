@@ -3,8 +3,7 @@ a task reads the checkpoints it was handed and writes its own under ``<output_di
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -44,23 +43,11 @@ def input_locations(arguments: Any) -> Iterator[str]:
             yield from input_locations(value)
 
 
-def _decorated_arguments(operator: Any) -> Mapping[str, Any]:
-    """A decorated task's arguments by parameter name (none for a plain operator)."""
-    function = getattr(operator, "python_callable", None)
-    if function is None:
-        return {}
-    try:
-        signature = inspect.signature(function)
-        return signature.bind_partial(*operator.op_args, **operator.op_kwargs).arguments
-    except (TypeError, ValueError):
-        return {"kwargs": operator.op_kwargs}
-
-
 class LineageReporter:
     """Mixed into the JAX operator; Airflow's OpenLineage listener calls it after a success."""
 
-    entrypoint_kwargs: dict[str, Any]
     output_dir: str | None
+    _call_arguments: Callable[[bool], Mapping[str, Any]]  # what the program is called with
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
         from airflow.providers.common.compat.openlineage.facet import Dataset
@@ -70,11 +57,10 @@ class LineageReporter:
         if self.output_dir:
             mine = f"{self.output_dir.rstrip('/')}/{CHECKPOINTS}"
             outputs.append(Dataset(*dataset_name(mine)))
-        arguments = [self.entrypoint_kwargs, _decorated_arguments(self)]
         own = self.output_dir.rstrip("/") if self.output_dir else None
         found = {
             location.rstrip("/")
-            for location in input_locations(arguments)
+            for location in input_locations(self._call_arguments(True))
             if own is None or not location.startswith(own)
         }
         # A step and its directory: the step is what was read.

@@ -244,15 +244,13 @@ def _read_local_step(path: Path) -> _LocalStep | None:
     return _LocalStep(marker_mtime, has_items)
 
 
-def list_local_finalized(
-    checkpoint_dir: str, names: StepNameFormat, min_step: int = 0
-) -> list[FinalizedStep]:
-    """Every finalized step ``>= min_step`` under a local directory, ascending; [] while there
-    is none (or no directory). Local listing costs no requests, so it reads every step."""
+def list_local_steps(checkpoint_dir: str, names: StepNameFormat) -> StepNames:
+    """The step directories under a local directory, ascending (one ``scandir``); [] while
+    there is no directory."""
     root = Path(checkpoint_dir)
     try:
         with os.scandir(root) as entries:
-            steps = sorted(
+            return sorted(
                 (step, entry.name)
                 for entry in entries
                 if (step := names.parse(entry.name)) is not None and entry.is_dir()
@@ -264,38 +262,52 @@ def list_local_finalized(
     except PermissionError as exc:
         raise CheckpointDirError(f"No permission to list checkpoint_dir {str(root)!r}") from exc
 
-    # A marker on any step means orbax >= 0.12.3 wrote this directory: then a step without one
-    # is being written or deleted. Older orbax wrote none; its rename alone finalized a step.
-    markers_seen = False
-    marked: list[FinalizedStep] = []
-    legacy: list[FinalizedStep] = []
-    for step, name in steps:
-        path = root / name
-        contents = _read_local_step(path)
-        if contents is None:
-            continue
-        if contents.marker_mtime is not None:
-            markers_seen = True
-            if not contents.has_items:
-                log.info("Step %s has its marker but no items: being deleted", path)
-            elif step >= min_step:
-                marked.append(
-                    FinalizedStep(step, str(path), _from_timestamp(contents.marker_mtime))
-                )
-        elif contents.has_items and step >= min_step:
-            try:
-                legacy.append(FinalizedStep(step, str(path), _from_timestamp(path.stat().st_mtime)))
-            except FileNotFoundError:
-                continue
-    return marked if markers_seen else legacy
+
+def check_local_step(
+    checkpoint_dir: str, steps: StepNames, step: int, name: str
+) -> FinalizedStep | None:
+    """Read one step of ``steps`` (a listing of ``checkpoint_dir``): finalized, or None.
+
+    A marker on any step means orbax >= 0.12.3 wrote this directory: then a step without one
+    is being written or deleted. Older orbax wrote none; its rename alone finalized a step. So
+    a step without a marker counts only when no other step has one, looked for newest first
+    (in a current directory the first look finds one).
+    """
+    root = Path(checkpoint_dir)
+    path = root / name
+    contents = _read_local_step(path)
+    if contents is None:
+        return None
+    if contents.marker_mtime is not None:
+        if contents.has_items:
+            return FinalizedStep(step, str(path), _from_timestamp(contents.marker_mtime))
+        log.info("Step %s has its marker but no items: being deleted", path)
+        return None
+    if not contents.has_items or any(
+        (other := _read_local_step(root / other_name)) is not None
+        and other.marker_mtime is not None
+        for other_step, other_name in reversed(steps)
+        if other_step != step
+    ):
+        return None
+    try:
+        return FinalizedStep(step, str(path), _from_timestamp(path.stat().st_mtime))
+    except FileNotFoundError:
+        return None
 
 
 def find_newest_local(
     checkpoint_dir: str, names: StepNameFormat, min_step: int = 0
 ) -> FinalizedStep | None:
-    """Newest finalized step under a local directory; None while there is none (or no dir)."""
-    finalized = list_local_finalized(checkpoint_dir, names, min_step)
-    return finalized[-1] if finalized else None
+    """Newest finalized step under a local directory; None while there is none (or no dir).
+    Reads steps newest first and stops at the first finalized one."""
+    steps = list_local_steps(checkpoint_dir, names)
+    for step, name in reversed(steps):
+        if step < min_step:
+            return None
+        if (found := check_local_step(checkpoint_dir, steps, step, name)) is not None:
+            return found
+    return None
 
 
 def _from_timestamp(seconds: float) -> datetime:

@@ -12,13 +12,14 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import AsyncIterator, Hashable, Sequence
+from collections.abc import AsyncIterator, Hashable
 from dataclasses import asdict
 from typing import Any
 
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_provider_jax.checkpoints import CheckpointQuery, FinalizedStep, check_checkpoint_dir
+from airflow_provider_jax.durations import positive_seconds
 from airflow_provider_jax.triggers.orbax_stream import (
     CheckpointDirStream,
     Cursor,
@@ -71,10 +72,6 @@ class OrbaxCheckpointEventTrigger(BaseEventTrigger):
         _require_shared_streams()
         if isinstance(min_step, bool) or not isinstance(min_step, int) or min_step < 0:
             raise ValueError(f"min_step must be an int >= 0, got {min_step!r}.")
-        if isinstance(poll_interval, bool) or not isinstance(poll_interval, (int, float)):
-            raise ValueError(f"poll_interval must be seconds > 0, got {poll_interval!r}.")
-        if poll_interval <= 0:
-            raise ValueError(f"poll_interval must be seconds > 0, got {poll_interval!r}.")
         self.query = CheckpointQuery(
             checkpoint_dir=check_checkpoint_dir(checkpoint_dir),
             min_step=min_step,
@@ -83,7 +80,7 @@ class OrbaxCheckpointEventTrigger(BaseEventTrigger):
             gcp_conn_id=gcp_conn_id,
         )
         self.query.name_format  # noqa: B018 - a bad step_format_fixed_length fails here
-        self.poll_interval = float(poll_interval)
+        self.poll_interval = positive_seconds("poll_interval", poll_interval)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -146,14 +143,11 @@ class OrbaxCheckpointEventTrigger(BaseEventTrigger):
         watch on its own listing. Airflow confirms nothing here, so a cursor is moved when the
         next listing is asked for, after the event was handed over."""
         stream = CheckpointDirStream(self.query, self.poll_interval)
-        previous: Sequence[StepListing] = ()
 
         async def listings() -> AsyncIterator[StepListing]:
-            nonlocal previous
             async for listing in stream.listings():
-                await commit_announced(previous, [True] * len(previous))
-                previous = [listing]
                 yield listing
+                await commit_announced([listing])
 
         async for event in self.filter_shared_stream(listings()):
             yield event

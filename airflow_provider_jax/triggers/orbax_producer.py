@@ -3,6 +3,7 @@ by the triggerer, so DAG files never load Airflow's shared-stream machinery)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -10,9 +11,10 @@ from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
 
 from airflow_provider_jax.triggers.orbax_stream import (
     CheckpointDirStream,
-    StepListing,
     commit_announced,
 )
+
+log = logging.getLogger(__name__)
 
 
 class CheckpointDirProducer(SharedStreamProducer):
@@ -27,7 +29,8 @@ class CheckpointDirProducer(SharedStreamProducer):
             yield listing, listing
 
     async def advance(self, batch: Sequence[AdvanceItem]) -> None:
-        listings: list[StepListing] = [item.broker_payload for item in batch]
         # failed: a watcher's event was not confirmed stored (ack timeout); it is announced
         # again after a restart rather than lost.
-        await commit_announced(listings, [item.outcome.failed == 0 for item in batch])
+        if any(item.outcome.failed for item in batch):
+            log.warning("Not all announcements of one poll were stored; they may repeat.")
+        await commit_announced([item.broker_payload for item in batch if not item.outcome.failed])

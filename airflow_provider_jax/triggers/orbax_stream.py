@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,8 +31,9 @@ from airflow_provider_jax.runtime.orbax_steps import (
     ListRequest,
     arun_search,
     check_gcs_step,
+    check_local_step,
     list_gcs_steps,
-    list_local_finalized,
+    list_local_steps,
 )
 
 log = logging.getLogger(__name__)
@@ -126,8 +126,8 @@ class CheckpointDirStream:
     """Polls one checkpoint directory every ``poll_interval`` seconds.
 
     On GCS a poll is one request per 1,000 step directories, plus one per step a watcher
-    needs checked (each step once per poll, and never again once finalized). Locally every
-    step is read each poll, which costs no requests.
+    needs checked (each step once per poll, and never again once finalized). Locally the
+    same shape costs no requests: one ``scandir`` of the directory, one per step checked.
     """
 
     def __init__(self, query: CheckpointQuery, poll_interval: float) -> None:
@@ -159,15 +159,13 @@ class CheckpointDirStream:
             await asyncio.sleep(self.poll_interval)
 
     async def _local_listing(self) -> StepListing:
-        found = await asyncio.to_thread(
-            list_local_finalized, self.query.checkpoint_dir, self.query.name_format
-        )
-        by_step = {f.step: f for f in found}
+        where = self.query.checkpoint_dir
+        steps = await asyncio.to_thread(list_local_steps, where, self.query.name_format)
 
         async def check(step: int, name: str) -> FinalizedStep | None:
-            return by_step.get(step)
+            return await asyncio.to_thread(check_local_step, where, steps, step, name)
 
-        return StepListing([(f.step, os.path.basename(f.path)) for f in found], check)
+        return StepListing(steps, check)
 
     async def _gcs_listing(
         self, fetch: Callable[[ListRequest], Awaitable[ListPage]]
@@ -193,12 +191,8 @@ class CheckpointDirStream:
         return StepListing(steps, check)
 
 
-async def commit_announced(listings: Sequence[StepListing], clean: Sequence[bool]) -> None:
-    """Move each watcher's cursor to what it announced from ``listings``, for those Airflow
-    confirmed; a listing with a failed watcher is left, and announced again after a restart."""
-    for listing, ok in zip(listings, clean, strict=True):
-        if not ok:
-            log.warning("Not all announcements of one poll were stored; they may repeat.")
-            continue
+async def commit_announced(listings: Sequence[StepListing]) -> None:
+    """Move each watcher's cursor to what it announced from ``listings``."""
+    for listing in listings:
         for cursor, found in listing.announced.values():
             await cursor.commit(found)
