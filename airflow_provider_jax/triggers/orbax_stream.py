@@ -183,7 +183,13 @@ class CheckpointDirStream:
                 checked[name] = asyncio.ensure_future(
                     arun_search(check_gcs_step(location, step, name), fetch)
                 )
-            found = await checked[name]
+            try:
+                found = await checked[name]
+            except (CheckpointDirError, StorageUnavailableError) as exc:
+                # Like a failed listing: not this poll. Raised into the watcher, it would end
+                # the trigger over one step's transient 503.
+                log.warning("Could not check step %s, will try again: %s", name, exc)
+                return None
             if found is not None:
                 self._finalized[name] = found
             return found

@@ -149,3 +149,21 @@ async def test_a_watcher_another_triggerer_took_over_stops_announcing(tmp_path: 
     await asyncio.gather(stalled, return_exceptions=True)
     await old.aclose()
     await new.aclose()
+
+
+async def test_a_step_check_that_keeps_failing_waits_for_the_next_poll(
+    gcs_emulator: GcsEmulator, gcs_bucket: str
+) -> None:
+    """A 503 on one step's check, past its retries, is "not this poll", as a failed listing
+    is: the watcher goes on and announces the step once storage answers."""
+    directory = f"gs://{gcs_bucket}/run/ckpts"
+    save_steps(directory, [10])
+    gcs_emulator.clear_requests()  # count only the watcher's
+    gcs_emulator.fail_next(503, times=5, matches=lambda r: r.param("prefix") == "run/ckpts/10/")
+    events = EventTriggerer(autopersist=True).events(1, watcher(directory, AssetStore()))
+    assert (await asyncio.wait_for(anext(events), 60)).payload["step"] == 10
+    failed = [
+        r for r in gcs_emulator.list_requests(gcs_bucket) if r.param("prefix") == "run/ckpts/10/"
+    ]
+    assert len(failed) == 6  # five refused within one check, then the next poll's
+    await events.aclose()
