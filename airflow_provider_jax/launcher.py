@@ -79,6 +79,7 @@ def python_call(
     pip_packages: list[str] | None = None,
     python: str = "python3",
     progress_timeout: float | None = None,
+    total_steps: int | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Command and env that run ``entrypoint`` (``"pkg.module:function"``) or ``function``
     from shipped ``source`` in every process, after ``jax.distributed.initialize()``."""
@@ -105,10 +106,24 @@ def python_call(
     }
     if progress_timeout:
         call["progress_timeout"] = progress_timeout
+    if (total := _total_steps(total_steps)) is not None:
+        call["total_steps"] = total
     env = {RUNTIME_ENV: runtime_bundle(), **encode_call(call)}
     if output_dir:
         env[OUTPUT_DIR_ENV] = output_dir
     return [python, "-c", BOOTSTRAP], env
+
+
+def _total_steps(value: Any) -> int | None:
+    """A positive step count, from an int or (rendered without native types) its digits; a
+    Jinja template not rendered yet is checked once it is."""
+    if value is None or (isinstance(value, str) and "{" in value):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValueError(f"total_steps must be a positive integer, got {value!r}")
+    return value
 
 
 # The image's JAX is built for its accelerator (libtpu, CUDA); a pip install must never shadow it.

@@ -29,6 +29,7 @@ with DAG(
         image="us-docker.pkg.dev/my-project/training/quickstart:latest",  # ignored locally
         entrypoint="quickstart_train:train",
         entrypoint_kwargs={"steps": "{{ params.steps }}"},  # --conf '{"steps": 100}'
+        total_steps="{{ params.steps }}",  # the log shows step 30/60 (50%) · steps/s · ETA
     )
 
     @task

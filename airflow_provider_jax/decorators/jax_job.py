@@ -48,9 +48,11 @@ class JaxDecoratedMixin(DecoratedOperator):
         self._context: Mapping[str, Any] | None = None
         super().__init__(**kwargs)
 
-    def execute(self, context: Any) -> Any:
+    def build_manifest(self, context: Any) -> dict[str, Any]:
+        # The context keys the function asks for are part of its call, and so of the manifest
+        # (built for the rendered view first, then again by execute()).
         self._context = context
-        return super().execute(context)
+        return super().build_manifest(context)
 
     def _program(self, rendered: bool) -> tuple[list[str], dict[str, str]]:
         return self._python_call(

@@ -30,6 +30,7 @@ from airflow_provider_jax.local.localize import free_ports, localize
 from airflow_provider_jax.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.local.processes import PodProcess
 from airflow_provider_jax.local.secret_files import check_runs_locally, secret_files
+from airflow_provider_jax.progress import Progress
 from airflow_provider_jax.runtime.messages import (
     format_report,
     parse_message,
@@ -120,6 +121,7 @@ class _Attempt:
         self.leader = next(p for p in self.plans if (p.slice_index, p.host_index) == (0, 0))
         self.lines: queue.SimpleQueue[tuple[PodPlan, str, str, float]] = queue.SimpleQueue()
         self.attempt = attempt
+        self.progress = Progress()  # the leader's reports, paced, with a rate and ETA
         self.tails: dict[str, deque[str]] = {
             p.name: deque(maxlen=LOG_TAIL_LINES) for p in self.plans
         }
@@ -151,6 +153,8 @@ class _Attempt:
                 process.close()
             jobset._processes = []
             self._log_lines()
+            if (held := self.progress.flush()) is not None:  # the last report, always shown
+                log.info("%s %s", self.leader.tag, held)
         leader = next((p for p in processes if p.plan is self.leader), None)
         self.leader_message = leader.termination_message() if leader else None
         restartable = restartable_in(self.jobset.manifest)
@@ -202,7 +206,8 @@ class _Attempt:
                 elif plan is self.leader:
                     self.last_report = report
                     self.jobset.clock.report(self.attempt, report.get("step"), at)
-                    log.info("%s %s", plan.tag, format_report(report))
+                    if (shown := self.progress.line(report, at)) is not None:
+                        log.info("%s %s", plan.tag, shown)
                 else:  # every process reports the same; the leader speaks for them
                     log.debug("%s %s", plan.tag, format_report(report))
                 item = self.lines.get_nowait()

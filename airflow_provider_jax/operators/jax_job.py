@@ -36,6 +36,7 @@ from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom ke
     RESUMED_FROM_XCOM_KEY,
     OutcomePublisher,
 )
+from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, RenderedManifest
 from airflow_provider_jax.secret_refs import as_secret_refs
 
 if TYPE_CHECKING:
@@ -51,7 +52,9 @@ def default_backend() -> str:
     return conf.get("jax", "default_backend", fallback="kubernetes")
 
 
-class JaxJobOperator(OutcomePublisher, LineageReporter, JobSpecBuilder, BaseOperator):
+class JaxJobOperator(
+    OutcomePublisher, LineageReporter, RenderedManifest, JobSpecBuilder, BaseOperator
+):
     """Run a multi-host JAX program as a JobSet and return process 0's result.
 
     Give either ``command`` (any argv; the JAX coordination env is set for it) or
@@ -91,6 +94,9 @@ class JaxJobOperator(OutcomePublisher, LineageReporter, JobSpecBuilder, BaseOper
     :param progress_timeout: seconds without a ``report()`` call after which a process counts
         as hung: it prints every thread's stack and exits 124, and the slice restarts. Armed at
         the first report, so start-up never trips it. Off (None) by default.
+    :param total_steps: the run's length in steps: the task log then shows each report as
+        ``step 1200/10000 (12%) · 3.1 steps/s · ETA 47m``; ``report(total_steps=...)`` in the
+        code does the same. (templated)
     :param termination_grace_period: seconds from SIGTERM (preemption, eviction, a restart) to
         SIGKILL: the pods' ``terminationGracePeriodSeconds`` (Kubernetes' default: 30), the
         time a ``runtime.on_preemption`` hook has to save. Spot VMs give at most about 15 s.
@@ -149,8 +155,11 @@ class JaxJobOperator(OutcomePublisher, LineageReporter, JobSpecBuilder, BaseOper
         "labels",
         "annotations",
         "namespace",
+        "total_steps",
+        MANIFEST_FIELD,  # filled when the templates are rendered: the JobSet this try submits
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {
+        MANIFEST_FIELD: "yaml",
         "command": "py",
         "entrypoint_kwargs": "json",
         "env": "json",
@@ -191,6 +200,7 @@ class JaxJobOperator(OutcomePublisher, LineageReporter, JobSpecBuilder, BaseOper
         termination_grace_period: int | None = None,
         retry_on_code_error: bool = True,
         progress_timeout: float | None = None,
+        total_steps: int | str | None = None,
         ttl_seconds_after_finished: int | None = None,
         priority_class_name: str | None = None,
         queue_name: str | None = None,
@@ -235,6 +245,7 @@ class JaxJobOperator(OutcomePublisher, LineageReporter, JobSpecBuilder, BaseOper
                 f"{self.task_id}: on_finish_action must be one of {ON_FINISH_ACTIONS}, "
                 f"got {on_finish_action!r}."
             )
+        self.jobset_manifest: str | None = None  # see RenderedManifest
         self.accelerator = accelerator
         self.image = image
         self.command = command
@@ -271,6 +282,7 @@ class JaxJobOperator(OutcomePublisher, LineageReporter, JobSpecBuilder, BaseOper
         if progress_timeout is not None:
             positive_seconds("progress_timeout", progress_timeout)
         self.progress_timeout = progress_timeout
+        self.total_steps = total_steps
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.priority_class_name = priority_class_name
         self.queue_name = queue_name

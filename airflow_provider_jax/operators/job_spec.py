@@ -85,11 +85,12 @@ class JobSpecBuilder:
         if isinstance(self.command, str):
             return self.command, {}  # a string, which the spec rejects
         if self.command is not None:
-            if self.progress_timeout:
-                raise ValueError(
-                    "progress_timeout watches report() calls, which need the runtime: use "
-                    "entrypoint= or @task.jax_tpu/@task.jax_gpu, not command=."
-                )
+            for name in ("progress_timeout", "total_steps"):
+                if getattr(self, name):
+                    raise ValueError(
+                        f"{name} works with report() calls, which need the runtime: use "
+                        "entrypoint= or @task.jax_tpu/@task.jax_gpu, not command=."
+                    )
             return list(self.command), {}
         return self._python_call(entrypoint=self.entrypoint, kwargs=self.entrypoint_kwargs)
 
@@ -100,6 +101,7 @@ class JobSpecBuilder:
             pip_packages=self.pip_packages,
             python=self.python,
             progress_timeout=self.progress_timeout,
+            total_steps=self.total_steps,
             **call,
         )
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from airflow_provider_jax.runtime import preemption
 from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, PROCESS_ID_ENV, RESTART_ATTEMPT_ENV
-from airflow_provider_jax.runtime.messages import report_line, resumed_line
+from airflow_provider_jax.runtime.messages import TOTAL_STEPS_KEY, report_line, resumed_line
 from airflow_provider_jax.runtime.preemption import on_preemption
 
 __all__ = [
@@ -32,11 +32,14 @@ __all__ = [
 CHECKPOINTS = "checkpoints"
 
 _last_report: dict[str, Any] | None = None
+_total_steps: int | None = None  # the operator's total_steps, set by runtime.main
 _watchdog: Any = None  # the hung-host watchdog (runtime.watchdog), when progress_timeout is set
 
 
-def report(step: int | None = None, **metrics: Any) -> None:
-    """Report progress: one line on stdout that the backend shows as ``step 10: loss=0.25``.
+def report(step: int | None = None, *, total_steps: int | None = None, **metrics: Any) -> None:
+    """Report progress: one line on stdout that the backend shows as ``step 10: loss=0.25``,
+    or with ``total_steps`` (here, or the operator's) as ``step 10/100 (10%) · 2.5 steps/s ·
+    ETA 36s: loss=0.25``.
 
     Call it on every process (SPMD code runs the same everywhere); Airflow shows the
     leader's. The leader's last report travels with its result (XCom ``last_report``).
@@ -44,6 +47,11 @@ def report(step: int | None = None, **metrics: Any) -> None:
     """
     global _last_report
     body = {"step": _plain("step", step)} if step is not None else {}
+    total_steps = _total_steps if total_steps is None else _plain("total_steps", total_steps)
+    if total_steps is not None and step is not None:
+        if not isinstance(total_steps, int) or isinstance(total_steps, bool) or total_steps < 1:
+            raise TypeError(f"report(total_steps=...) must be a positive int, got {total_steps!r}")
+        body[TOTAL_STEPS_KEY] = total_steps
     body.update((name, _plain(name, value)) for name, value in metrics.items())
     print(report_line(body), file=sys.stdout, flush=True)
     _last_report = body

@@ -57,6 +57,7 @@ def main() -> int:
         if call.get("initialize", True):
             distributed = initialize_distributed()
         function = load_function(call)
+        runtime._total_steps = call.get("total_steps")
         watchdog = runtime._watchdog = watch_progress(call.get("progress_timeout"))
         result = function(**(call.get("kwargs") or {}))
         if watchdog is not None:

@@ -22,6 +22,7 @@ from typing import Any
 
 TERMINATION_MESSAGE_LIMIT = 4096
 REPORT_PREFIX = "::airflow-jax-report::"
+TOTAL_STEPS_KEY = "total_steps"  # in a report: the run's length, for percentage and ETA
 RESULT_FILE = "result.json"
 
 
@@ -135,12 +136,22 @@ def parse_report(line: str) -> dict[str, Any] | None:
     return report if isinstance(report, dict) else None
 
 
-def format_report(report: dict[str, Any]) -> str:
-    """A report as a readable log line: ``step 120: loss=0.0312 lr=0.001``."""
-    step = report.get("step")
+def format_report(report: dict[str, Any], extra: tuple[str, ...] = ()) -> str:
+    """A report as a readable log line: ``step 120: loss=0.0312 lr=0.001``, or with a total
+    ``step 120/1000 (12%): ...``; ``extra`` parts (a rate, an ETA) follow the step."""
+    step, total = report.get("step"), report.get(TOTAL_STEPS_KEY)
+    head = [] if step is None else [f"step {step}"]
+    if head and _is_count(step) and _is_count(total) and total > 0:
+        head[0] += f"/{total} ({100 * min(step, total) // total}%)"
+    head.extend(extra)
     metrics = " ".join(
         f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}"
         for k, v in report.items()
-        if k != "step"
+        if k not in ("step", TOTAL_STEPS_KEY)
     )
-    return f"step {step}: {metrics}" if step is not None else metrics
+    shown = " · ".join(head)
+    return f"{shown}: {metrics}" if shown and metrics else shown or metrics
+
+
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)

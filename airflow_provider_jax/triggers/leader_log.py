@@ -1,5 +1,5 @@
-"""Follow process 0's log into the task log while a JobSet runs: progress reports as readable
-lines, other output as is, ``[slice/host]``-prefixed, bounded in lines and line length.
+"""Follow process 0's log into the task log while a JobSet runs: progress reports as paced
+lines with a rate and ETA (``progress.py``), other output as is, ``[slice/host]``-prefixed, bounded in lines and line length.
 
 It costs two requests per restart attempt (a pod list, then one long-lived log stream) and
 never decides the task's outcome: any error here only ends the streaming.
@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
-from airflow_provider_jax.runtime.messages import format_report, parse_report
+from airflow_provider_jax.progress import Progress, kubelet_time
+from airflow_provider_jax.runtime.messages import parse_report
 
 MAX_LINE = 1000  # characters of one log line shown in the task log
 RETRY_DELAYS = (2, 5, 10, 30, 60)  # waits while the leader's container is not up yet
@@ -39,6 +41,8 @@ class LeaderLog:
         self.on_line = on_line  # (pod, kubelet's timestamp, text, its report) of each new line
         self.lines_left = self.reports_left = max_lines
         self.log = log
+        self.progress = Progress()
+        self._tag = "[0/0]"  # the leader's, until its pod is seen
         self._changed = asyncio.Event()
         self._last_stamp = ""
         self._closing = False
@@ -62,6 +66,13 @@ class LeaderLog:
             await asyncio.wait({self._task}, timeout=grace)
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
+        self._show_held()
+
+    def _show_held(self) -> None:
+        """The newest report the pacing held back: the log ends on where the run got to."""
+        if (held := self.progress.flush()) is not None and self.reports_left > 0:
+            self.reports_left -= 1
+            self.log.info("%s %s", self._tag, held)
 
     async def _next_change(self, delay: float | None = None) -> None:
         """Until the JobSet changes (or ``delay`` passes); at once when closing."""
@@ -112,6 +123,7 @@ class LeaderLog:
         """Stream one pod's log until it ends, skipping lines shown before a reconnect.
         False when the stream broke off (or the container was not up): look again."""
         name, tag = pod["metadata"]["name"], status.tag(pod)
+        self._tag = tag
         try:
             async for line in self.hook.follow_pod_log(name, self.namespace):
                 stamp, _, text = line.partition(" ")
@@ -121,20 +133,22 @@ class LeaderLog:
                 report = parse_report(text)
                 if self.on_line is not None:
                     self.on_line(pod, stamp, text, report)
-                self._show(tag, text, report)
+                self._show(tag, text, report, kubelet_time(stamp))
                 if self.lines_left <= 0:
                     return True
         except Exception as err:
             if api_status(err) in (400, 404) or is_transient(err):
                 return False
             raise
+        self._show_held()  # the container's log ended
         return True
 
-    def _show(self, tag: str, text: str, report: dict[str, Any] | None) -> None:
+    def _show(self, tag: str, text: str, report: dict[str, Any] | None, at: float | None) -> None:
         if report is not None:
-            if self.reports_left > 0:
+            line = self.progress.line(report, time.time() if at is None else at)
+            if line is not None and self.reports_left > 0:
                 self.reports_left -= 1
-                self.log.info("%s %s", tag, format_report(report))
+                self.log.info("%s %s", tag, line)
             return
         self.lines_left -= 1
         if self.lines_left > 0:

@@ -79,6 +79,10 @@ def test_sweep_maps_four_trials_and_picks_the_best(airflow_home, tmp_path):
         ).fetchall()
     dirs = [json.loads(fields)["output_dir"] for _, fields in rendered]
     assert [d.rsplit("/", 1)[-1] for d in dirs] == [f"trial-{i}" for i in range(4)], dirs
+    # Each mapped trial shows its own JobSet (Airflow keeps the first 4096 characters here).
+    manifests = [json.loads(fields)["jobset_manifest"] for _, fields in rendered]
+    names = {re.search(r"\n  name: (\S+)", m)[1] for m in manifests}
+    assert len(names) == 4, manifests[0][:600]
 
 
 @pytest.mark.timeout(600)

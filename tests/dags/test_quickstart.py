@@ -22,7 +22,9 @@ def test_quickstart_trains_across_two_processes(airflow_home):
     errors = [line for line in run.stdout.splitlines() if re.search(r"\[error\s*\]", line)]
     assert errors == [], errors
     # The leader's progress reached the task log as readable lines; the others' did not.
-    assert re.search(r"\[0/0\] step 60: loss=\d", run.stdout), run.stdout[-6000:]
+    progress = r"\[0/0\] step 60/60 \(100%\) · [\d.]+ steps/s: loss=\d"
+    assert re.search(progress, run.stdout), run.stdout[-6000:]
+    assert re.search(r"\[0/0\] step 30/60 \(50%\) · [\d.]+ steps/s · ETA \d+s: loss=", run.stdout)
     assert "[0/1] step" not in run.stdout
     banner = re.search(
         r"QUICKSTART RESULT: loss=(\S+) at step 60 \(2 processes, 8 devices\)", run.stdout
@@ -37,4 +39,8 @@ def test_quickstart_trains_across_two_processes(airflow_home):
     xcom = {key: json.loads(value) for key, value in rows}
     assert xcom["return_value"]["step"] == 60
     assert xcom["return_value"]["processes"] == 2
-    assert xcom["last_report"] == {"step": 60, "loss": xcom["return_value"]["loss"]}
+    assert xcom["last_report"] == {
+        "step": 60,
+        "total_steps": 60,
+        "loss": xcom["return_value"]["loss"],
+    }

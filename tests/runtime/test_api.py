@@ -18,6 +18,16 @@ def test_report_prints_a_line_and_keeps_the_last(capsys):
     assert parse_report(capsys.readouterr().out) == {"accuracy": 1}
 
 
+def test_report_carries_the_total_from_the_call_or_the_code(capsys, monkeypatch):
+    monkeypatch.setattr(runtime, "_total_steps", 100)  # the operator's total_steps
+    runtime.report(step=10, loss=0.5)
+    assert parse_report(capsys.readouterr().out) == {"step": 10, "total_steps": 100, "loss": 0.5}
+    runtime.report(step=10, total_steps=np.int64(40))
+    assert parse_report(capsys.readouterr().out) == {"step": 10, "total_steps": 40}
+    with pytest.raises(TypeError, match="positive int"):
+        runtime.report(step=1, total_steps=0)
+
+
 @pytest.mark.parametrize(
     ("value", "error"),
     [(np.zeros(3), "must be a scalar"), (object(), "must be a number or a string, got object")],

@@ -52,6 +52,7 @@ class AirflowStack:
             "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__MAX_TEMPLATED_FIELD_LENGTH": "16384",  # the whole rendered JobSet
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",
             "AIRFLOW__API__PORT": str(api_port),
             "AIRFLOW__API_AUTH__JWT_SECRET": "airflow-provider-jax-tests-jwt-secret",

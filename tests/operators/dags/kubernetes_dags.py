@@ -12,6 +12,7 @@ from typing import Any
 
 from airflow.sdk import DAG, task
 
+from airflow_provider_jax.secret_refs import SecretRef
 from tests.support.dag_tasks import tpu
 
 
@@ -48,6 +49,21 @@ with DAG("jax_k8s_one", schedule=None, catchup=False) as one:
 with DAG("jax_k8s_pair", schedule=None, catchup=False):
     use(tpu("deferred", deferrable=True).output, "deferred")
     use(tpu("blocking", deferrable=False).output, "blocking")
+
+with DAG("jax_k8s_rendered", schedule=None, catchup=False):
+    # What the Rendered Templates view shows: a secret by reference, a templated env value,
+    # and a decorated function that asks for ``ds`` (a context value that is part of its call).
+    tpu(
+        "plain",
+        env={"RUN_DAY": "{{ ds }}"},
+        secrets=[SecretRef("env", "WANDB_API_KEY", "wandb", "api-key")],
+    )
+
+    @task.jax_tpu(accelerator="tpu-v5litepod-8", image="jax:test")
+    def decorated(steps: int, ds: str | None = None) -> dict[str, Any]:
+        return {"steps": steps, "ds": ds}
+
+    decorated(5)
 
 if __name__ == "__main__":
     # ``airflow dags test`` names its run after the current time; a fixed run_after gives a

@@ -1,0 +1,107 @@
+"""The JobSet a try submits, shown as YAML in the task's "Rendered Templates" and by
+``airflow tasks render``: what a platform engineer would otherwise ``kubectl get -o yaml``.
+
+It is built when Airflow renders the task's templates, before ``execute()``, from the same
+pure builder ``execute()`` submits with, so the view matches the cluster object of that try.
+The bundled runtime and the shipped call (which may carry a decorated function's source) are
+elided to a digest; secrets are never in a manifest, only ``secretKeyRef`` references.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import conf
+
+from airflow_provider_jax.launcher import RUNTIME_ENV
+from airflow_provider_jax.runtime.call import CALL_ENV, CHUNK_ENV
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+MANIFEST_FIELD = "jobset_manifest"
+_ELIDED = (RUNTIME_ENV, CALL_ENV, CHUNK_ENV)  # names, or prefixes, of env values to elide
+
+
+def digest(value: str) -> str:
+    """A short stand-in that still tells two runtimes or two calls apart."""
+    sha = hashlib.sha256(value.encode()).hexdigest()[:12]
+    return f"<elided: {len(value.encode())} bytes, sha256 {sha}>"
+
+
+def _containers(manifest: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    for replicated in manifest.get("spec", {}).get("replicatedJobs", []):
+        pod = replicated["template"]["spec"]["template"]["spec"]
+        yield from pod.get("initContainers", [])
+        yield from pod.get("containers", [])
+
+
+def for_display(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``manifest`` with the runtime zip and the shipped call elided."""
+    import copy
+
+    shown = copy.deepcopy(dict(manifest))
+    for container in _containers(shown):
+        for var in container.get("env", []):
+            if "value" in var and var["name"].startswith(_ELIDED):
+                var["value"] = digest(var["value"])
+    return shown
+
+
+def manifest_yaml(manifest: Mapping[str, Any]) -> str:
+    """Block-style YAML in the manifest's own key order; lists of scalars (exit codes, argv)
+    stay on one flow line so the view stays short."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def sequence(dumper: yaml.SafeDumper, data: list[Any]) -> yaml.Node:
+        flow = bool(data) and not any(isinstance(item, dict | list) for item in data)
+        return dumper.represent_sequence("tag:yaml.org,2002:seq", data, flow_style=flow)
+
+    Dumper.add_representer(list, sequence)
+    return yaml.dump(
+        for_display(manifest), Dumper=Dumper, sort_keys=False, width=100, allow_unicode=True
+    )
+
+
+class RenderedManifest:
+    """Mixed into the JAX operator: fills ``jobset_manifest`` once templates are rendered."""
+
+    jobset_manifest: str | None
+    log: Any
+
+    if TYPE_CHECKING:  # from JobSpecBuilder, later in the operator's MRO
+
+        def build_manifest(self, context: Context) -> dict[str, Any]: ...
+
+    def _do_render_template_fields(
+        self, parent: Any, template_fields: Any, context: Context, *args: Any, **kwargs: Any
+    ) -> None:
+        # Airflow renders a mapped task through its unmapped copy's _do_render_template_fields,
+        # not render_template_fields, so this hook serves mapped and plain tasks alike; it is
+        # also called for nested templated objects, whose ``parent`` is not the operator.
+        if parent is self:
+            self.jobset_manifest = None  # a field like the others, but never a template
+        super()._do_render_template_fields(  # type: ignore[misc]
+            parent, template_fields, context, *args, **kwargs
+        )
+        if parent is not self or "ti" not in context:
+            return
+        try:
+            shown = manifest_yaml(self.build_manifest(context))
+        except (ValueError, TypeError):
+            return  # execute() builds it again and fails the task with the reason, no retries
+        self.jobset_manifest = shown
+        limit = conf.getint("core", "max_templated_field_length", fallback=4096)
+        if len(shown) > limit:
+            self.log.info(
+                "The rendered JobSet is %d characters; Airflow keeps the first %d. Set "
+                "[core] max_templated_field_length to %d or more to see all of it.",
+                len(shown),
+                limit,
+                len(shown),
+            )

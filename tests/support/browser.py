@@ -1,0 +1,96 @@
+"""A real headless browser for the UI tests: Debian's Chromium driven by Selenium through the
+system chromedriver (nothing is downloaded at run time). Every checked page is saved as a
+screenshot under the test's tmp dir.
+
+Where Chromium or its driver is missing, the tests that need it are skipped with the reason
+(``.ci/run`` installs both from Debian)."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+BROWSERS = ("chromium", "chromium-browser", "google-chrome")
+
+
+@dataclass
+class Browser:
+    driver: Any  # selenium.webdriver.Chrome
+    base_url: str
+    shots: Path
+    taken: list[Path] = field(default_factory=list)
+
+    def open(self, path: str) -> None:
+        self.driver.get(self.base_url + path)
+
+    def text(self) -> str:
+        return self.driver.find_element("tag name", "body").text
+
+    def wait_for(self, what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
+        """Until ``check()`` is truthy (the React UI renders as its API calls answer)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if value := check():
+                    return value
+            except Exception:  # an element replaced while React re-renders: look again
+                if time.monotonic() > deadline:
+                    raise
+            if time.monotonic() > deadline:
+                self.shot(f"timeout-{what}")
+                raise TimeoutError(f"the page never showed {what}; it shows:\n{self.text()}")
+            time.sleep(0.25)
+
+    def wait_for_text(self, *texts: str, timeout: float = 60) -> str:
+        def shown() -> str | None:
+            body = self.text()
+            return body if all(t in body for t in texts) else None
+
+        return self.wait_for(" and ".join(texts), shown, timeout)
+
+    def shot(self, name: str) -> Path:
+        path = self.shots / f"{len(self.taken) + 1:02d}-{name}.png"
+        self.driver.save_screenshot(str(path))
+        self.taken.append(path)
+        return path
+
+
+def chromium() -> tuple[str, str]:
+    """The browser and driver binaries, or a skip that says what is missing."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        pytest.skip("selenium is not installed (it comes with the test extra)")
+    binary = next((path for name in BROWSERS if (path := shutil.which(name))), None)
+    driver = shutil.which("chromedriver")
+    if binary is None or driver is None:
+        pytest.skip(
+            "no headless browser: install Debian's chromium and chromium-driver "
+            "(apt-get install chromium chromium-driver; .ci/run does)"
+        )
+    return binary, driver
+
+
+@pytest.fixture(scope="module")
+def browser_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    binary, driver_path = chromium()
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(arg)
+    options.add_argument("--window-size=1600,1400")
+    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        yield driver
+    finally:
+        driver.quit()
