@@ -17,6 +17,7 @@ from tests.support.jobset_schema import SCHEMA_PATH, jobset_validator
 
 pytest_plugins = [
     "tests.support.airflow_home",
+    "tests.support.browser",
     "tests.support.k8s_fixtures",
     "tests.support.orbax_fixtures",
     "tests.support.postgres",

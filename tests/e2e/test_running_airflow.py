@@ -2,14 +2,22 @@
 with the example DAGs pointed at the Kubernetes API emulator by configuration alone.
 
 The quickstart is started with ``airflow dags trigger --conf`` and defers, so its wait runs in
-the real triggerer process; a two-day backfill of the scheduled DAG gets one output_dir per day.
+the real triggerer process. Then a headless Chromium drives Airflow's own React UI: the task
+instance's logs (progress lines), Rendered Templates (the submitted JobSet) and XCom pages,
+and a two-day backfill of the scheduled DAG made from the UI's backfill dialog, which gets
+one output_dir per day. Screenshots of each checked page go under the test's tmp dir.
 """
 
 from __future__ import annotations
 
+import re
+from urllib.parse import quote
+
 import pytest
+import yaml
 
 from tests.support.airflow_stack import AirflowStack, airflow_stack
+from tests.support.browser import Browser
 from tests.support.jobset_schema import REPO
 from tests.support.jobsets import matching
 from tests.support.k8s_emulator import Emulator, ProcessRunner
@@ -53,23 +61,67 @@ def test_trigger_with_conf_defers_through_the_triggerer(stack: AirflowStack, k8s
     assert "Trigger fired event" in "".join(p.read_text() for p in trigger_logs)
     task_log = "".join(p.read_text() for p in logs.rglob("attempt=1.log"))
     assert "Pausing task as DEFERRED" in task_log
-    assert "Leader's last report: step 30: loss=" in task_log
+    assert "Leader's last report: step 30/30 (100%): loss=" in task_log
     assert len(matching(k8s_emulator.submitted, dag_id="quickstart")) == 1
     assert k8s_emulator.jobsets() == []  # on_finish_action=delete_jobset
 
 
-def test_two_day_backfill_gets_one_output_dir_per_day(stack: AirflowStack):
-    stack.wait_for_dag("scheduled_training")
-    stack.cli(
-        "backfill",
-        "create",
-        "--dag-id",
-        "scheduled_training",
-        "--from-date",
-        "2026-11-01",
-        "--to-date",
-        "2026-11-02",
+@pytest.fixture(scope="module")
+def ui(stack: AirflowStack, browser_session, tmp_path_factory: pytest.TempPathFactory) -> Browser:
+    """The UI in Chromium; the simple auth manager (all admins) logs the browser in."""
+    browser = Browser(
+        browser_session, f"http://127.0.0.1:{stack.api_port}", tmp_path_factory.mktemp("ui")
     )
+    browser.open("/")
+    browser.wait_for_text("Welcome", "Health")
+    return browser
+
+
+def test_the_ui_shows_the_jobset_the_result_and_the_progress(stack: AirflowStack, ui: Browser):
+    (run,) = [r for r in stack.runs("quickstart") if r["state"] == "success"]
+    task = f"/dags/quickstart/runs/{quote(run['run_id'], safe='')}/tasks/train"
+    ui.open(task)  # the Logs tab
+    ui.wait_for_text("Created JobSet default/train-", "Leader's last report: step 30/30 (100%)")
+    ui.shot("task-logs")
+
+    ui.open(f"{task}/rendered_templates")
+    body = ui.wait_for_text("jobset_manifest", "kind: JobSet", "total_steps")
+    ui.shot("rendered-jobset")
+    # The editor shows the YAML a line at a time; its text is the submitted JobSet's.
+    # The editor highlights token by token, one per text line; spaces carry no meaning here.
+    flat = re.sub(r"\s+", "", body)
+    assert "-name:AIRFLOW_JAX_RUNTIME" in flat and "value:'<elided:" in flat
+    manifest = yaml.safe_load(
+        stack.query(
+            "SELECT rendered_fields->>'jobset_manifest' FROM rendered_task_instance_fields"
+            " WHERE dag_id = 'quickstart' AND task_id = 'train'"
+        )[0][0]
+    )
+    name = stack.xcoms("quickstart", "train", "jobset_name")[run["run_id"]]
+    assert manifest["metadata"]["name"] == name and f"name:{name}" in flat
+
+    ui.open(f"{task}/xcom")
+    ui.wait_for_text("return_value", "last_report", "jobset_name")
+    ui.driver.find_element("css selector", "button[aria-label='Expand all extra JSON']").click()
+    result = stack.xcoms("quickstart", "train")[run["run_id"]]
+    ui.wait_for_text('"processes": 2', f'"step": {result["step"]}', '"total_steps": 30')
+    ui.shot("xcom")
+
+
+def test_a_two_day_backfill_from_the_ui_dialog_gets_one_output_dir_per_day(
+    stack: AirflowStack, ui: Browser
+):
+    stack.wait_for_dag("scheduled_training")
+    ui.open("/dags/scheduled_training")
+    ui.click("Trigger", tag="button")
+    ui.click("Backfill", within=ui.dialog())
+    ui.pick_datetime("From", "2026/11/01")
+    ui.pick_datetime("To", "2026/11/02")
+    ui.wait_for_text("2 runs will be triggered.")
+    ui.shot("backfill-dialog")
+    ui.click("Run Backfill", within=ui.dialog(), tag="button")
+    ui.wait_for_text("Backfill in progress")
+    ui.shot("backfill-started")
     # Unpausing also schedules the latest interval; the backfill adds exactly two runs.
     runs = stack.wait_for_runs("scheduled_training", 3, timeout=600)
     backfill = [r for r in runs if r["run_id"].startswith("backfill__")]
@@ -78,3 +130,7 @@ def test_two_day_backfill_gets_one_output_dir_per_day(stack: AirflowStack):
     outputs = {results[r["run_id"]]["ds"]: results[r["run_id"]]["output_dir"] for r in backfill}
     root = stack.home / "outputs" / "scheduled_training"
     assert outputs == {"2026-11-01": f"{root}/20261101", "2026-11-02": f"{root}/20261102"}
+    ui.open("/dags/scheduled_training/runs")
+    ui.wait_for_text("backfill__2026-11-01", "backfill__2026-11-02")
+    ui.shot("backfill-runs")
+    print("UI screenshots:", *map(str, ui.taken), sep="\n  ")

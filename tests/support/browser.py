@@ -54,6 +54,44 @@ class Browser:
 
         return self.wait_for(" and ".join(texts), shown, timeout)
 
+    def dialogs(self) -> list[Any]:
+        """Open dialogs, the top one last (the UI keeps closed popovers in the DOM, hidden)."""
+        found = self.driver.find_elements("css selector", "[role=dialog]")
+        return [d for d in found if d.is_displayed()]
+
+    def dialog(self) -> Any:
+        return self.wait_for("a dialog", lambda: (self.dialogs() or [None])[-1])
+
+    def click(self, text: str, within: Any = None, tag: str = "*") -> None:
+        """Click the visible element whose own text is ``text``."""
+        root = within or self.driver
+        xpath = f".//{tag}[normalize-space(text())='{text}']"
+        self.wait_for(
+            f"'{text}' to click",
+            lambda: next(e for e in root.find_elements("xpath", xpath) if e.is_displayed()),
+        ).click()
+
+    def pick_datetime(self, label: str, day: str, hh_mm: str = "00:00") -> None:
+        """Fill the UI's date-time picker under field ``label`` (``YYYY/MM/DD``, ``HH:mm``)."""
+        from selenium.webdriver.common.keys import Keys
+
+        open_before = len(self.dialogs())
+        field = self.dialog().find_element(
+            "xpath", f".//label[normalize-space(text())='{label}']/.."
+        )
+        field.find_element("css selector", "[data-testid=datetime-input]").click()
+        (picker,) = self.wait_for(
+            f"the {label} picker",
+            lambda: self.dialogs()[open_before:][-1:] or None,
+        )
+        for placeholder, value in (("YYYY/MM/DD", day), ("HH:mm", hh_mm)):
+            box = picker.find_element("css selector", f"input[placeholder='{placeholder}']")
+            box.click()
+            box.send_keys(Keys.CONTROL, "a")
+            box.send_keys(value)
+        box.send_keys(Keys.ESCAPE)  # closes the picker, not the dialog
+        self.wait_for(f"the {label} picker to close", lambda: len(self.dialogs()) == open_before)
+
     def shot(self, name: str) -> Path:
         path = self.shots / f"{len(self.taken) + 1:02d}-{name}.png"
         self.driver.save_screenshot(str(path))
