@@ -30,7 +30,6 @@ from airflow_provider_jax.triggers.jobset_event import (
     JobSetEvent,
 )
 from airflow_provider_jax.triggers.leader_log import LeaderLog
-from airflow_provider_jax.triggers.pod_listing import SharedPodList
 from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START
 from airflow_provider_jax.triggers.pod_startup import PodsCannotStart, PodStartup
 from airflow_provider_jax.triggers.queue_wait import QueueFailed, QueueWait
@@ -159,10 +158,9 @@ class JobSetTrigger(BaseTrigger):
         ) as changes:
             # A thousand triggers starting at once must not each load a kubeconfig.
             hook = changes.hook
-            pods = SharedPodList(hook)  # the log follower and the start-up checker read alike
             leader_log = (
                 LeaderLog(
-                    pods,  # type: ignore[arg-type]
+                    hook,
                     self.name,
                     self.namespace,
                     max_lines=self.log_lines,
@@ -185,7 +183,7 @@ class JobSetTrigger(BaseTrigger):
                 connection_extras=connection_extras,
             )
             startup = PodStartup(
-                pods,  # type: ignore[arg-type]
+                hook,
                 self.name,
                 self.namespace,
                 on_stuck=changes.put,
@@ -208,7 +206,6 @@ class JobSetTrigger(BaseTrigger):
                         for attempt, culprit in await restarts.update(change.obj):
                             self._clock.restarted(attempt, culprit.kind if culprit else None)
                         self._clock.seen(change.obj)  # after: the old attempt ends first
-                        pods.changed()
                         startup.update(change.obj)
                         queue.update(change.obj)
                         if leader_log is not None:
