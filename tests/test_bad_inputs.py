@@ -103,7 +103,17 @@ AT_PARSE = [
     Bad(
         "progress_timeout_command",
         tpu(progress_timeout=60),
-        "progress_timeout watches report.. calls, which need the runtime",
+        "progress_timeout works with report.. calls, which need the runtime",
+    ),
+    Bad(
+        "total_steps_command",
+        tpu(total_steps=100),
+        "total_steps works with report.. calls, which need the runtime",
+    ),
+    Bad(
+        "total_steps_zero",
+        tpu(command=None, entrypoint="train:main", total_steps=0),
+        "total_steps must be a positive integer",
     ),
     Bad("on_finish_action", tpu(on_finish_action="keep"), "on_finish_action must be one of"),
     Bad("zero_nodes", gpu(num_nodes=0), "num_nodes must be a positive integer"),
