@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow_provider_jax.runtime.call import CALL_ENV, encode_call
 from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, TERMINATION_PATH_ENV
+from airflow_provider_jax.runtime.messages import is_count
 
 __all__ = [
     "CALL_ENV",
@@ -121,7 +122,7 @@ def _total_steps(value: Any) -> int | None:
         return None
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+    if not is_count(value) or value < 1:
         raise ValueError(f"total_steps must be a positive integer, got {value!r}")
     return value
 

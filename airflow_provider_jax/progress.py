@@ -3,8 +3,9 @@
 The leader's reports arrive in the trigger (from its pod log, stamped by the kubelet) or in the
 local backend (stamped when read). This turns them into lines a person can act on, at a
 bounded rate: the first report, then at most one per ``every`` seconds of the job's own clock,
-each report that crosses a tenth of ``total_steps``, and the last one when the log ends. The rate is measured over the last
-``window`` seconds, so a slow start or a restart stops skewing the ETA once it is past.
+each report that crosses a tenth of ``total_steps``, and the last one when the log ends. The
+rate is measured over the last ``window`` seconds, so a slow start or a restart stops skewing
+the ETA once it is past.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from airflow_provider_jax.runtime.messages import TOTAL_STEPS_KEY, format_report
+from airflow_provider_jax.runtime.messages import TOTAL_STEPS_KEY, format_report, is_count
 
 SHOW_EVERY_S = 10.0  # seconds of the job's clock between progress lines
 RATE_WINDOW_S = 60.0  # the steps/s shown are over the reports of the last minute
@@ -73,7 +74,7 @@ class Progress:
     def line(self, report: Mapping[str, Any], at: float) -> str | None:
         """The line to log for ``report`` made at ``at`` (epoch seconds), or None to skip it."""
         step, total = report.get("step"), report.get(TOTAL_STEPS_KEY)
-        if not _is_count(step):
+        if not is_count(step):
             return format_report(dict(report))  # not a training step: nothing to pace or time
         if self._seen and step < self._seen[-1][1]:
             self._seen.clear()  # a restart resumed from an earlier step
@@ -109,17 +110,13 @@ class Progress:
         extra: tuple[str, ...] = ()
         if (rate := self.rate()) is not None:
             extra = (rate_text(rate),)
-            if _is_count(step) and _is_count(total) and total > step:
+            if is_count(step) and is_count(total) and total > step:
                 extra += (f"ETA {eta_text((total - step) / rate)}",)
         return format_report(dict(report), extra)
 
 
-def _is_count(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _tenth(step: int, total: Any) -> int:
     """Which tenth of the run ``step`` is in; -1 without a total."""
-    if not _is_count(total) or total <= 0:
+    if not is_count(total) or total <= 0:
         return -1
     return min(10, 10 * step // total)

@@ -9,6 +9,7 @@ elided to a digest; secrets are never in a manifest, only ``secretKeyRef`` refer
 
 from __future__ import annotations
 
+import copy
 import hashlib
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
@@ -40,8 +41,6 @@ def _containers(manifest: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
 
 def for_display(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``manifest`` with the runtime zip and the shipped call elided."""
-    import copy
-
     shown = copy.deepcopy(dict(manifest))
     for container in _containers(shown):
         for var in container.get("env", []):

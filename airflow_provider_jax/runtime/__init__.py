@@ -17,7 +17,12 @@ from typing import Any
 
 from airflow_provider_jax.runtime import preemption
 from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, PROCESS_ID_ENV, RESTART_ATTEMPT_ENV
-from airflow_provider_jax.runtime.messages import TOTAL_STEPS_KEY, report_line, resumed_line
+from airflow_provider_jax.runtime.messages import (
+    TOTAL_STEPS_KEY,
+    is_count,
+    report_line,
+    resumed_line,
+)
 from airflow_provider_jax.runtime.preemption import on_preemption
 
 __all__ = [
@@ -49,7 +54,7 @@ def report(step: int | None = None, *, total_steps: int | None = None, **metrics
     body = {"step": _plain("step", step)} if step is not None else {}
     total_steps = _total_steps if total_steps is None else _plain("total_steps", total_steps)
     if total_steps is not None and step is not None:
-        if not isinstance(total_steps, int) or isinstance(total_steps, bool) or total_steps < 1:
+        if not is_count(total_steps) or total_steps < 1:
             raise TypeError(f"report(total_steps=...) must be a positive int, got {total_steps!r}")
         body[TOTAL_STEPS_KEY] = total_steps
     body.update((name, _plain(name, value)) for name, value in metrics.items())

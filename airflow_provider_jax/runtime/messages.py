@@ -141,7 +141,7 @@ def format_report(report: dict[str, Any], extra: tuple[str, ...] = ()) -> str:
     ``step 120/1000 (12%): ...``; ``extra`` parts (a rate, an ETA) follow the step."""
     step, total = report.get("step"), report.get(TOTAL_STEPS_KEY)
     head = [] if step is None else [f"step {step}"]
-    if head and _is_count(step) and _is_count(total) and total > 0:
+    if head and is_count(step) and is_count(total) and total > 0:
         head[0] += f"/{total} ({100 * min(step, total) // total}%)"
     head.extend(extra)
     metrics = " ".join(
@@ -153,5 +153,6 @@ def format_report(report: dict[str, Any], extra: tuple[str, ...] = ()) -> str:
     return f"{shown}: {metrics}" if shown and metrics else shown or metrics
 
 
-def _is_count(value: Any) -> bool:
+def is_count(value: Any) -> bool:
+    """An int that is not a bool: a step or a step total."""
     return isinstance(value, int) and not isinstance(value, bool)

@@ -1,5 +1,6 @@
 """Follow process 0's log into the task log while a JobSet runs: progress reports as paced
-lines with a rate and ETA (``progress.py``), other output as is, ``[slice/host]``-prefixed, bounded in lines and line length.
+lines with a rate and ETA (``progress.py``), other output as is, ``[slice/host]``-prefixed,
+bounded in lines and line length.
 
 It costs two requests per restart attempt (a pod list, then one long-lived log stream) and
 never decides the task's outcome: any error here only ends the streaming.
@@ -42,7 +43,7 @@ class LeaderLog:
         self.lines_left = self.reports_left = max_lines
         self.log = log
         self.progress = Progress()
-        self._tag = "[0/0]"  # the leader's, until its pod is seen
+        self._tag = "[0/0]"  # the followed pod's place; the leader's until its pod is seen
         self._changed = asyncio.Event()
         self._last_stamp = ""
         self._closing = False
@@ -122,8 +123,8 @@ class LeaderLog:
     async def _follow(self, pod: Mapping[str, Any]) -> bool:
         """Stream one pod's log until it ends, skipping lines shown before a reconnect.
         False when the stream broke off (or the container was not up): look again."""
-        name, tag = pod["metadata"]["name"], status.tag(pod)
-        self._tag = tag
+        name = pod["metadata"]["name"]
+        self._tag = status.tag(pod)
         try:
             async for line in self.hook.follow_pod_log(name, self.namespace):
                 stamp, _, text = line.partition(" ")
@@ -133,7 +134,7 @@ class LeaderLog:
                 report = parse_report(text)
                 if self.on_line is not None:
                     self.on_line(pod, stamp, text, report)
-                self._show(tag, text, report, kubelet_time(stamp))
+                self._show(text, report, kubelet_time(stamp))
                 if self.lines_left <= 0:
                     return True
         except Exception as err:
@@ -143,7 +144,8 @@ class LeaderLog:
         self._show_held()  # the container's log ended
         return True
 
-    def _show(self, tag: str, text: str, report: dict[str, Any] | None, at: float | None) -> None:
+    def _show(self, text: str, report: dict[str, Any] | None, at: float | None) -> None:
+        tag = self._tag
         if report is not None:
             line = self.progress.line(report, time.time() if at is None else at)
             if line is not None and self.reports_left > 0:
