@@ -2,14 +2,15 @@
 is noticed: ``JobSetTrigger`` (one shared watch per namespace) against a trigger that polls
 every 10 s, Airflow's usual interval, on the same API emulator in the same run.
 
-N JobSets start together and finish at random times over ``--spread`` seconds; N triggers wait
-on them in one event loop, as in one triggerer. Every request that reaches the emulator while
+N JobSets of ``--hosts`` hosts start together and finish at random times over ``--spread``
+seconds; N triggers wait on them in one event loop, as in one triggerer, streaming no log, the
+leader's log (``stream_logs="leader"``, the default) or every host's (``"all"``). Every request that reaches the emulator while
 they wait is counted (creating the JobSets is not). Detection latency runs from the moment the
 emulator marks a JobSet finished to the moment its trigger fires.
 
 Run from the repository root::
 
-    python -m bench.jobset_requests [--jobs 50] [--spread 60]
+    python -m bench.jobset_requests [--jobs 50] [--spread 60] [--hosts 2]
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Row:
     scenario: str
     jobs: int
     requests: int
+    per_job: float
     per_job_minute: float
     p50: float
     p95: float
@@ -48,7 +50,9 @@ async def poll_reference(hook: Any, name: str) -> None:
         await asyncio.sleep(POLL_INTERVAL)
 
 
-def measure(emulator: Any, scenario: str, jobs: int, spread: float, waiter: Callable) -> Row:
+def measure(
+    emulator: Any, scenario: str, jobs: int, spread: float, waiter: Callable, hosts: int = 2
+) -> Row:
     from airflow_provider_jax.cluster import KubernetesCluster
     from tests.support.jobsets import manifest
     from tests.support.k8s_emulator import PodScript
@@ -57,7 +61,10 @@ def measure(emulator: Any, scenario: str, jobs: int, spread: float, waiter: Call
     durations = {f"job-{i:04d}-0123456789": random.uniform(5, spread) for i in range(jobs)}
     emulator.script(lambda pod: PodScript(duration=durations[pod.jobset]))
     hook = KubernetesCluster().hook()
-    uids = {name: hook.create_jobset(manifest(name))["metadata"]["uid"] for name in durations}
+    uids = {
+        name: hook.create_jobset(manifest(name, hosts=hosts))["metadata"]["uid"]
+        for name in durations
+    }
     start, first = time.monotonic(), len(emulator.requests)
     fired: dict[str, float] = {}
 
@@ -76,13 +83,14 @@ def measure(emulator: Any, scenario: str, jobs: int, spread: float, waiter: Call
         scenario,
         jobs,
         requests,
+        requests / jobs,
         requests / waited,
         statistics.median(latencies),
         latencies[int(0.95 * (len(latencies) - 1))],
     )
 
 
-def trigger_waiter(log_lines: int) -> Callable[[str, str], Awaitable[None]]:
+def trigger_waiter(stream_logs: str) -> Callable[[str, str], Awaitable[None]]:
     from airflow_provider_jax.cluster import KubernetesCluster
     from airflow_provider_jax.triggers.jobset import JobSetTrigger
 
@@ -90,10 +98,10 @@ def trigger_waiter(log_lines: int) -> Callable[[str, str], Awaitable[None]]:
 
     async def wait(name: str, uid: str) -> None:
         trigger = JobSetTrigger(
-            name=name, namespace="default", uid=uid, cluster=cluster, log_lines=log_lines
+            name=name, namespace="default", uid=uid, cluster=cluster, stream_logs=stream_logs
         )
         event = await trigger.wait()
-        assert event["status"] == "success", event
+        assert event.status == "success", event
 
     return wait
 
@@ -111,6 +119,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--spread", type=float, default=60.0, help="seconds over which jobs end")
+    parser.add_argument("--hosts", type=int, default=2, choices=(1, 2, 8), help="hosts per job")
     args = parser.parse_args()
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="bench-airflow-"))
 
@@ -125,22 +134,28 @@ def main() -> None:
     kubeconfig = emulator.kubeconfig(Path(tempfile.mkdtemp()) / "kubeconfig.json")
     os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = emulator.connection(kubeconfig)
     try:
+        scenarios = [
+            ("stream_logs=none", trigger_waiter("none")),
+            ("stream_logs=leader", trigger_waiter("leader")),
+            ("stream_logs=all", trigger_waiter("all")),
+            (f"poll every {POLL_INTERVAL:.0f} s", poll_waiter()),
+        ]
         rows = [
-            measure(emulator, "JobSetTrigger", args.jobs, args.spread, trigger_waiter(0)),
-            measure(
-                emulator, "JobSetTrigger + leader log", args.jobs, args.spread, trigger_waiter(1000)
-            ),
-            measure(
-                emulator, f"poll every {POLL_INTERVAL:.0f} s", args.jobs, args.spread, poll_waiter()
-            ),
+            measure(emulator, scenario, args.jobs, args.spread, waiter, args.hosts)
+            for scenario, waiter in scenarios
         ]
     finally:
         emulator.stop()
-    print(f"\n{args.jobs} jobs ending over {args.spread:.0f} s; target <= {TARGET} req/job/min")
-    print(f"{'scenario':28} {'requests':>9} {'req/job/min':>12} {'p50 s':>7} {'p95 s':>7}")
+    print(
+        f"\n{args.jobs} jobs of {args.hosts} hosts ending over {args.spread:.0f} s;"
+        f" target <= {TARGET} req/job/min"
+    )
+    print(
+        f"{'scenario':20} {'requests':>9} {'req/job':>8} {'req/job/min':>12} {'p50 s':>7} {'p95 s':>7}"
+    )
     for row in rows:
         print(
-            f"{row.scenario:28} {row.requests:>9} {row.per_job_minute:>12.3f} "
+            f"{row.scenario:20} {row.requests:>9} {row.per_job:>8.2f} {row.per_job_minute:>12.3f} "
             f"{row.p50:>7.2f} {row.p95:>7.2f}"
         )
 

@@ -116,6 +116,7 @@ AT_PARSE = [
         "total_steps must be a positive integer",
     ),
     Bad("on_finish_action", tpu(on_finish_action="keep"), "on_finish_action must be one of"),
+    Bad("stream_logs", tpu(stream_logs="workers"), "stream_logs must be one of"),
     Bad("zero_nodes", gpu(num_nodes=0), "num_nodes must be a positive integer"),
     Bad("negative_gpus", gpu(gpus_per_node=-8), "gpus_per_node must be a positive integer"),
     Bad("gpu_slices", gpu(num_slices=2), "use num_nodes"),

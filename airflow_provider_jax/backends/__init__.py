@@ -75,6 +75,7 @@ class JobSettings:
     :param local_secrets_dir: where the local backend reads referenced Secrets.
     :param queue_timeout: seconds from creating the JobSet to ``queue_until`` (Kubernetes).
     :param queue_until: ``running`` (all pods) or ``admitted`` (by Kueue).
+    :param stream_logs: whose output reaches the task log: ``leader``, ``all`` or ``none``.
     :param log: the task's logger.
     """
 
@@ -92,6 +93,7 @@ class JobSettings:
     local_secrets_dir: str | None = None
     queue_timeout: float | None = None
     queue_until: str = "running"
+    stream_logs: str = "leader"
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ class KubernetesBackend:
             poll_interval=self.settings.poll_interval,
             queue_timeout=self.settings.queue_timeout,
             queue_until=self.settings.queue_until,
+            stream_logs=self.settings.stream_logs,
         )
         deferral = None
         if self.settings.deferrable:
@@ -144,7 +145,7 @@ class KubernetesBackend:
         # whatever on_finish_action says, the JobSet goes, as it holds quota or nodes.
         capacity_lost = ended.status == FAILED and ended.reason in QUEUE_REASONS
         if ended.status == FAILED and not capacity_lost:
-            error = explain_failure(hook, ref.name, ref.namespace, ended)
+            error = explain_failure(hook, ref.name, ref.namespace, ended, self.log)
         else:
             error = JaxJobFailed(f"{ref.where}: {ended.message}")
         error.goodput = ended.goodput

@@ -1,7 +1,8 @@
 """Run the JobSet the Kubernetes path would submit, as local processes.
 
 It behaves like a slice, so a DAG that works here works on GKE: one process per pod, the
-coordinator on 127.0.0.1, every line in the task log as ``[slice/host] ...``, and when one
+coordinator on 127.0.0.1, the leader's lines (or every host's, with ``stream_logs="all"``) in
+the task log as ``[slice/host] ...``, each host's last lines when it fails, and when one
 process fails all are stopped and the whole set restarts, up to ``failurePolicy.maxRestarts``,
 unless the manifest's failure policy says the failure was a bug (``failure_policy.py``).
 Processes are stopped with SIGKILL: once ``jax.distributed`` runs, JAX's preemption notifier
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
+from airflow_provider_jax import host_logs
 from airflow_provider_jax.exceptions import (
     JaxJobFailed,
     ProcessFailure,
@@ -26,6 +28,7 @@ from airflow_provider_jax.exceptions import (
 )
 from airflow_provider_jax.failure_policy import on_failure, restartable_in
 from airflow_provider_jax.goodput import GoodputClock, chips
+from airflow_provider_jax.host_logs import STREAM_ALL, STREAM_LEADER, STREAM_NONE
 from airflow_provider_jax.local.localize import free_ports, localize
 from airflow_provider_jax.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.local.processes import PodProcess
@@ -56,6 +59,7 @@ class LocalJobSet:
         pythonpath: Sequence[str] = (),
         timeout_s: float | None = None,
         secrets_dir: str | None = None,
+        stream_logs: str = STREAM_LEADER,
     ) -> None:
         self.secrets = secret_files(secrets_dir)
         check_runs_locally(manifest, self.secrets)
@@ -65,6 +69,7 @@ class LocalJobSet:
         self.log = log
         self.pythonpath = list(pythonpath)
         self.timeout_s = timeout_s
+        self.stream_logs = stream_logs
         self._processes: list[PodProcess] = []
         self._killed = False
         self._deadline: float | None = None
@@ -100,6 +105,8 @@ class LocalJobSet:
             summary = f"JAX job {self.name} failed{after}"
         if restarts:
             summary += "\n" + "\n".join(f"  {line}" for line in restarts)
+        for line in outcome.summary(failures):
+            self.log.info("%s", line)
         raise JaxJobFailed.of(summary + ":", failures)
 
     def kill(self) -> None:
@@ -200,19 +207,32 @@ class _Attempt:
                 report = parse_report(line) if stream == "stdout" else None
                 if report is None:
                     self.tails[plan.name].append(line)
-                    log.info("%s %s", plan.tag, line)
+                    if self.shows(plan):
+                        log.info("%s %s", plan.tag, line)
                     if plan is self.leader and (step := parse_resumed(line)) is not None:
                         self.jobset.clock.resumed(self.attempt, step, at)
                 elif plan is self.leader:
                     self.last_report = report
                     self.jobset.clock.report(self.attempt, report.get("step"), at)
-                    if (shown := self.progress.line(report, at)) is not None:
+                    shown = self.progress.line(report, at)
+                    if shown is not None and self.jobset.stream_logs != STREAM_NONE:
                         log.info("%s %s", plan.tag, shown)
                 else:  # every process reports the same; the leader speaks for them
                     log.debug("%s %s", plan.tag, format_report(report))
                 item = self.lines.get_nowait()
         except queue.Empty:
             pass
+
+    def shows(self, plan: PodPlan) -> bool:
+        """Whether ``plan``'s lines go to the task log (``stream_logs``)."""
+        mode = self.jobset.stream_logs
+        return mode == STREAM_ALL or (mode == STREAM_LEADER and plan is self.leader)
+
+    def summary(self, failures: Sequence[ProcessFailure]) -> list[str]:
+        """Each host's last lines, the failed ones first (``host_logs.summary``)."""
+        failed = [f.tag for f in failures]
+        order = sorted(self.plans, key=lambda p: failed.index(p.tag) if p.tag in failed else 1e9)
+        return host_logs.summary((p.tag, list(self.tails[p.name])) for p in order)
 
     def result(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The leader's success message and its last report (from the message, else from

@@ -20,6 +20,7 @@ from airflow_provider_jax.capacity import Capacity, queue_timeout_seconds
 from airflow_provider_jax.durations import positive_seconds
 from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.failure_policy import DEFAULT_MAX_RESTARTS
+from airflow_provider_jax.host_logs import STREAM_LEADER, check_stream_logs
 from airflow_provider_jax.jobset import (
     SAFE_SECURITY_CONTEXT,
 )
@@ -137,6 +138,8 @@ class JaxJobOperator(
         ``[operators] default_deferrable``).
     :param on_finish_action: ``delete_jobset``, ``delete_succeeded_jobset`` or ``keep_jobset``.
     :param poll_interval: seconds between status reads when the identity may not watch.
+    :param stream_logs: whose output the task log shows while the job runs: ``leader``
+        (process 0), ``all`` (every host, ``[slice/host]``-prefixed) or ``none``.
     :param project_id: the GKE cluster's project.
     :param location: the GKE cluster's region or zone.
     :param cluster_name: a GKE cluster; its endpoint and CA are looked up through Google.
@@ -222,6 +225,7 @@ class JaxJobOperator(
         deferrable: bool | None = None,
         on_finish_action: str = "delete_jobset",
         poll_interval: float = 10.0,
+        stream_logs: str = STREAM_LEADER,
         project_id: str | None = None,
         location: str | None = None,
         cluster_name: str | None = None,
@@ -307,6 +311,7 @@ class JaxJobOperator(
         self.deferrable = deferrable
         self.on_finish_action = on_finish_action
         self.poll_interval = poll_interval
+        self.stream_logs = check_stream_logs(self.task_id, stream_logs)
         self.project_id = project_id
         self.location = location
         self.cluster_name = cluster_name

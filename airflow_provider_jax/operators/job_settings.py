@@ -33,6 +33,7 @@ class JaxJobFields(Protocol):
     poll_interval: float
     queue_timeout: float | None
     queue_timeout_until: str
+    stream_logs: str
     kubernetes_conn_id: str | None
     cluster_name: str | None
     project_id: str | None
@@ -72,6 +73,7 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         local_secrets_dir=conf.get("jax", "local_secrets_dir", fallback=None) or None,
         queue_timeout=op.queue_timeout,
         queue_until=op.queue_timeout_until,
+        stream_logs=op.stream_logs,
     )
 
 

@@ -15,6 +15,7 @@ from packaging.version import Version
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import api_status, explain
+from airflow_provider_jax.host_logs import STREAM_LEADER, STREAM_NONE
 from airflow_provider_jax.triggers.informer import (
     ABSENT,
     ApiUnavailable,
@@ -29,16 +30,18 @@ from airflow_provider_jax.triggers.jobset_event import (
     TIMEOUT,
     JobSetEvent,
 )
-from airflow_provider_jax.triggers.leader_log import LeaderLog
+from airflow_provider_jax.triggers.pod_logs import PodLogs
 from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START
 from airflow_provider_jax.triggers.pod_startup import PodsCannotStart, PodStartup
 from airflow_provider_jax.triggers.queue_wait import QueueFailed, QueueWait
 from airflow_provider_jax.triggers.restarts import RestartLog
 from airflow_provider_jax.triggers.run_clock import RunClock
+from airflow_provider_jax.triggers.task_state import in_background, task_left_deferred, warm_up
 
 __all__ = ["ERROR", "FAILED", "SUCCESS", "TIMEOUT", "JobSetTrigger"]
-LOG_GRACE = 5.0  # seconds to show the end of a finished leader's log before firing
-# From 3.3 the triggerer calls on_kill() for user actions only; before, cleanup() must ask.
+LOG_GRACE = 5.0  # seconds to show the end of the finished pods' logs before firing
+# From 3.3 the triggerer calls on_kill() for user actions (and, wrongly, when a trigger moves to
+# another triggerer: see on_kill); before, cleanup() must ask.
 _TRIGGER_ON_KILL = Version(Version(airflow_version).base_version) >= Version("3.3.0")
 
 
@@ -51,8 +54,9 @@ class JobSetTrigger(BaseTrigger):
     it waits, so running it twice is harmless. Past ``deadline`` it deletes the JobSet (by
     uid, so never a successor) before firing: the slice stops at once. Waiting costs almost
     nothing: the JobSet is watched through the informer shared by every trigger on that
-    (cluster, namespace). The leader's log lines and progress reports go to the task log, at
-    most ``log_lines`` of each. A pod that can never start (its image cannot be pulled) ends
+    (cluster, namespace). The leader's (``stream_logs="leader"``) or every host's (``"all"``)
+    log lines go to the task log, at most ``log_lines`` per host, and the leader's progress
+    reports, at most ``log_lines`` of them. A pod that can never start (its image cannot be pulled) ends
     the wait at once. While it waits for capacity, each change in why (Kueue's verdict, its
     queue position, unschedulable pods) is logged; past ``queue_timeout`` seconds from its
     creation without all pods running (``queue_until="running"``) or Kueue's admission
@@ -74,6 +78,7 @@ class JobSetTrigger(BaseTrigger):
         log_lines: int = 1000,
         queue_timeout: float | None = None,
         queue_until: str = "running",
+        stream_logs: str = STREAM_LEADER,
     ) -> None:
         super().__init__()
         self.name, self.namespace, self.uid = name, namespace, uid
@@ -83,6 +88,7 @@ class JobSetTrigger(BaseTrigger):
         self.retry_budget = retry_budget
         self.log_lines = log_lines
         self.queue_timeout, self.queue_until = queue_timeout, queue_until
+        self.stream_logs = stream_logs
         self._fired = False
         self._clock = RunClock()  # in memory only: the goodput ledger of what this run sees
         self._restart_lines: list[str] = []
@@ -105,6 +111,7 @@ class JobSetTrigger(BaseTrigger):
                     if self.queue_timeout is not None
                     else {}
                 ),
+                **({"stream_logs": self.stream_logs} if self.stream_logs != STREAM_LEADER else {}),
             },
         )
 
@@ -113,6 +120,8 @@ class JobSetTrigger(BaseTrigger):
         return KubernetesCluster.from_dict(self.cluster)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        if _TRIGGER_ON_KILL:
+            warm_up(getattr(self, "task_instance", None))  # for on_kill's state read
         event = await self.wait()
         self._fired = True
         yield TriggerEvent(event.to_dict())
@@ -158,16 +167,17 @@ class JobSetTrigger(BaseTrigger):
         ) as changes:
             # A thousand triggers starting at once must not each load a kubeconfig.
             hook = changes.hook
-            leader_log = (
-                LeaderLog(
+            pod_logs = (
+                PodLogs(
                     hook,
                     self.name,
                     self.namespace,
+                    hosts=self.stream_logs,
                     max_lines=self.log_lines,
                     log=self.log,
                     on_line=self._clock.leader_line,
                 )
-                if self.log_lines > 0
+                if self.log_lines > 0 and self.stream_logs != STREAM_NONE
                 else None
             )
             queue = QueueWait(
@@ -208,17 +218,17 @@ class JobSetTrigger(BaseTrigger):
                         self._clock.seen(change.obj)  # after: the old attempt ends first
                         startup.update(change.obj)
                         queue.update(change.obj)
-                        if leader_log is not None:
-                            leader_log.update(change.obj)
+                        if pod_logs is not None:
+                            pod_logs.update(change.obj)
                     if (event := self._verdict(change)) is not None:
-                        if leader_log is not None:
-                            await leader_log.stop(grace=LOG_GRACE)
+                        if pod_logs is not None:
+                            await pod_logs.stop(grace=LOG_GRACE)
                         return event
             finally:
                 await queue.stop()
                 await startup.stop()
-                if leader_log is not None:
-                    await leader_log.stop()
+                if pod_logs is not None:
+                    await pod_logs.stop()
 
     def _verdict(self, change: Change) -> JobSetEvent | None:
         jobset = change.obj
@@ -244,34 +254,40 @@ class JobSetTrigger(BaseTrigger):
         return JobSetEvent(outcome, self.name, self.namespace, self.uid, reason, message, jobset)
 
     async def on_kill(self) -> None:
-        """The task was killed, cleared or marked failed/success while deferred (3.3+)."""
-        await self._delete()
+        """The task was killed, cleared or marked failed/success while deferred (3.3+), or
+        another triggerer took this trigger over (see ``task_state``): the task's state
+        decides. If it cannot be read, Airflow's word stands and the JobSet goes."""
+        await asyncio.shield(in_background(self._delete_once_the_task_left(keep_if_unknown=False)))
 
     async def cleanup(self) -> None:
         """Before Airflow 3.3 this is the only hook on a user kill, so delete only once the
         task has left DEFERRED; a triggerer restart (still DEFERRED) must not delete."""
         if _TRIGGER_ON_KILL or self._fired:
             return
+        await self._delete_once_the_task_left(keep_if_unknown=True)
+
+    async def _delete_once_the_task_left(self, *, keep_if_unknown: bool) -> None:
         try:
-            safe = await self.safe_to_cancel()
+            left = await self.safe_to_cancel()
         except Exception:
-            self.log.warning("Could not read the task's state; keeping the JobSet", exc_info=True)
-            return
-        if safe:
+            verdict = "keeping" if keep_if_unknown else "deleting"
+            self.log.warning(
+                "Could not read the task's state; %s the JobSet", verdict, exc_info=True
+            )
+            left = not keep_if_unknown
+        if left:
             await self._delete()
+        else:
+            self.log.info(
+                "The task still waits on JobSet %s/%s: another triggerer took this trigger "
+                "over; keeping it",
+                self.namespace,
+                self.name,
+            )
 
     async def safe_to_cancel(self) -> bool:
         """Whether the task has stopped waiting on this trigger (so the JobSet must go)."""
-        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-        from airflow.utils.state import TaskInstanceState
-        from asgiref.sync import sync_to_async
-
-        ti = self.task_instance
-        states = await sync_to_async(RuntimeTaskInstance.get_task_states)(
-            dag_id=ti.dag_id, task_ids=[ti.task_id], run_ids=[ti.run_id], map_index=ti.map_index
-        )
-        key = f"{ti.task_id}_{ti.map_index}" if ti.map_index >= 0 else ti.task_id
-        return states[ti.run_id][key] != TaskInstanceState.DEFERRED
+        return await task_left_deferred(self.task_instance)
 
     async def _delete(self, connection_extras: dict[str, Any] | None = None) -> None:
         self.log.info("Deleting JobSet %s/%s (Foreground)", self.namespace, self.name)

@@ -20,6 +20,7 @@ from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed, JobSetConflict
 from airflow_provider_jax.failure_policy import CODE_ERROR_RULE
+from airflow_provider_jax.host_logs import SUMMARY_HEADER, SUMMARY_LINES
 from airflow_provider_jax.links.jobset import cloud_logging_url
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import failure_message, success_message
@@ -218,7 +219,10 @@ def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
 
     k8s.script(script)
     event = finished(k8s, manifest(hosts=8))
-    error = explain_failure(CLUSTER.hook(), event["name"], "default", JobSetEvent.from_dict(event))
+    log = ListLog()
+    error = explain_failure(
+        CLUSTER.hook(), event["name"], "default", JobSetEvent.from_dict(event), log
+    )
     report = str(error)
     assert isinstance(error, JaxCodeError)  # a bug: the message leads with its traceback
     assert report.startswith("[0/1] KeyError: 'w'\n")
@@ -230,6 +234,22 @@ def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
     assert [f.tag for f in error.failures] == ["[0/1]", "[0/0]", "[0/2]", "[0/3]"]
     assert error.failures[0].log_tail.count("\n") <= 30
     assert len(report) < 20_000
+    # The task log's summary: every host's last lines, failed ones first, 5 lines each.
+    assert log.lines[0] == SUMMARY_HEADER
+    tags = list(dict.fromkeys(line.split(" ", 1)[0] for line in log.lines[1:]))
+    assert tags == ["[0/1]", "[0/0]", "[0/2]", "[0/3]", "[0/4]", "[0/5]", "[0/6]", "[0/7]"]
+    assert sum(line.startswith("[0/1] ") for line in log.lines) == SUMMARY_LINES
+    assert log.lines[-1] == "[0/7] waiting"
+
+
+class ListLog:
+    """A logger that keeps what it was told."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, fmt: str, *args: object) -> None:
+        self.lines.append(fmt % args)
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from airflow.sdk.exceptions import AirflowTaskTimeout
 from airflow_provider_jax.backends import JobSettings, Outcome
 from airflow_provider_jax.backends.local import LocalBackend
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed
+from airflow_provider_jax.host_logs import SUMMARY_HEADER
 from airflow_provider_jax.jobset import build_jobset
 from airflow_provider_jax.local.localize import localize
 from airflow_provider_jax.operators import JaxTpuSliceOperator
@@ -60,6 +61,7 @@ def run_outcome(program: str, timeout_s: float | None = None, **kwargs: Any) -> 
             deadline=None if timeout_s is None else time.time() + timeout_s,
             output_dir=op.output_dir,
             pythonpath=(str(REPO),),
+            stream_logs=op.stream_logs,
         )
     )
     return backend.wait(backend.start(build_jobset(op.build_spec(name="job"))))
@@ -102,8 +104,21 @@ def test_a_failing_host_fails_the_job_with_its_traceback(caplog):
     assert "[0/1] ValueError: boom from process 1" in message
     assert 'raise ValueError(f"boom from process {process}")' in message
     assert [f.tag for f in failed.value.failures if "boom" in f.error] == ["[0/1]"]
-    # Its traceback also reached the log, line by line, tagged.
-    assert any(m.startswith("[0/1] ValueError: boom from process 1") for m in caplog.messages)
+    # Each host's last lines close the task log, the failed host first.
+    summary = caplog.messages[caplog.messages.index(SUMMARY_HEADER) :]
+    tags = [m.split(" ", 1)[0] for m in summary[1:]]
+    assert tags == sorted(tags, key=lambda tag: tag != "[0/1]") and set(tags) == {"[0/0]", "[0/1]"}
+    assert "[0/1] ValueError: boom from process 1" in summary
+
+
+@pytest.mark.parametrize(
+    ("stream_logs", "shown"),
+    [("leader", ["[0/0]"]), ("all", ["[0/0]", "[0/1]"]), ("none", [])],
+)
+def test_stream_logs_picks_whose_lines_the_task_log_shows(caplog, stream_logs, shown):
+    run("hello", initialize_distributed=False, stream_logs=stream_logs)
+    hellos = sorted(m.split(" ", 1)[0] for m in caplog.messages if "hello from process" in m)
+    assert hellos == shown
 
 
 def test_a_lost_host_restarts_the_whole_set_and_is_named_as_the_cause(caplog):
@@ -214,9 +229,16 @@ def test_localize_rewrites_only_the_coordinators():
 
 
 def test_a_hung_host_dumps_its_stack_and_the_slice_restarts(caplog):
-    """Host 1 stops reporting at step 10: after progress_timeout its stack is in the log, it
-    exits 124, and the slice restarts and finishes."""
-    result, _ = run("hang_once", progress_timeout=2, max_restarts=1, initialize_distributed=False)
+    """Host 1 stops reporting at step 10: after progress_timeout its stack is in the log
+    (every host's lines are, with stream_logs="all"), it exits 124, and the slice restarts
+    and finishes."""
+    result, _ = run(
+        "hang_once",
+        progress_timeout=2,
+        max_restarts=1,
+        initialize_distributed=False,
+        stream_logs="all",
+    )
     assert result["restart_attempt"] == 1
     restarted = [m for m in caplog.messages if m.startswith("job: restart")]
     assert len(restarted) == 1

@@ -21,6 +21,7 @@ from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.gcs_emulator import GcsEmulator
 from tests.support.jobset_schema import REPO
 from tests.support.postgres import PostgresServer
+from tests.support.triggerers import Triggerers
 
 pytestmark = pytest.mark.timeout(1200)
 
@@ -54,29 +55,8 @@ def stack(
         yield running
 
 
-class Triggerers:
-    """Two triggerers, told apart by the job row each one creates when it starts."""
-
-    def __init__(self, stack: AirflowStack) -> None:
-        self.stack = stack
-        self.jobs: dict[str, int] = {"triggerer": self._wait_for_job(set())}
-        self.start("triggerer-2")
-
-    def _job_ids(self) -> set[int]:
-        rows = self.stack.query("SELECT id FROM job WHERE job_type = 'TriggererJob'")
-        return {job_id for (job_id,) in rows}
-
-    def _wait_for_job(self, known: set[int]) -> int:
-        deadline = time.monotonic() + 60
-        while not (new := self._job_ids() - known):
-            assert time.monotonic() < deadline, "a triggerer did not start"
-            time.sleep(0.5)
-        return max(new)
-
-    def start(self, name: str) -> None:
-        known = self._job_ids()
-        self.stack.start("triggerer", name)
-        self.jobs[name] = self._wait_for_job(known)
+class WatcherTriggerers(Triggerers):
+    """Two triggerers, and which one holds the checkpoint watcher."""
 
     def owner(self) -> str:
         rows = self.stack.query(
@@ -84,9 +64,8 @@ class Triggerers:
             " JOIN asset a ON a.id = w.asset_id WHERE a.name = :asset",
             asset=WATCHED,
         )
-        names = {job: name for name, job in self.jobs.items()}
-        owners = [names.get(job) for (job,) in rows if job is not None]
-        return owners[0] if owners else ""
+        owners = [self.name_of(job) for (job,) in rows if job is not None]
+        return next((owner for owner in owners if owner), "")
 
     def kill_owner_between_announcements(self, after_step: int) -> str:
         """SIGKILL the triggerer holding the watcher once it announced a step past
@@ -155,7 +134,7 @@ def wait_for(what: str, check: Any, timeout: float = 300) -> Any:
 def test_each_finalized_step_runs_evaluation_once_through_two_triggerer_kills(
     stack: AirflowStack,
 ) -> None:
-    triggerers = Triggerers(stack)
+    triggerers = WatcherTriggerers(stack)
     for dag_id in ("train_continuous", "evaluate_checkpoints"):
         stack.wait_for_dag(dag_id)
     wait_for("the watcher to start", triggerers.owner, timeout=120)

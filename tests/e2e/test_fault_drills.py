@@ -6,6 +6,11 @@
 - A user marks a task failed (deferred and blocking) or clears it (deferred), as the UI does,
   through the REST API: the JobSet is gone within 5 s.
 - ``execution_timeout`` passes (deferred and blocking): the JobSet is gone within 5 s of it.
+- Two triggerers hold 20 deferred tasks (a mapped sweep). The holder first stalls past the
+  health threshold: the other takes its triggers, and on resuming it must not delete their
+  JobSets (Airflow 3.3 calls on_kill() on moved triggers: apache/airflow#73454). Then the
+  holder is SIGKILLed mid-wait: its triggers move to the other (Airflow's triggerer HA),
+  every trial succeeds with its own value and one JobSet each, and nothing is left.
 
 The worker crash between create and defer, and API faults with dropped watches, are drilled in
 ``tests/operators/test_kubernetes_e2e.py``.
@@ -13,18 +18,20 @@ The worker crash between create and defer, and API faults with dropped watches, 
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.dags.drills import TIMEOUT
+from tests.e2e.dags.drills import TIMEOUT, TRIALS
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.jobset_schema import REPO
 from tests.support.jobsets import matching, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, PodRun, PodScript
 from tests.support.postgres import PostgresServer
+from tests.support.triggerers import Triggerers
 
 pytestmark = pytest.mark.timeout(900)
 
@@ -32,6 +39,7 @@ DAGS = Path(__file__).parent / "dags"
 GONE_WITHIN = 5.0  # seconds, from the user's action or the deadline to no JobSet
 RESTARTS = 5
 RESULT = {"loss": 0.5, "step": 7}
+TWO_TRIGGERERS = "drill_two_triggerers"
 
 
 def play(pod: PodRun) -> PodScript:
@@ -40,6 +48,8 @@ def play(pod: PodRun) -> PodScript:
     labels = pod.labels
     if labels["dag_id"] == "drill_triggerer":
         return succeed(RESULT, duration=float("inf"))(pod)
+    if labels["dag_id"] == TWO_TRIGGERERS:
+        return succeed({"trial": int(labels["map_index"])}, duration=float("inf"))(pod)
     if labels["task_id"] == "cleared" and labels["try_number"] != "1":
         return succeed("rerun")(pod)
     return run_forever(pod)
@@ -57,7 +67,9 @@ def stack(
         "AIRFLOW__JAX__DEFAULT_BACKEND": "kubernetes",
         "AIRFLOW_CONN_KUBERNETES_DEFAULT": k8s_emulator.connection(kubeconfig),
         "AIRFLOW__CORE__PARALLELISM": "8",
-        # A dead triggerer's triggers go to the next one after 3 s, not the default 30 s.
+        # A dead triggerer's triggers go to the next one after 3 s, not the default 30 s
+        # (Trigger.assign_unassigned: a triggerer whose heartbeat is older than the
+        # threshold holds nothing, so a live one takes its triggers at its next loop).
         "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
         "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "3",
         # A worker learns its task was marked failed at its next heartbeat (default 5 s).
@@ -69,15 +81,18 @@ def stack(
     k8s_emulator.reset()
 
 
-def running_jobset(k8s: Emulator, dag_id: str, task_id: str, timeout: float = 180) -> str:
-    """The name of the task's JobSet once both its pods run."""
+def running_jobset(
+    k8s: Emulator, dag_id: str, task_id: str, timeout: float = 180, **labels: str
+) -> str:
+    """The name of the task's JobSet (with ``labels``: of its mapped instance) once both its
+    pods run."""
 
     def running() -> str | None:
-        ours = matching(k8s.jobsets(), dag_id=dag_id, task_id=task_id)
+        ours = matching(k8s.jobsets(), dag_id=dag_id, task_id=task_id, **labels)
         names = (jobset["metadata"]["name"] for jobset in ours)
         return next((name for name in names if k8s.running_pods(name) == 2), None)
 
-    return k8s.wait_for(running, timeout, f"{dag_id}.{task_id}'s slice to run")
+    return k8s.wait_for(running, timeout, f"{dag_id}.{task_id} {labels}'s slice to run")
 
 
 def seconds_until_gone(k8s: Emulator, name: str, since: float, timeout: float = 60) -> float:
@@ -97,11 +112,7 @@ def wait_for_a_watch(k8s: Emulator, since: float) -> None:
 
 def wait_for_its_trigger(k8s: Emulator, name: str) -> None:
     """Until the trigger of JobSet ``name`` runs: it follows the leader's log."""
-    k8s.wait_for(
-        lambda: any(r.watch and f"/pods/{name}-" in r.path for r in k8s.requests),
-        120,
-        f"the trigger of {name} to start",
-    )
+    k8s.wait_for(lambda: followed_since(k8s, name, 0.0), 120, f"the trigger of {name} to start")
 
 
 def test_a_triggerer_killed_five_times_loses_nothing(stack: AirflowStack, k8s_emulator: Emulator):
@@ -187,3 +198,152 @@ def test_execution_timeout_deletes_the_jobset_within_5s(
         ti = stack.wait_for_state(dag_id, run_id, task_id, {"success", "failed", "up_for_retry"})
         assert ti["state"] == "failed", task_id
     assert len(matching(k8s.submitted, dag_id=dag_id)) == 2
+
+
+def trigger_holders(stack: AirflowStack, dag_id: str, run_id: str) -> dict[int, int | None]:
+    """``{map_index: triggerer job id}`` of the run's deferred tasks."""
+    rows = stack.query(
+        "SELECT ti.map_index, t.triggerer_id FROM task_instance ti"
+        " JOIN trigger t ON t.id = ti.trigger_id"
+        " WHERE ti.dag_id = :dag_id AND ti.run_id = :run_id AND ti.state = 'deferred'",
+        dag_id=dag_id,
+        run_id=run_id,
+    )
+    return dict(rows)
+
+
+def test_two_triggerers_one_killed_mid_wait_lose_nothing(
+    stack: AirflowStack, k8s_emulator: Emulator
+):
+    k8s, dag_id = k8s_emulator, TWO_TRIGGERERS
+    stack.wait_for_dag(dag_id)
+    triggerers = Triggerers(stack)
+    try:
+        run_id = stack.trigger(dag_id)
+        trials = range(TRIALS)
+        names = {i: running_jobset(k8s, dag_id, "trial", 240, map_index=str(i)) for i in trials}
+        for name in names.values():
+            wait_for_its_trigger(k8s, name)
+        k8s.wait_for(
+            lambda: (
+                (h := trigger_holders(stack, dag_id, run_id)).keys() == set(trials)
+                and all(h.values())
+            ),
+            120,
+            "every trial to be deferred to a triggerer",
+        )
+        # 1. A lapse, not a death: the holder stops for longer than the health threshold, the
+        # other takes its triggers, and when it resumes Airflow 3.3 calls on_kill() on each
+        # (apache/airflow#73454). The tasks are still deferred, so every JobSet must stay.
+        lapsed, moved = stop_the_holder(stack, triggerers, dag_id, run_id)
+        other = next(name for name in triggerers.jobs if name != lapsed)
+        wait_until_held_by(k8s, stack, triggerers, other, run_id)
+        os.killpg(stack.procs[lapsed].pid, signal.SIGCONT)
+        k8s.wait_for(
+            lambda: all(
+                "another triggerer took this trigger over"
+                in trigger_log(stack, triggerers, run_id, i, lapsed)
+                for i in moved
+            ),
+            60,
+            f"{lapsed} to let its moved triggers go",
+        )
+        assert not [d for d in k8s.controller.deletions if d[0] in names.values()]
+        print(f"{lapsed} lapsed: {len(moved)} triggers moved, every JobSet kept")
+
+        # 2. A death: SIGKILL the holder mid-wait; the other takes its triggers over.
+        victim, moved = stop_the_holder(stack, triggerers, dag_id, run_id)
+        survivor = next(name for name in triggerers.jobs if name != victim)
+        killed = time.monotonic()
+        stack.kill(victim, signal.SIGKILL)
+        os.killpg(stack.procs[survivor].pid, signal.SIGCONT)
+        wait_until_held_by(k8s, stack, triggerers, survivor, run_id)
+        reassigned = time.monotonic() - killed
+        # Taken over: each moved trigger runs again, following its leader's log anew.
+        k8s.wait_for(
+            lambda: all(followed_since(k8s, names[i], killed) for i in moved),
+            60,
+            "the moved triggers to run",
+        )
+        resumed = time.monotonic() - killed
+        print(
+            f"take-over of {len(moved)} triggers after SIGKILL: reassigned after"
+            f" {reassigned:.1f} s, all running again after {resumed:.1f} s"
+        )
+        assert all(k8s.jobset(name) is not None for name in names.values())
+
+        k8s.release()  # every trial ends while the survivor waits on it
+        runs = stack.wait_for_runs(dag_id, 1, timeout=240)
+        assert [r["state"] for r in runs] == ["success"], stack.logs(survivor)
+        tries = stack.query(
+            "SELECT map_index, state, try_number FROM task_instance"
+            " WHERE dag_id = :dag_id AND run_id = :run_id",
+            dag_id=dag_id,
+            run_id=run_id,
+        )
+        assert sorted(tries) == [(i, "success", 1) for i in trials]
+        values = stack.query(
+            "SELECT map_index, value FROM xcom WHERE dag_id = :dag_id AND run_id = :run_id"
+            " AND key = 'return_value'",
+            dag_id=dag_id,
+            run_id=run_id,
+        )
+        assert dict(values) == {i: {"trial": i} for i in trials}
+        submitted = matching(k8s.submitted, dag_id=dag_id)
+        assert sorted(int(j["metadata"]["labels"]["map_index"]) for j in submitted) == list(trials)
+        k8s.wait_for(lambda: not matching(k8s.jobsets(), dag_id=dag_id), 30, "every JobSet to go")
+        assert reassigned < 30, "the survivor took the triggers only after 30 s"
+    finally:
+        triggerers.stop_second()
+
+
+def stop_the_holder(
+    stack: AirflowStack, triggerers: Triggerers, dag_id: str, run_id: str
+) -> tuple[str, list[int]]:
+    """SIGSTOP both triggerers (who holds what changes while they run), then SIGCONT all but
+    the one holding the most triggers: its name and the trials it holds."""
+    for name in triggerers.jobs:
+        os.killpg(stack.procs[name].pid, signal.SIGSTOP)  # with its trigger runner
+    by_name = {
+        i: triggerers.name_of(job) for i, job in trigger_holders(stack, dag_id, run_id).items()
+    }
+    counts = {name: list(by_name.values()).count(name) for name in triggerers.jobs}
+    holder = max(counts, key=counts.__getitem__)
+    print(f"triggers held: {counts}; stopping {holder}")
+    for name in triggerers.jobs:
+        if name != holder:
+            os.killpg(stack.procs[name].pid, signal.SIGCONT)
+    return holder, [i for i, name in by_name.items() if name == holder]
+
+
+def wait_until_held_by(
+    k8s: Emulator, stack: AirflowStack, triggerers: Triggerers, name: str, run_id: str
+) -> None:
+    job = triggerers.jobs[name]
+    k8s.wait_for(
+        lambda: set(trigger_holders(stack, TWO_TRIGGERERS, run_id).values()) == {job},
+        60,
+        f"{name} to hold every trigger",
+    )
+
+
+def trigger_log(
+    stack: AirflowStack, triggerers: Triggerers, run_id: str, map_index: int, name: str
+) -> str:
+    """What triggerer ``name`` logged for trial ``map_index`` (each triggerer writes its own
+    file, named by its job id)."""
+    path = (
+        stack.home
+        / "logs"
+        / f"dag_id={TWO_TRIGGERERS}"
+        / f"run_id={run_id}"
+        / "task_id=trial"
+        / f"map_index={map_index}"
+        / f"attempt=1.log.trigger.{triggerers.jobs[name]}.log"
+    )
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def followed_since(k8s: Emulator, name: str, since: float) -> bool:
+    """Whether a trigger started following JobSet ``name``'s leader log after ``since``."""
+    return any(r.watch and f"/pods/{name}-" in r.path and r.at > since for r in k8s.requests)

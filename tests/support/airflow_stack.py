@@ -73,9 +73,11 @@ class AirflowStack:
             raise RuntimeError(f"airflow {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
         return out.stdout
 
-    def start(self, component: str, name: str | None = None) -> None:
+    def start(
+        self, component: str, name: str | None = None, env: Mapping[str, str] | None = None
+    ) -> None:
         """Start ``component``; ``name`` (default: the component) keys it here and names its
-        log, so a second triggerer can run beside the first."""
+        log, so a second triggerer can run beside the first (with ``env`` of its own)."""
         name = name or component
         log = open(self.home / f"{name}.log", "ab")  # noqa: SIM115 - owned by the process
         args = (
@@ -85,7 +87,7 @@ class AirflowStack:
         )
         self.procs[name] = subprocess.Popen(
             [*AIRFLOW, *args],
-            env=self.env,
+            env={**self.env, **(env or {})},
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -60,6 +60,12 @@ def fail_on(process: int) -> None:
     multihost_utils.process_allgather(np.zeros(1))
 
 
+def hello() -> str:
+    """Every process prints a line; no JAX needed (``initialize_distributed=False``)."""
+    print(f"hello from process {process_index()}", flush=True)
+    return "ok"
+
+
 def crash_on_first_attempt() -> dict[str, Any]:
     """Process 1 crashes on a fresh start; after a restart everything succeeds."""
     if restart_attempt() == 0 and process_index() == 1:

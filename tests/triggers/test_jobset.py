@@ -121,17 +121,38 @@ async def test_serializes_plain_data_and_survives_a_triggerer_restart(k8s):
     assert len(k8s.submitted) == 1
 
 
-async def test_on_kill_deletes_the_jobset_and_its_pods(k8s):
+@pytest.mark.parametrize(
+    ("task_state", "deleted"),
+    [("failed", True), ("unknown", True), ("deferred", False)],
+    ids=["user-action", "state-unreadable", "taken-over-by-another-triggerer"],
+)
+async def test_on_kill_deletes_the_jobset_unless_the_task_still_waits(
+    k8s, monkeypatch, task_state, deleted
+):
+    """Airflow 3.3 calls on_kill for user actions, and also on the old triggerer when
+    another one took the trigger over (apache/airflow#73454); then the task is still
+    deferred and the slice must live on. The drills in ``tests/e2e`` do both for real."""
     k8s.script(run_forever)
     trigger = submit(k8s)
+
+    async def safe_to_cancel() -> bool:  # the task's state, as the API server would report it
+        if task_state == "unknown":
+            raise ConnectionError("the API server is not reachable")
+        return task_state != "deferred"
+
+    monkeypatch.setattr(trigger, "safe_to_cancel", safe_to_cancel)
     waiting = asyncio.create_task(events(trigger))
     await asyncio.sleep(0.5)
     waiting.cancel()
     await trigger.on_kill()
     await asyncio.gather(waiting, return_exceptions=True)
-    k8s.wait_for(lambda: k8s.jobset(trigger.name) is None, 5, "the JobSet to go")
-    assert k8s.pods() == []
-    assert k8s.controller.deletions == [(trigger.name, "Foreground")]
+    if deleted:
+        k8s.wait_for(lambda: k8s.jobset(trigger.name) is None, 5, "the JobSet to go")
+        assert k8s.pods() == []
+        assert k8s.controller.deletions == [(trigger.name, "Foreground")]
+    else:
+        assert k8s.jobset(trigger.name) is not None
+        assert k8s.controller.deletions == []
 
 
 @pytest.mark.parametrize(("task_left_deferred", "deleted"), [(True, False), (False, True)])

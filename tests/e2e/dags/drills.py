@@ -7,9 +7,11 @@ from datetime import timedelta
 
 from airflow.sdk import DAG
 
+from airflow_provider_jax.operators import JaxTpuSliceOperator
 from tests.support.dag_tasks import tpu
 
 TIMEOUT = timedelta(seconds=20)
+TRIALS = 20  # deferred at once, over two triggerers
 
 
 with DAG("drill_triggerer", schedule=None, catchup=False):
@@ -23,3 +25,13 @@ with DAG("drill_user_actions", schedule=None, catchup=False):
 with DAG("drill_timeouts", schedule=None, catchup=False):
     tpu("timeout_deferred", deferrable=True, execution_timeout=TIMEOUT)
     tpu("timeout_blocking", deferrable=False, execution_timeout=TIMEOUT)
+
+with DAG("drill_two_triggerers", schedule=None, catchup=False, max_active_tasks=TRIALS):
+    JaxTpuSliceOperator.partial(
+        task_id="trial",
+        accelerator="tpu-v5litepod-8",
+        chips_per_host=4,
+        image="jax:test",
+        command=["python3", "-c", "print('hello')"],
+        deferrable=True,
+    ).expand(env=[{"TRIAL": str(i)} for i in range(TRIALS)])
