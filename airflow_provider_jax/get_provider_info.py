@@ -52,7 +52,11 @@ def get_provider_info() -> dict[str, Any]:
                 ],
             }
         ],
-        "extra-links": ["airflow_provider_jax.links.jobset.JobSetLogsLink"],
+        "extra-links": [
+            "airflow_provider_jax.links.jobset.JobSetWorkloadLink",
+            "airflow_provider_jax.links.jobset.JobSetLogsLink",
+            "airflow_provider_jax.links.tensorboard.TensorBoardLink",
+        ],
         "task-decorators": [
             {
                 "class-name": "airflow_provider_jax.decorators.jax_tpu.jax_tpu_task",
@@ -95,6 +99,16 @@ def get_provider_info() -> dict[str, Any]:
                         "version_added": "0.2.0",
                         "type": "string",
                         "example": "/run/secrets/jax",
+                        "default": "",
+                    },
+                    "tensorboard_url": {
+                        "description": "Your TensorBoard (or XProf) URL for a run's output_dir, "
+                        "with {output_dir} where the URL-quoted directory goes. A task whose "
+                        "output_dir holds TensorBoard event files when it succeeds gets a "
+                        "TensorBoard link. Unset: no link, and no listing.",
+                        "version_added": "0.3.0",
+                        "type": "string",
+                        "example": "https://tensorboard.example.com/?logdir={output_dir}",
                         "default": "",
                     },
                 },

@@ -28,7 +28,12 @@ from airflow_provider_jax.cluster import KubernetesCluster, cluster_from
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
 from airflow_provider_jax.jobset import DEFERRED_BY_TRY_ANNOTATION
-from airflow_provider_jax.links.jobset import JobSetLogsLink, cloud_logging_url
+from airflow_provider_jax.links.jobset import (
+    JobSetLogsLink,
+    JobSetWorkloadLink,
+    cloud_logging_url,
+    gke_workload_url,
+)
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
@@ -100,14 +105,17 @@ class KubernetesBackend:
         c = self.settings.cluster
         if not (c.project_id and c.location and c.cluster_name):
             return {}
-        url = cloud_logging_url(
-            project_id=c.project_id,
-            location=c.location,
-            cluster_name=c.cluster_name,
-            namespace=ref.namespace,
-            name=ref.name,
-        )
-        return {JobSetLogsLink().xcom_key: url}
+        where = {
+            "project_id": c.project_id,
+            "location": c.location,
+            "cluster_name": c.cluster_name,
+            "namespace": ref.namespace,
+            "name": ref.name,
+        }
+        return {
+            JobSetLogsLink().xcom_key: cloud_logging_url(**where),
+            JobSetWorkloadLink().xcom_key: gke_workload_url(**where),
+        }
 
     def wait(self, started: Started) -> Outcome:
         """Await the trigger in this process (``deferrable=False``)."""

@@ -1,4 +1,6 @@
-"""Extra link from a JAX task to its JobSet's pod logs in Cloud Logging."""
+"""Extra links from a JAX task to its JobSet on GKE: the workload page and its pods' logs in
+Cloud Logging. Both are stored in XCom when the JobSet is submitted; elsewhere they are empty,
+so the UI shows no link (and logs no error)."""
 
 from __future__ import annotations
 
@@ -12,6 +14,17 @@ if TYPE_CHECKING:
     from airflow.sdk.types import TaskInstanceKey
 
 CLOUD_LOGGING = "https://console.cloud.google.com/logs/query"
+# The workload page xpk prints for a JobSet ("Follow your workload here"): its pods, events
+# and YAML in the GKE console.
+GKE_WORKLOAD = "https://console.cloud.google.com/kubernetes/service"
+
+
+def gke_workload_url(
+    *, project_id: str, location: str, cluster_name: str, namespace: str, name: str
+) -> str:
+    """The GKE console's page for JobSet ``name``."""
+    path = "/".join(quote(part, safe="") for part in (location, cluster_name, namespace, name))
+    return f"{GKE_WORKLOAD}/{path}/details?project={quote(project_id)}"
 
 
 def cloud_logging_url(
@@ -32,13 +45,23 @@ def cloud_logging_url(
     return f"{CLOUD_LOGGING};query={quote(query, safe='')}?project={quote(project_id)}"
 
 
-class JobSetLogsLink(BaseOperatorLink):
-    """The link the operator stored in XCom (under ``xcom_key``) when it submitted the
-    JobSet; empty outside GKE."""
-
-    name = "JobSet logs"
+class StoredLink(BaseOperatorLink):
+    """A link the operator stored in XCom (under ``xcom_key``) when it submitted the JobSet;
+    empty outside GKE."""
 
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
         from airflow.sdk.execution_time.xcom import XCom
 
         return XCom.get_value(ti_key=ti_key, key=self.xcom_key) or ""
+
+
+class JobSetLogsLink(StoredLink):
+    """Cloud Logging, filtered to the JobSet's containers."""
+
+    name = "JobSet logs"
+
+
+class JobSetWorkloadLink(StoredLink):
+    """The JobSet's page in the GKE console."""
+
+    name = "JobSet on GKE"

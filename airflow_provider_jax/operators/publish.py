@@ -1,11 +1,16 @@
 """What a finished JAX task tells Airflow: the leader's result as the XCom, its last report,
-the step it resumed from, its goodput, and the newest finalized checkpoint as an asset event."""
+the step it resumed from, its goodput, the newest finalized checkpoint as an asset event, and
+its extra links."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow.sdk import conf
+
 from airflow_provider_jax.goodput import GOODPUT_XCOM_KEY, summary_line
+from airflow_provider_jax.links.tensorboard import TensorBoardLink, tensorboard_url
 from airflow_provider_jax.operators.checkpoint_asset import announce_checkpoint
 
 if TYPE_CHECKING:
@@ -23,6 +28,8 @@ class OutcomePublisher:
 
     task_id: str
     output_dir: str | None
+    gcp_conn_id: str
+    impersonation_chain: str | Sequence[str] | None
     checkpoint_asset: Asset | None
     operator_extra_links: Any
     log: Any
@@ -49,12 +56,31 @@ class OutcomePublisher:
             ti.xcom_push(key=RESUMED_FROM_XCOM_KEY, value=outcome.resumed_from)
         if outcome.goodput is not None:
             self._publish_goodput(context, outcome.goodput)
+        self._link_tensorboard(context)
         if self.checkpoint_asset is not None and self.output_dir:
             jobset = ti.xcom_pull(task_ids=self.task_id, key=JOBSET_NAME_XCOM_KEY)
             announce_checkpoint(
                 context, self.checkpoint_asset, self.output_dir, outcome.report, jobset
             )
         return outcome.result
+
+    def _link_tensorboard(self, context: Context) -> None:
+        """The TensorBoard link, when ``[jax] tensorboard_url`` is set and the run left event
+        files in its ``output_dir`` (one listing)."""
+        template = conf.get("jax", "tensorboard_url", fallback="")
+        if not (template and self.output_dir):
+            return
+        try:
+            url = tensorboard_url(
+                template, self.output_dir, self.gcp_conn_id, self.impersonation_chain
+            )
+        except Exception as err:  # a link is never worth failing a finished run for
+            self.log.warning(
+                "No TensorBoard link: %s could not be listed: %s", self.output_dir, err
+            )
+            return
+        if url:
+            context["ti"].xcom_push(key=TensorBoardLink().xcom_key, value=url)
 
     def _publish_goodput(self, context: Context, ledger: dict[str, Any]) -> None:
         self.log.info("%s: %s", self.task_id, summary_line(ledger))

@@ -21,7 +21,7 @@ from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed, JobSetConflict
 from airflow_provider_jax.failure_policy import CODE_ERROR_RULE
 from airflow_provider_jax.host_logs import SUMMARY_HEADER, SUMMARY_LINES
-from airflow_provider_jax.links.jobset import cloud_logging_url
+from airflow_provider_jax.links.jobset import cloud_logging_url, gke_workload_url
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import failure_message, success_message
 from airflow_provider_jax.triggers.jobset_event import JobSetEvent
@@ -82,6 +82,16 @@ def test_the_logs_link_is_cloud_logging_filtered_by_jobset_name():
     assert 'resource.labels.cluster_name="tpu"' in query.splitlines()
     assert url.startswith("https://console.cloud.google.com/logs/query;query=")
     assert url.endswith("?project=proj")
+
+
+def test_the_workload_link_is_the_gke_page_xpk_prints():
+    url = gke_workload_url(
+        project_id="proj", location="us-central2", cluster_name="tpu", namespace="ml", name="t-1"
+    )
+    assert url == (
+        "https://console.cloud.google.com/kubernetes/service/us-central2/tpu/ml/t-1/details"
+        "?project=proj"
+    )
 
 
 def test_submit_reattaches_to_a_running_jobset_of_the_same_task_instance(k8s):

@@ -224,7 +224,7 @@ def test_two_triggerers_one_killed_mid_wait_lose_nothing(
         names = {i: running_jobset(k8s, dag_id, "trial", 240, map_index=str(i)) for i in trials}
         for name in names.values():
             wait_for_its_trigger(k8s, name)
-        k8s.wait_for(
+        stack.wait_until(
             lambda: (
                 (h := trigger_holders(stack, dag_id, run_id)).keys() == set(trials)
                 and all(h.values())
@@ -237,9 +237,9 @@ def test_two_triggerers_one_killed_mid_wait_lose_nothing(
         # (apache/airflow#73454). The tasks are still deferred, so every JobSet must stay.
         lapsed, moved = stop_the_holder(stack, triggerers, dag_id, run_id)
         other = next(name for name in triggerers.jobs if name != lapsed)
-        wait_until_held_by(k8s, stack, triggerers, other, run_id)
+        wait_until_held_by(stack, triggerers, other, run_id)
         os.killpg(stack.procs[lapsed].pid, signal.SIGCONT)
-        k8s.wait_for(
+        stack.wait_until(
             lambda: all(
                 "another triggerer took this trigger over"
                 in trigger_log(stack, triggerers, run_id, i, lapsed)
@@ -257,7 +257,7 @@ def test_two_triggerers_one_killed_mid_wait_lose_nothing(
         killed = time.monotonic()
         stack.kill(victim, signal.SIGKILL)
         os.killpg(stack.procs[survivor].pid, signal.SIGCONT)
-        wait_until_held_by(k8s, stack, triggerers, survivor, run_id)
+        wait_until_held_by(stack, triggerers, survivor, run_id)
         reassigned = time.monotonic() - killed
         # Taken over: each moved trigger runs again, following its leader's log anew.
         k8s.wait_for(
@@ -316,11 +316,9 @@ def stop_the_holder(
     return holder, [i for i, name in by_name.items() if name == holder]
 
 
-def wait_until_held_by(
-    k8s: Emulator, stack: AirflowStack, triggerers: Triggerers, name: str, run_id: str
-) -> None:
+def wait_until_held_by(stack: AirflowStack, triggerers: Triggerers, name: str, run_id: str) -> None:
     job = triggerers.jobs[name]
-    k8s.wait_for(
+    stack.wait_until(
         lambda: set(trigger_holders(stack, TWO_TRIGGERERS, run_id).values()) == {job},
         60,
         f"{name} to hold every trigger",

@@ -11,7 +11,7 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,13 +109,15 @@ class AirflowStack:
             self.kill(component)
 
     def wait_for_dag(self, dag_id: str, timeout: float = 120) -> None:
+        """Until the dag-processor has stored ``dag_id``; then unpause it. Polled in the
+        database: an ``airflow`` CLI call costs seconds of CPU, which the stack under test
+        needs on two cores."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            dags = _json_tail(self.cli("dags", "list", "-o", "json"))
-            if any(d["dag_id"] == dag_id for d in dags):
+            if self.query("SELECT 1 FROM serialized_dag WHERE dag_id = :dag_id", dag_id=dag_id):
                 self.cli("dags", "unpause", dag_id)
                 return
-            time.sleep(2)
+            time.sleep(1)
         raise TimeoutError(
             f"{dag_id} was not parsed within {timeout}s:\n{self.logs('dag-processor')}"
         )
@@ -127,10 +129,14 @@ class AirflowStack:
         return _json_tail(self.cli(*args))[0]["dag_run_id"]
 
     def runs(self, dag_id: str) -> list[dict]:
-        return _json_tail(self.cli("dags", "list-runs", dag_id, "-o", "json"))
+        """``run_id`` and ``state`` of each run of ``dag_id``, oldest first."""
+        rows = self.query(
+            "SELECT run_id, state FROM dag_run WHERE dag_id = :dag_id ORDER BY id", dag_id=dag_id
+        )
+        return [{"run_id": run_id, "state": state} for run_id, state in rows]
 
     def wait_for_runs(
-        self, dag_id: str, count: int, timeout: float = 300, poll: float = 3
+        self, dag_id: str, count: int, timeout: float = 300, poll: float = 1
     ) -> list[dict]:
         """Wait until ``count`` runs are finished; return all runs."""
         deadline = time.monotonic() + timeout
@@ -202,6 +208,17 @@ class AirflowStack:
                 )
             time.sleep(0.5)
         return ti
+
+    def wait_until(
+        self, predicate: Callable[[], Any], timeout: float, what: str, every: float = 0.25
+    ) -> Any:
+        """Poll ``predicate`` (a database query, say) every ``every`` s until truthy."""
+        deadline = time.monotonic() + timeout
+        while not (value := predicate()):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+            time.sleep(every)
+        return value
 
     def logs(self, component: str) -> str:
         path = self.home / f"{component}.log"

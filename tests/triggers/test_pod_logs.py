@@ -56,7 +56,7 @@ async def test_all_streams_every_host_with_its_prefix_for_one_list_and_a_stream_
         host == "0" for host in re.findall(r"\[0/(\d+)\] step \d", task_log)
     )
     assert len(log_requests(k8s)) == hosts  # one stream per pod
-    assert pod_lists(k8s) <= 3  # shared by all hosts (a re-list only while pods start)
+    assert pod_lists(k8s) <= 4  # shared by all hosts: a few while pods start, not one per host
 
 
 async def test_leader_is_the_default_and_none_opens_no_stream(k8s, capsys):
