@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from airflow_provider_jax.links.jobset import StoredLink
+from airflow_provider_jax.runtime.orbax_steps import GcsLocation
 
 EVENT_FILES = "events.out.tfevents."
 MAX_FILES = 10_000  # files looked at under output_dir before giving up
@@ -59,12 +60,11 @@ def _gcs_has_events(
 ) -> bool:
     from airflow.providers.google.cloud.hooks.gcs import GCSHook
 
-    bucket, _, prefix = output_dir.removeprefix("gs://").partition("/")
-    prefix = prefix.rstrip("/") + "/" if prefix else ""
+    where = GcsLocation.from_url(output_dir)
     hook = GCSHook(gcp_conn_id=gcp_conn_id, impersonation_chain=impersonation_chain)
     # GCS filters by the glob; the names are checked here too, for servers that ignore it.
     blobs = hook.get_conn().list_blobs(
-        bucket, prefix=prefix, match_glob=f"{prefix}**{EVENT_FILES}*"
+        where.bucket, prefix=where.prefix, match_glob=f"{where.prefix}**{EVENT_FILES}*"
     )
     for seen, blob in enumerate(blobs):
         if blob.name.rsplit("/", 1)[-1].startswith(EVENT_FILES):

@@ -230,8 +230,8 @@ class _Attempt:
 
     def summary(self, failures: Sequence[ProcessFailure]) -> list[str]:
         """Each host's last lines, the failed ones first (``host_logs.summary``)."""
-        failed = [f.tag for f in failures]
-        order = sorted(self.plans, key=lambda p: failed.index(p.tag) if p.tag in failed else 1e9)
+        rank = {f.tag: i for i, f in enumerate(failures)}
+        order = sorted(self.plans, key=lambda p: rank.get(p.tag, len(rank)))
         return host_logs.summary((p.tag, list(self.tails[p.name])) for p in order)
 
     def result(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:

@@ -68,8 +68,6 @@ class OutcomePublisher:
         """The TensorBoard link, when ``[jax] tensorboard_url`` is set and the run left event
         files in its ``output_dir`` (one listing)."""
         template = conf.get("jax", "tensorboard_url", fallback="")
-        if not (template and self.output_dir):
-            return
         try:
             url = tensorboard_url(
                 template, self.output_dir, self.gcp_conn_id, self.impersonation_chain

@@ -50,17 +50,18 @@ class JobSetTrigger(BaseTrigger):
     or runs past ``deadline`` (epoch seconds: the task's ``execution_timeout``).
 
     Holds plain data only, including the cluster (:class:`KubernetesCluster` as a dict: a
-    connection id, or a GKE endpoint and Google connection), and has no side effect while
-    it waits, so running it twice is harmless. Past ``deadline`` it deletes the JobSet (by
-    uid, so never a successor) before firing: the slice stops at once. Waiting costs almost
+    connection id, or a GKE endpoint and Google connection), and has no side effect while it
+    waits, so running it twice is harmless. Past ``deadline`` it deletes the JobSet (by uid,
+    so never a successor) before firing: the slice stops at once. Waiting costs almost
     nothing: the JobSet is watched through the informer shared by every trigger on that
-    (cluster, namespace). The leader's (``stream_logs="leader"``) or every host's (``"all"``)
-    log lines go to the task log, at most ``log_lines`` per host, and the leader's progress
-    reports, at most ``log_lines`` of them. A pod that can never start (its image cannot be pulled) ends
-    the wait at once. While it waits for capacity, each change in why (Kueue's verdict, its
-    queue position, unschedulable pods) is logged; past ``queue_timeout`` seconds from its
-    creation without all pods running (``queue_until="running"``) or Kueue's admission
-    (``"admitted"``), or when Kueue gives up on it, the JobSet is deleted and the task fails.
+    (cluster, namespace). The leader's (``stream_logs="leader"``) or every host's
+    (``"all"``) log lines go to the task log, at most ``log_lines`` per host, and the
+    leader's progress reports, at most ``log_lines`` of them. A pod that can never start
+    (its image cannot be pulled) ends the wait at once. While it waits for capacity, each
+    change in why (Kueue's verdict, its queue position, unschedulable pods) is logged; past
+    ``queue_timeout`` seconds from its creation without all pods running
+    (``queue_until="running"``) or Kueue's admission (``"admitted"``), or when Kueue gives
+    up on it, the JobSet is deleted and the task fails.
 
     The event is a :class:`~airflow_provider_jax.triggers.jobset_event.JobSetEvent` as a dict.
     """

@@ -23,13 +23,14 @@ from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
 from airflow_provider_jax.host_logs import STREAM_ALL
 from airflow_provider_jax.progress import Progress, kubelet_time
-from airflow_provider_jax.runtime.messages import parse_report
+from airflow_provider_jax.runtime.messages import host_tag, parse_report
 
 MAX_LINE = 1000  # characters of one log line shown in the task log
 RETRY_DELAYS = (2, 5, 10, 30, 60)  # waits while a container is not up yet
 STREAM_RECHECK = 10  # seconds after a log stream ends before looking whether it only dropped
 BROKEN_RECHECK = 1  # seconds after a stream broke off (or was refused) before trying again
 UP = ("Running", "Succeeded", "Failed")  # phases whose container log can be read
+LEADER_TAG = host_tag(0, 0)  # process 0, whose reports are the progress lines
 LineHook = Callable[[Mapping[str, Any], str, str, dict[str, Any] | None], None]
 
 
@@ -83,7 +84,6 @@ class PodLogs:
         self.on_line = on_line
         self.progress = Progress()
         self._lines_left: dict[str, int] = {}  # per [slice/host], across restarts
-        self._leader_tag = "[0/0]"
         self._streams: dict[str, _Stream] = {}  # by pod name
         self._starting = False  # a wanted pod was not up at the last look
         self._wanted_now: list[str] = []  # the pods wanted at the last look
@@ -123,7 +123,7 @@ class PodLogs:
         """The newest report the pacing held back: the log ends on where the run got to."""
         if (held := self.progress.flush()) is not None and self.reports_left > 0:
             self.reports_left -= 1
-            self.log.info("%s %s", self._leader_tag, held)
+            self.log.info("%s %s", LEADER_TAG, held)
 
     def _wake(self, delay: float) -> None:
         asyncio.get_running_loop().call_later(delay, self._changed.set)
@@ -132,7 +132,11 @@ class PodLogs:
         waits = iter(RETRY_DELAYS)
         try:
             while not self._refused:
-                if self._closing and not self._starting and self._all_ended():
+                if (
+                    self._closing
+                    and not self._starting
+                    and all(s.ended for s in self._streams.values())
+                ):
                     return  # every followed log is shown (or none was ever up)
                 self._changed.clear()  # before listing: a change during it wakes us again
                 if self._settled() and not self._closing:
@@ -166,9 +170,6 @@ class PodLogs:
             self.log.warning("Stopped streaming the pods' logs: %s", explain(err))
             await self._cancel_streams()
 
-    def _all_ended(self) -> bool:
-        return all(s.ended for s in self._streams.values())
-
     def _settled(self) -> bool:
         streams = [self._streams.get(name) for name in self._wanted_now]
         return not self._starting and bool(streams) and all(s and s.settled for s in streams)
@@ -186,9 +187,7 @@ class PodLogs:
         stream = self._streams.get(name)
         if stream is None:
             tag = status.tag(pod)
-            stream = self._streams[name] = _Stream(name, tag, status.position(pod) == (0, 0))
-            if stream.leader:
-                self._leader_tag = tag
+            stream = self._streams[name] = _Stream(name, tag, tag == LEADER_TAG)
         stream.phase = phase
         if self._lines_left.get(stream.tag, self.max_lines) <= 0:
             stream.spent = stream.spent or not (stream.leader and self.reports_left > 0)

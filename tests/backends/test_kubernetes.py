@@ -220,7 +220,7 @@ def test_without_a_message_the_result_comes_from_output_dir(k8s, tmp_path):
     assert complete(tmp_path, event) == {"from": "output_dir"}
 
 
-def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
+def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s, caplog):
     def script(pod: PodRun) -> PodScript:
         if pod.host_index == 1:
             trace = "Traceback (most recent call last):\n" + "  frame\n" * 500 + "KeyError: 'w'\n"
@@ -229,9 +229,10 @@ def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
 
     k8s.script(script)
     event = finished(k8s, manifest(hosts=8))
-    log = ListLog()
+    caplog.set_level(logging.INFO, logger=LOG.name)
+    caplog.clear()  # only what explaining the failure logs
     error = explain_failure(
-        CLUSTER.hook(), event["name"], "default", JobSetEvent.from_dict(event), log
+        CLUSTER.hook(), event["name"], "default", JobSetEvent.from_dict(event), LOG
     )
     report = str(error)
     assert isinstance(error, JaxCodeError)  # a bug: the message leads with its traceback
@@ -245,21 +246,12 @@ def test_the_failure_report_puts_the_culprit_first_and_stays_bounded(k8s):
     assert error.failures[0].log_tail.count("\n") <= 30
     assert len(report) < 20_000
     # The task log's summary: every host's last lines, failed ones first, 5 lines each.
-    assert log.lines[0] == SUMMARY_HEADER
-    tags = list(dict.fromkeys(line.split(" ", 1)[0] for line in log.lines[1:]))
+    logged = caplog.messages
+    assert logged[0] == SUMMARY_HEADER
+    tags = list(dict.fromkeys(line.split(" ", 1)[0] for line in logged[1:]))
     assert tags == ["[0/1]", "[0/0]", "[0/2]", "[0/3]", "[0/4]", "[0/5]", "[0/6]", "[0/7]"]
-    assert sum(line.startswith("[0/1] ") for line in log.lines) == SUMMARY_LINES
-    assert log.lines[-1] == "[0/7] waiting"
-
-
-class ListLog:
-    """A logger that keeps what it was told."""
-
-    def __init__(self) -> None:
-        self.lines: list[str] = []
-
-    def info(self, fmt: str, *args: object) -> None:
-        self.lines.append(fmt % args)
+    assert sum(line.startswith("[0/1] ") for line in logged) == SUMMARY_LINES
+    assert logged[-1] == "[0/7] waiting"
 
 
 @pytest.mark.parametrize(

@@ -123,21 +123,13 @@ def _json(value: Any) -> Any:
     return json.loads(value) if isinstance(value, str) else value
 
 
-def wait_for(what: str, check: Any, timeout: float = 300) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(1)
-    return value
-
-
 def test_each_finalized_step_runs_evaluation_once_through_two_triggerer_kills(
     stack: AirflowStack,
 ) -> None:
     triggerers = WatcherTriggerers(stack)
     for dag_id in ("train_continuous", "evaluate_checkpoints"):
         stack.wait_for_dag(dag_id)
-    wait_for("the watcher to start", triggerers.owner, timeout=120)
+    stack.wait_until(triggerers.owner, 120, "the watcher to start", every=1)
 
     run_id = stack.trigger(
         "train_continuous", {"steps": 80, "checkpoint_every": 10, "seconds_per_step": 0.6}
@@ -148,7 +140,7 @@ def test_each_finalized_step_runs_evaluation_once_through_two_triggerer_kills(
     train = stack.wait_for_state("train_continuous", run_id, "train", {"success", "failed"}, 420)
     assert train["state"] == "success", stack.logs("scheduler")
     steps = list(range(10, 81, 10))
-    wait_for("every step announced", lambda: announced(stack) == steps, timeout=120)
+    stack.wait_until(lambda: announced(stack) == steps, 120, "every step announced", every=1)
 
     # A step being written, and a temporary directory, never fire.
     checkpoints = stack.home / "continuous" / "checkpoints"
@@ -187,7 +179,9 @@ def test_gcs_checkpoints_run_evaluation_once_each(
     )
     assert train["state"] == "success", stack.logs("scheduler")
     steps = [10, 20, 30]
-    wait_for("every step announced", lambda: announced(stack, "gcs_checkpoints") == steps, 120)
+    stack.wait_until(
+        lambda: announced(stack, "gcs_checkpoints") == steps, 120, "every step announced", every=1
+    )
     runs = stack.wait_for_runs("evaluate_checkpoints_gcs", len(steps), timeout=420)
     assert [r["state"] for r in runs] == ["success"] * len(steps), runs
     per_run = steps_per_run(stack, "evaluate_checkpoints_gcs")

@@ -112,15 +112,13 @@ class AirflowStack:
         """Until the dag-processor has stored ``dag_id``; then unpause it. Polled in the
         database: an ``airflow`` CLI call costs seconds of CPU, which the stack under test
         needs on two cores."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.query("SELECT 1 FROM serialized_dag WHERE dag_id = :dag_id", dag_id=dag_id):
-                self.cli("dags", "unpause", dag_id)
-                return
-            time.sleep(1)
-        raise TimeoutError(
-            f"{dag_id} was not parsed within {timeout}s:\n{self.logs('dag-processor')}"
+        self.wait_until(
+            lambda: self.query("SELECT 1 FROM serialized_dag WHERE dag_id = :d", d=dag_id),
+            timeout,
+            lambda: f"{dag_id} to be parsed:\n{self.logs('dag-processor')}",
+            every=1,
         )
+        self.cli("dags", "unpause", dag_id)
 
     def trigger(self, dag_id: str, conf: Mapping | None = None) -> str:
         args = ["dags", "trigger", dag_id, "-o", "json"]
@@ -139,13 +137,14 @@ class AirflowStack:
         self, dag_id: str, count: int, timeout: float = 300, poll: float = 1
     ) -> list[dict]:
         """Wait until ``count`` runs are finished; return all runs."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def finished() -> list[dict] | None:
             runs = self.runs(dag_id)
-            if sum(r["state"] in ("success", "failed") for r in runs) >= count:
-                return runs
-            time.sleep(poll)
-        raise TimeoutError(f"{dag_id}: runs not finished in {timeout}s: {self.runs(dag_id)}")
+            return runs if sum(r["state"] in ("success", "failed") for r in runs) >= count else None
+
+        return self.wait_until(
+            finished, timeout, lambda: f"{dag_id}'s runs to finish: {self.runs(dag_id)}", poll
+        )
 
     def api(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
         """Call the REST API as the UI does (``/api/v2/...``), as an all-admins user."""
@@ -199,24 +198,31 @@ class AirflowStack:
     def wait_for_state(
         self, dag_id: str, run_id: str, task_id: str, states: set[str], timeout: float = 180
     ) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while (ti := self.task_instance(dag_id, run_id, task_id))["state"] not in states:
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"{dag_id}.{task_id} is {ti['state']}, not {states}, after {timeout}s:\n"
-                    + self.logs("scheduler")
-                )
-            time.sleep(0.5)
-        return ti
+
+        def reached() -> dict[str, Any] | None:
+            ti = self.task_instance(dag_id, run_id, task_id)
+            return ti if ti["state"] in states else None
+
+        def why() -> str:
+            state = self.task_instance(dag_id, run_id, task_id)["state"]
+            return f"{dag_id}.{task_id} ({state}) to be {states}:\n{self.logs('scheduler')}"
+
+        return self.wait_until(reached, timeout, why, every=0.5)
 
     def wait_until(
-        self, predicate: Callable[[], Any], timeout: float, what: str, every: float = 0.25
+        self,
+        predicate: Callable[[], Any],
+        timeout: float,
+        what: str | Callable[[], str],
+        every: float = 0.25,
     ) -> Any:
-        """Poll ``predicate`` (a database query, say) every ``every`` s until truthy."""
+        """Poll ``predicate`` (a database query, say) every ``every`` s until truthy; its
+        value. ``what`` (or what it returns, built only on a timeout) says what was awaited."""
         deadline = time.monotonic() + timeout
         while not (value := predicate()):
             if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+                awaited = what() if callable(what) else what
+                raise TimeoutError(f"timed out after {timeout}s waiting for {awaited}")
             time.sleep(every)
         return value
 

@@ -53,6 +53,22 @@ def manifest(
     return build_jobset(spec)
 
 
+def trigger_for(created: dict[str, Any], **kwargs: Any) -> Any:
+    """The ``JobSetTrigger`` that waits on JobSet ``created`` (as the API server returned it)
+    in the default cluster, with trigger ``kwargs``."""
+    from airflow_provider_jax.cluster import KubernetesCluster
+    from airflow_provider_jax.triggers.jobset import JobSetTrigger
+
+    meta = created["metadata"]
+    return JobSetTrigger(
+        name=meta["name"],
+        namespace=meta["namespace"],
+        uid=meta["uid"],
+        cluster=KubernetesCluster().to_dict(),
+        **kwargs,
+    )
+
+
 def succeed(result: Any = None, *, steps: int = 2, duration: float = 0.3):
     """A script: every host logs progress; the leader ends with ``result``."""
 

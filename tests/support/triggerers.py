@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 from tests.support.airflow_stack import AirflowStack, free_port
 
 
@@ -21,10 +19,7 @@ class Triggerers:
         return {job_id for (job_id,) in rows}
 
     def _wait_for_job(self, known: set[int]) -> int:
-        deadline = time.monotonic() + 60
-        while not (new := self._job_ids() - known):
-            assert time.monotonic() < deadline, "a triggerer did not start"
-            time.sleep(0.5)
+        new = self.stack.wait_until(lambda: self._job_ids() - known, 60, "a triggerer to start")
         return max(new)
 
     def start(self, name: str) -> None:

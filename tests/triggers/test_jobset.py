@@ -12,7 +12,14 @@ import pytest
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.triggers import jobset as trigger_module
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
-from tests.support.jobsets import disrupt_host, fail_host, manifest, run_forever, succeed
+from tests.support.jobsets import (
+    disrupt_host,
+    fail_host,
+    manifest,
+    run_forever,
+    succeed,
+    trigger_for,
+)
 from tests.support.k8s_emulator import Faults
 from tests.support.k8s_emulator.rbac import docs_role
 
@@ -20,11 +27,7 @@ CLUSTER = KubernetesCluster().to_dict()
 
 
 def submit(k8s, **kwargs) -> JobSetTrigger:
-    created = KubernetesCluster().hook().create_jobset(manifest(**kwargs))
-    meta = created["metadata"]
-    return JobSetTrigger(
-        name=meta["name"], namespace=meta["namespace"], uid=meta["uid"], cluster=CLUSTER
-    )
+    return trigger_for(KubernetesCluster().hook().create_jobset(manifest(**kwargs)))
 
 
 def assert_restart_logged(task_log: str, count: str, cause: str) -> None:

@@ -11,24 +11,18 @@ import pytest
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.runtime.messages import report_line
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
-from tests.support.jobsets import disrupt_host, manifest, succeed
+from tests.support.jobsets import disrupt_host, manifest, succeed, trigger_for
 from tests.support.k8s_emulator import PodRun, PodScript
-
-CLUSTER = KubernetesCluster().to_dict()
+from tests.triggers.test_jobset import events
 
 
 def submit(k8s, *, hosts: int = 2, max_restarts: int = 0, **kwargs) -> JobSetTrigger:
-    created = (
-        KubernetesCluster().hook().create_jobset(manifest(hosts=hosts, max_restarts=max_restarts))
-    )
-    meta = created["metadata"]
-    return JobSetTrigger(
-        name=meta["name"], namespace=meta["namespace"], uid=meta["uid"], cluster=CLUSTER, **kwargs
-    )
+    body = manifest(hosts=hosts, max_restarts=max_restarts)
+    return trigger_for(KubernetesCluster().hook().create_jobset(body), **kwargs)
 
 
 async def wait(trigger: JobSetTrigger) -> dict:
-    (event,) = [event.payload async for event in trigger.run()]
+    (event,) = await events(trigger)
     assert event["status"] == "success", event
     return event
 

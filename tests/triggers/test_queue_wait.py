@@ -16,8 +16,7 @@ from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.exceptions import JaxJobFailed
-from airflow_provider_jax.triggers.jobset import JobSetTrigger
-from tests.support.jobsets import manifest, run_forever, succeed
+from tests.support.jobsets import manifest, run_forever, succeed, trigger_for
 from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
 from tests.triggers.test_jobset import events
 
@@ -30,17 +29,6 @@ SLICE = 8  # chips of manifest(): two hosts of four
 def create(name: str, run_id: str, **kwargs) -> dict:
     body = manifest(name, run_id=run_id, queue_name="q", **kwargs)
     return CLUSTER.hook().create_jobset(body)
-
-
-def trigger_for(created: dict, **kwargs) -> JobSetTrigger:
-    meta = created["metadata"]
-    return JobSetTrigger(
-        name=meta["name"],
-        namespace=meta["namespace"],
-        uid=meta["uid"],
-        cluster=CLUSTER.to_dict(),
-        **kwargs,
-    )
 
 
 async def until(predicate, timeout: float = 20, what: str = "") -> None:
