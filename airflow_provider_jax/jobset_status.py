@@ -50,6 +50,11 @@ def uid(obj: Mapping[str, Any] | None) -> str | None:
     return ((obj or {}).get("metadata") or {}).get("uid")
 
 
+def restarts(jobset: Mapping[str, Any]) -> int:
+    """How often the JobSet has restarted: its current attempt's number."""
+    return int((jobset.get("status") or {}).get("restarts") or 0)
+
+
 def summary(jobset: Mapping[str, Any]) -> dict[str, Any]:
     """The part of a JobSet's status worth carrying in a trigger event or an error."""
     status = jobset.get("status") or {}
@@ -81,6 +86,15 @@ def has_started(jobset: Mapping[str, Any]) -> bool:
     """Whether any child Job has pods running or done: the moment a leader's log can exist."""
     for rjob in (jobset.get("status") or {}).get("replicatedJobsStatus") or ():
         if any(rjob.get(k) for k in ("active", "ready", "succeeded", "failed")):
+            return True
+    return False
+
+
+def has_run(jobset: Mapping[str, Any]) -> bool:
+    """Whether some child Job has had all its pods running (ready, or done): until then a
+    started JobSet's pods are usually still being scheduled or pulling images."""
+    for rjob in (jobset.get("status") or {}).get("replicatedJobsStatus") or ():
+        if any(rjob.get(k) for k in ("ready", "succeeded", "failed")):
             return True
     return False
 

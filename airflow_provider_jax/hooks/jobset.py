@@ -257,9 +257,9 @@ class JobSetHook(JobSetOperations, KubernetesHook):
 class AsyncJobSetOperations:
     """Async JobSet calls for any hook whose ``get_conn()`` yields an async ``ApiClient``.
 
-    Calls share one client while they overlap (:class:`SharedApiClient`); a log stream, which
-    holds its connection for as long as the pod runs, gets its own, so streams never queue
-    for the shared pool's connections.
+    Calls share one client while they overlap (:class:`SharedApiClient`). Log streams, each
+    holding a connection for as long as its pod runs, share clients of their own, no more
+    streams to a client than its pool has connections, so a stream never queues for one.
     """
 
     get_conn: Any
@@ -267,6 +267,10 @@ class AsyncJobSetOperations:
     @functools.cached_property
     def api(self) -> SharedApiClient:
         return SharedApiClient(self.get_conn)
+
+    @functools.cached_property
+    def streams(self) -> SharedApiClient:
+        return SharedApiClient(self.get_conn, holds_connection=True)
 
     @api_retry()
     async def get_jobset(self, name: str, namespace: str) -> dict[str, Any] | None:
@@ -317,7 +321,7 @@ class AsyncJobSetOperations:
         server ends the watch. A 410 (history compacted) raises; the caller re-lists."""
         async with self.api() as api:
             custom = async_client.CustomObjectsApi(api)
-            stream = async_watch.Watch().stream(
+            stream = _RawWatch().stream(
                 custom.list_namespaced_custom_object,
                 resource.group,
                 version,
@@ -369,7 +373,7 @@ class AsyncJobSetOperations:
         }
         if since_seconds is not None:
             kwargs["since_seconds"] = since_seconds
-        async with self.get_conn() as api:
+        async with self.streams() as api:
             response = await async_client.CoreV1Api(api).read_namespaced_pod_log(
                 pod_name, namespace, **kwargs
             )
@@ -379,6 +383,15 @@ class AsyncJobSetOperations:
                     yield raw.decode("utf-8", errors="replace").rstrip("\n")
             finally:
                 response.release()
+
+
+class _RawWatch(async_watch.Watch):
+    """Events as the API server sent them, each parsed once. The stock ``Watch`` parses an
+    event, dumps its object back to JSON and parses that again into a model: three passes
+    where a triggerer watching a thousand JobSets needs one."""
+
+    def get_return_type(self, func: Any) -> None:
+        return None  # no model: the event's ``raw_object`` is all we read
 
 
 async def raise_for_status(response: Any) -> None:

@@ -9,7 +9,7 @@ resumes after it.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 SUCCESS, FAILED, TIMEOUT, ERROR = "success", "failed", "timeout", "error"
@@ -47,7 +47,9 @@ class JobSetEvent:
             raise ValueError(f"unknown JobSet event status {self.status!r}; one of {OUTCOMES}")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Shallow: its values are already plain data, and asdict's deep copy of the status
+        # summary was a measurable share of a triggerer's CPU when a thousand jobs end.
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobSetEvent:

@@ -44,6 +44,7 @@ class _Stream:
     phase: str | None = None  # at the last look
     last_stamp: str = ""
     ended: bool = False
+    recheck: bool = False  # ended a while ago, and its pod still showed Running then
     spent: bool = False  # its host's budget of lines is used up
     task: asyncio.Task[None] | None = None
 
@@ -53,8 +54,13 @@ class _Stream:
 
     @property
     def settled(self) -> bool:
-        """Nothing to do until it changes: streaming, or shown to the end of a stopped pod."""
-        return self.active or self.spent or (self.ended and self.phase != "Running")
+        """Nothing to do until it changes: streaming, or shown to its end. A stream that
+        ended is taken as its container's exit until the recheck, which finds one that only
+        dropped (its pod still Running), so the JobSet changes that follow an exit cost no
+        listing."""
+        if self.active or self.spent:
+            return True
+        return self.ended and (self.phase != "Running" or not self.recheck)
 
 
 class PodLogs:
@@ -87,6 +93,9 @@ class PodLogs:
         self._streams: dict[str, _Stream] = {}  # by pod name
         self._starting = False  # a wanted pod was not up at the last look
         self._wanted_now: list[str] = []  # the pods wanted at the last look
+        self._attempt = 0  # the JobSet's restart count, as last heard
+        self._has_run = False  # ... and whether some Job had all its pods running
+        self._listed_attempt: int | None = None  # ... when the pods were last listed
         self._refused = False  # the API refused a log stream (RBAC): stop streaming
         self._changed = asyncio.Event()
         self._closing = False
@@ -94,6 +103,8 @@ class PodLogs:
 
     def update(self, jobset: Mapping[str, Any]) -> None:
         """Hear of a JobSet change: pods may have started, or a restart made new ones."""
+        self._attempt = status.restarts(jobset)
+        self._has_run = status.has_run(jobset)
         if status.has_started(jobset):
             self._changed.set()
             if self._task is None:
@@ -130,21 +141,31 @@ class PodLogs:
 
     async def _run(self) -> None:
         waits = iter(RETRY_DELAYS)
+        first_look = True
         try:
             while not self._refused:
-                if (
-                    self._closing
-                    and not self._starting
-                    and all(s.ended for s in self._streams.values())
-                ):
-                    return  # every followed log is shown (or none was ever up)
+                if self._closing and self._followed_all():
+                    # No listing needed: what is left comes on the open streams, if any.
+                    await asyncio.gather(*(s.task for s in self._streams.values() if s.active))
+                    return
                 self._changed.clear()  # before listing: a change during it wakes us again
                 if self._settled() and not self._closing:
                     # Every wanted log is streaming: only a stream's end (or a restart,
                     # which ends the streams) is news, so JobSet changes cost no listing.
                     await self._changed.wait()
                     continue
+                if first_look and not self._has_run and not self._closing:
+                    # Its pods exist but likely still pull images: a look now would find
+                    # them Pending. Look at the next JobSet change, or soon.
+                    first_look = False
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(next(waits)):
+                            await self._changed.wait()
+                    continue
+                first_look = False
+                attempt = self._attempt
                 pods = await self.hook.list_jobset_pods(self.name, self.namespace)
+                self._listed_attempt = attempt
                 wanted = self._wanted(pods)
                 self._wanted_now = [p["metadata"]["name"] for p in wanted]
                 for pod in wanted:
@@ -170,9 +191,21 @@ class PodLogs:
             self.log.warning("Stopped streaming the pods' logs: %s", explain(err))
             await self._cancel_streams()
 
+    def _looked_at(self) -> list[_Stream | None] | None:
+        """The streams of the pods wanted at the last look, or None when that look is out of
+        date: not all were up then, or a restart has made new pods since."""
+        if self._starting or self._listed_attempt != self._attempt:
+            return None
+        return [self._streams.get(name) for name in self._wanted_now]
+
+    def _followed_all(self) -> bool:
+        """Whether every wanted pod is streamed or shown to its end: closing needs no look."""
+        streams = self._looked_at()
+        return streams is not None and all(s and (s.active or s.ended or s.spent) for s in streams)
+
     def _settled(self) -> bool:
-        streams = [self._streams.get(name) for name in self._wanted_now]
-        return not self._starting and bool(streams) and all(s and s.settled for s in streams)
+        streams = self._looked_at()
+        return bool(streams) and all(s and s.settled for s in streams)
 
     def _wanted(self, pods: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         if self.every_host:
@@ -220,9 +253,13 @@ class PodLogs:
         else:
             if stream.leader:
                 self._show_held()  # the container's log ended
-        stream.ended = True
+        stream.ended, stream.recheck = True, False
         # Usually the container exited, which the JobSet's status soon shows.
-        self._wake(STREAM_RECHECK)
+        asyncio.get_running_loop().call_later(STREAM_RECHECK, self._recheck, stream)
+
+    def _recheck(self, stream: _Stream) -> None:
+        stream.recheck = True
+        self._changed.set()
 
     def _show(self, stream: _Stream, pod: Mapping[str, Any], stamp: str, text: str) -> bool:
         """Log one line; False once nothing more of this pod would be shown."""

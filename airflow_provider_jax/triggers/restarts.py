@@ -31,7 +31,7 @@ class RestartLog:
 
     async def update(self, jobset: Mapping[str, Any]) -> list[tuple[int, ProcessFailure | None]]:
         """Log the restarts not seen yet; each ended attempt with its culprit, if visible."""
-        restarts = int((jobset.get("status") or {}).get("restarts") or 0)
+        restarts = status.restarts(jobset)
         if restarts <= self.seen:
             return []
         limit = ((jobset.get("spec") or {}).get("failurePolicy") or {}).get("maxRestarts", 0)

@@ -33,7 +33,7 @@ class RunClock:
         if self.clock is None:
             created = epoch((jobset.get("metadata") or {}).get("creationTimestamp"))
             self.clock = GoodputClock(created=min(created or now, now), chips=chips(jobset))
-        self.attempt = int((jobset.get("status") or {}).get("restarts") or 0)
+        self.attempt = status.restarts(jobset)
         if status.all_ready(jobset) and status.terminal_state(jobset) is None:
             self.clock.begin(self.attempt, now)
 

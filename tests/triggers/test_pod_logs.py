@@ -3,6 +3,7 @@ what it costs in requests, against the Kubernetes emulator."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 
@@ -60,6 +61,8 @@ async def test_leader_is_the_default_and_none_opens_no_stream(k8s, capsys):
     assert "[0/0] hello from [0/0]" in leader_only
     assert "[0/1]" not in leader_only
     assert len(log_requests(k8s)) == 1
+    # One look at the pods: not while they pull images, not again as they end.
+    assert pod_lists(k8s) == 1
 
     k8s.reset()
     k8s.script(succeed(steps=2))
@@ -94,6 +97,27 @@ async def test_after_a_restart_every_host_of_the_new_attempt_is_followed(k8s, ca
     task_log = capsys.readouterr().out
     assert task_log.count("[0/1] hello from [0/1]") == 1  # the second attempt's host 1
     assert len(log_requests(k8s)) >= 3  # the first attempt's leader, then both new pods
+
+
+async def test_a_stream_cut_while_its_pod_runs_resumes_without_repeating_a_line(k8s, capsys):
+    done = succeed(steps=0)
+
+    def script(pod: PodRun) -> PodScript:
+        lines = [f"line {i} of {pod.plan.tag}" for i in range(8)]
+        return PodScript(logs=lines, message=done(pod).message, duration=2.0)
+
+    k8s.script(script)
+    waiting = asyncio.ensure_future(wait(submit(k8s)))
+    leader_wrote = lambda: any(  # noqa: E731
+        len(p.log) >= 3 for p in k8s.controller.pods.values() if p.host_index == 0
+    )
+    while not (leader_wrote() and log_requests(k8s)):
+        await asyncio.sleep(0.05)
+    k8s.call(lambda: [task.cancel() for task in k8s.api.streams - k8s.api.watches])
+    await waiting
+    shown = re.findall(r"\[0/0\] line (\d+) of", capsys.readouterr().out)
+    assert shown == [str(i) for i in range(8)]  # each line once, in order
+    assert len(log_requests(k8s)) == 2  # the cut stream, and the one that resumed
 
 
 def test_serializes_stream_logs_only_when_not_the_default(k8s):
