@@ -84,19 +84,19 @@ def describe(info: Mapping[str, Any]) -> str:
 
 def has_started(jobset: Mapping[str, Any]) -> bool:
     """Whether any child Job has pods running or done: the moment a leader's log can exist."""
-    for rjob in (jobset.get("status") or {}).get("replicatedJobsStatus") or ():
-        if any(rjob.get(k) for k in ("active", "ready", "succeeded", "failed")):
-            return True
-    return False
+    return _some_job(jobset, ("active", "ready", "succeeded", "failed"))
 
 
 def has_run(jobset: Mapping[str, Any]) -> bool:
     """Whether some child Job has had all its pods running (ready, or done): until then a
     started JobSet's pods are usually still being scheduled or pulling images."""
-    for rjob in (jobset.get("status") or {}).get("replicatedJobsStatus") or ():
-        if any(rjob.get(k) for k in ("ready", "succeeded", "failed")):
-            return True
-    return False
+    return _some_job(jobset, ("ready", "succeeded", "failed"))
+
+
+def _some_job(jobset: Mapping[str, Any], counts: tuple[str, ...]) -> bool:
+    """Whether any replicated job's status counts a child Job under one of ``counts``."""
+    rjobs = (jobset.get("status") or {}).get("replicatedJobsStatus") or ()
+    return any(rjob.get(k) for rjob in rjobs for k in counts)
 
 
 def all_ready(jobset: Mapping[str, Any]) -> bool:

@@ -11,7 +11,8 @@ from typing import Any
 from airflow_provider_jax import host_logs
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.exceptions import JaxJobFailed
-from airflow_provider_jax.hooks.jobset import JobSetHook, explain
+from airflow_provider_jax.hooks.api_errors import explain
+from airflow_provider_jax.hooks.jobset import JobSetHook
 from airflow_provider_jax.jobset import JOBSET_NAME_LABEL
 from airflow_provider_jax.triggers.jobset_event import JobSetEvent
 from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START

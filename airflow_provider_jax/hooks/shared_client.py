@@ -42,7 +42,6 @@ class _Lease:
     ) -> None:
         self.connection, self.api, self.capacity = connection, api, capacity
         self.born = time.monotonic()
-        self.loop = asyncio.get_running_loop()
         self.users = 0
         self.closed = False
 

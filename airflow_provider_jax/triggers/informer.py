@@ -28,7 +28,8 @@ from typing import Any, TypeVar
 from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_delay
 
 from airflow_provider_jax.cluster import KubernetesCluster
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
+from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.hooks.resources import JOBSETS, Resource
 from airflow_provider_jax.retries import ExponentialJitter
 from airflow_provider_jax.triggers.per_loop import PerLoop

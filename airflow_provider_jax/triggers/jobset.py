@@ -14,7 +14,7 @@ from packaging.version import Version
 
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.cluster import KubernetesCluster
-from airflow_provider_jax.hooks.jobset import api_status, explain
+from airflow_provider_jax.hooks.api_errors import api_status, explain
 from airflow_provider_jax.host_logs import STREAM_LEADER, STREAM_NONE
 from airflow_provider_jax.triggers.informer import (
     ABSENT,

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
+from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.host_logs import STREAM_ALL
 from airflow_provider_jax.progress import Progress, kubelet_time
 from airflow_provider_jax.runtime.messages import host_tag, parse_report

@@ -28,7 +28,8 @@ from functools import cache
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
+from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 
 CHECK_DELAYS = (5, 10, 20, 30)  # seconds between pod lists while not ready; then every 60 s
 CHECK_EVERY = 60

@@ -17,7 +17,8 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from airflow_provider_jax.cluster import KubernetesCluster
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, api_status, explain, is_transient
+from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.hooks.kueue import pending_workloads
 from airflow_provider_jax.hooks.resources import VISIBILITY_VERSIONS
 from airflow_provider_jax.triggers.per_loop import PerLoop

@@ -14,7 +14,8 @@ from typing import Any
 
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.exceptions import ProcessFailure, restart_line
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, explain
+from airflow_provider_jax.hooks.api_errors import explain
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 
 
 class RestartLog:

@@ -1,0 +1,87 @@
+"""What a Kubernetes API error means, from either client: its status, a short account (naming
+a missing RBAC permission plainly), whether another try may help, and the retry policy for
+our calls (the cncf provider's).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from typing import Any
+
+import tenacity
+from aiohttp import ClientPayloadError
+from airflow.providers.cncf.kubernetes.kubernetes_helper_functions import (
+    API_RETRIES,
+    TRANSIENT_CONNECTION_ERRORS,
+    TRANSIENT_STATUS_CODES,
+    WaitRetryAfterOrExponential,
+)
+from kubernetes.client.rest import ApiException
+from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
+
+log = logging.getLogger(__name__)
+
+
+def api_status(exc: BaseException) -> int | None:
+    """The HTTP status of a Kubernetes API error from either client, else None."""
+    return exc.status if isinstance(exc, ApiException | AsyncApiException) else None
+
+
+def explain(exc: BaseException) -> str:
+    """A short account of an API error (the clients' own ``repr`` is empty)."""
+    status = api_status(exc)
+    if status is None:
+        return repr(exc)
+    body = getattr(exc, "body", None)
+    try:
+        message = json.loads(body).get("message") if body else None
+    except (TypeError, ValueError, AttributeError):
+        message = None
+    account = f"HTTP {status} {getattr(exc, 'reason', '') or ''}: {message or ''}".strip(" :")
+    if status == 403 and message and (lacks := missing_permission(message)):
+        return f"{lacks} (see the Role in docs/kubernetes.md). {account}"
+    return account
+
+
+_FORBIDDEN = re.compile(
+    r'cannot (?P<verb>[a-z]+) resource "(?P<resource>[^"]+)" in API group "(?P<group>[^"]*)"'
+    r'(?: in the namespace "(?P<namespace>[^"]+)")?'
+)
+
+
+def missing_permission(message: str) -> str | None:
+    """The permission an API server's 403 message names, said plainly, or None."""
+    match = _FORBIDDEN.search(message)
+    if match is None:
+        return None
+    resource, group = match["resource"], match["group"]
+    if group:
+        base, _, sub = resource.partition("/")
+        resource = f"{base}.{group}" + (f"/{sub}" if sub else "")
+    where = f"in namespace {match['namespace']}" if match["namespace"] else "cluster-wide"
+    return f"the identity lacks `{match['verb']}` on `{resource}` {where}"
+
+
+def is_transient(exc: BaseException) -> bool:
+    """429, 5xx and lost connections: worth another try. 409 is not (the cncf helper's set
+    includes it for updates; for create it means "exists", for deletes "not that object").
+    A connection cut mid-reply (an API server restart under a watch) is lost too."""
+    status = api_status(exc)
+    if status is not None:
+        return status in TRANSIENT_STATUS_CODES and status != 409
+    return isinstance(
+        exc, (*TRANSIENT_CONNECTION_ERRORS, ClientPayloadError, TimeoutError, ConnectionError)
+    )
+
+
+def api_retry() -> Any:
+    """The cncf provider's policy (Retry-After on 429, else exponential), for our calls."""
+    return tenacity.retry(
+        stop=tenacity.stop_after_attempt(API_RETRIES),
+        wait=WaitRetryAfterOrExponential(),
+        retry=tenacity.retry_if_exception(is_transient),
+        reraise=True,
+        before_sleep=tenacity.before_sleep_log(log, logging.WARNING),
+    )
