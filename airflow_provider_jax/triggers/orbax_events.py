@@ -16,13 +16,17 @@ from collections.abc import AsyncIterator, Hashable
 from dataclasses import asdict
 from typing import Any
 
+from airflow.sdk import conf
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
 from airflow_provider_jax.checkpoints import CheckpointQuery, FinalizedStep, check_checkpoint_dir
 from airflow_provider_jax.durations import positive_seconds
 from airflow_provider_jax.triggers.orbax_stream import (
+    RETAKEN,
+    TAKEN,
     CheckpointDirStream,
     Cursor,
+    Ownership,
     StepListing,
     commit_announced,
 )
@@ -111,32 +115,55 @@ class OrbaxCheckpointEventTrigger(BaseEventTrigger):
     ) -> AsyncIterator[TriggerEvent]:
         cursor = Cursor(self.asset_state_store, self.query.checkpoint_dir, self.query.min_step - 1)
         token = f"{getattr(self, 'triggerer_job_id', None)}/{uuid.uuid4().hex}"
-        await cursor.claim(token)
-        # An earlier owner's last announcement may still be on its way to the database and
-        # its cursor: let it land before reading where to go on from.
-        await asyncio.sleep(TAKEOVER_SETTLE_SECONDS)
-        after = await cursor.load()
-        self.log.info("Watching %s for finalized steps after %d", self.query.checkpoint_dir, after)
+        ownership = Ownership(cursor, token, self._lease())
+        await ownership.claim()
+        after = await self._settled_cursor(cursor)
         # At most one step per poll interval, also when listings queued up meanwhile (a start
         # reading the cursor): Airflow merges events that arrive before it creates a run.
-        next_at = 0.0
+        next_at, quiet = 0.0, False
         async for listing in shared_stream:
+            held = await ownership.check()  # every poll: the owner says it is alive
+            if held == TAKEN:
+                if not quiet:
+                    self.log.warning(
+                        "Another triggerer now watches %s; this one stays quiet.",
+                        self.query.checkpoint_dir,
+                    )
+                quiet = True
+                continue
+            if held == RETAKEN:
+                self.log.warning(
+                    "The watcher that took %s over went silent; this one takes it back.",
+                    self.query.checkpoint_dir,
+                )
+                after = max(after, await self._settled_cursor(cursor))
+                continue  # and checks it still owns the directory at the next poll
+            quiet = False
             if time.monotonic() < next_at:
                 continue
             found = await listing.first_finalized_after(after)
             if found is None:
                 continue
-            if not await cursor.owns(token):
-                self.log.warning(
-                    "Another triggerer now watches %s; this one stops announcing.",
-                    self.query.checkpoint_dir,
-                )
-                await asyncio.Event().wait()  # until Airflow cancels this copy
             listing.announced[id(self)] = (cursor, found)
             after = found.step
             next_at = time.monotonic() + 0.9 * self.poll_interval
             self.log.info("Step %d is finalized at %s: announcing it", found.step, found.path)
             yield TriggerEvent(self.payload(found))
+
+    async def _settled_cursor(self, cursor: Cursor) -> int:
+        """The stored cursor, once an earlier owner's last announcement (maybe still on its
+        way to the database) had time to land and move it."""
+        await asyncio.sleep(TAKEOVER_SETTLE_SECONDS)
+        after = await cursor.load()
+        self.log.info("Watching %s for finalized steps after %d", self.query.checkpoint_dir, after)
+        return after
+
+    def _lease(self) -> float:
+        """How long an owner may be silent before another copy takes the directory: past
+        the triggerer's health threshold (after which Airflow moves triggers anyway), by two
+        polls and the settling time."""
+        threshold = conf.getfloat("triggerer", "triggerer_health_check_threshold", fallback=30.0)
+        return threshold + 2 * self.poll_interval + TAKEOVER_SETTLE_SECONDS
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         """Without a shared stream (when the triggerer could not group this trigger): the same

@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import logging
+import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -90,15 +92,58 @@ class Cursor:
             if not (isinstance(stored, dict) and stored.get("step", -1) >= found.step):
                 await accessor.aset(key, value)
 
-    async def claim(self, token: str) -> None:
-        """Say that the watcher ``token`` announces from now on; one that ran before (a
-        triggerer thought dead that is not) stops at its next announcement."""
-        for accessor in _accessors(self.store):
-            await accessor.aset(cursor_key(self.checkpoint_dir, OWNER_KEY_PREFIX), token)
 
-    async def owns(self, token: str) -> bool:
-        key = cursor_key(self.checkpoint_dir, OWNER_KEY_PREFIX)
-        return all([await accessor.aget(key) == token for accessor in _accessors(self.store)])
+MINE, TAKEN, RETAKEN = "mine", "taken", "retaken"
+
+
+@dataclass
+class Ownership:
+    """Which copy of a watcher announces from a directory: its token, and when it last said so.
+
+    Airflow runs one copy per trigger, but a triggerer thought dead (a stalled heartbeat) can
+    still run an old one for a moment, and its claim can land after the new copy's. So the
+    owner says it is alive every third of ``lease`` seconds, and a copy whose token was
+    overwritten takes the directory back once that record has been silent for ``lease``: a
+    cancelled copy stops saying so, and the copy Airflow kept would otherwise wait forever.
+    """
+
+    cursor: Cursor
+    token: str
+    lease: float  # seconds: more than the triggerer's health threshold plus a poll or two
+    _said_at: float = -math.inf  # monotonic, when this copy last wrote its record
+
+    def _key(self) -> str:
+        return cursor_key(self.cursor.checkpoint_dir, OWNER_KEY_PREFIX)
+
+    async def claim(self) -> None:
+        """Say that this copy announces from now on (and still does)."""
+        record = {"token": self.token, "at": time.time()}
+        for accessor in _accessors(self.cursor.store):
+            await accessor.aset(self._key(), record)
+        self._said_at = time.monotonic()
+
+    async def check(self) -> str:
+        """``MINE`` (refreshed when due), ``TAKEN`` by a copy that is alive, or ``RETAKEN``
+        here from one silent for longer than the lease."""
+        records = [await accessor.aget(self._key()) for accessor in _accessors(self.cursor.store)]
+        if all(_owner(record)[0] == self.token for record in records):
+            if time.monotonic() - self._said_at >= self.lease / 3:
+                await self.claim()
+            return MINE
+        newest = max(_owner(record)[1] for record in records)
+        if time.time() - newest <= self.lease:
+            return TAKEN
+        await self.claim()
+        return RETAKEN
+
+
+def _owner(record: Any) -> tuple[str | None, float]:
+    """(token, when it was last said) of a stored owner record; a bare token (from before
+    the owner said when) counts as long silent."""
+    if isinstance(record, dict):
+        at = record.get("at")
+        return record.get("token"), float(at) if isinstance(at, int | float) else 0.0
+    return (record if isinstance(record, str) else None), 0.0
 
 
 StepCheck = Callable[[int, str], Awaitable[FinalizedStep | None]]

@@ -76,7 +76,7 @@ def stack(
         "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
         "PYTHONPATH": str(REPO),
     }
-    with airflow_stack(home, DAGS, postgres.create_database(), env) as running:
+    with airflow_stack(home, DAGS, postgres.migrated_database(), env) as running:
         yield running
     k8s_emulator.reset()
 

@@ -41,7 +41,7 @@ def stack(
         "AIRFLOW_VAR_JAX_OUTPUT_ROOT": str(home / "outputs"),
         "PYTHONPATH": str(REPO),
     }
-    with airflow_stack(home, REPO / "dags", postgres.create_database(), env) as running:
+    with airflow_stack(home, REPO / "dags", postgres.migrated_database(), env) as running:
         yield running
     k8s_emulator.reset()
 

@@ -110,21 +110,21 @@ class AirflowStack:
 
     def wait_for_dag(self, dag_id: str, timeout: float = 120) -> None:
         """Until the dag-processor has stored ``dag_id``; then unpause it. Polled in the
-        database: an ``airflow`` CLI call costs seconds of CPU, which the stack under test
-        needs on two cores."""
+        database, and unpaused (and triggered) through the REST API as the UI does: an
+        ``airflow`` CLI call costs seconds of CPU, which the stack under test needs on two
+        cores."""
         self.wait_until(
             lambda: self.query("SELECT 1 FROM serialized_dag WHERE dag_id = :d", d=dag_id),
             timeout,
             lambda: f"{dag_id} to be parsed:\n{self.logs('dag-processor')}",
             every=1,
         )
-        self.cli("dags", "unpause", dag_id)
+        self.api("PATCH", f"/api/v2/dags/{dag_id}?update_mask=is_paused", {"is_paused": False})
 
     def trigger(self, dag_id: str, conf: Mapping | None = None) -> str:
-        args = ["dags", "trigger", dag_id, "-o", "json"]
-        if conf is not None:
-            args += ["--conf", json.dumps(conf)]
-        return _json_tail(self.cli(*args))[0]["dag_run_id"]
+        """A manual run, as ``airflow dags trigger`` makes one (no logical date); its id."""
+        body = {"logical_date": None, "conf": dict(conf or {})}
+        return self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", body)["dag_run_id"]
 
     def runs(self, dag_id: str) -> list[dict]:
         """``run_id`` and ``state`` of each run of ``dag_id``, oldest first."""
@@ -160,6 +160,15 @@ class AirflowStack:
         )
         with urllib.request.urlopen(request, timeout=60) as reply:
             return json.load(reply)
+
+    def api_is_up(self) -> bool:
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.api_port}/api/v2/monitor/health", timeout=10
+            ) as reply:
+                return reply.status == 200
+        except OSError:  # refused while it starts, or an HTTP error
+            return False
 
     def query(self, sql: str, **params: Any) -> list[tuple[Any, ...]]:
         """Rows of one read-only query on the metadata database."""
@@ -231,26 +240,21 @@ class AirflowStack:
         return path.read_text(errors="replace")[-6000:] if path.exists() else ""
 
 
-def _json_tail(text: str) -> list[dict]:
-    """The JSON list the CLI printed after its log lines."""
-    for line in reversed(text.splitlines()):
-        if line.startswith("["):
-            return json.loads(line)
-    return []
-
-
 @contextmanager
 def airflow_stack(
     home: Path, dags_folder: Path, database: str, extra_env: Mapping[str, str] | None = None
 ) -> Iterator[AirflowStack]:
-    """Airflow's four services on ``database`` (an empty one: it is migrated here)."""
+    """Airflow's four services on ``database`` (a migrated one:
+    ``PostgresServer.migrated_database``)."""
     stack = AirflowStack(
         home=home, dags_folder=dags_folder, database=database, extra_env=dict(extra_env or {})
     )
-    stack.cli("db", "migrate", timeout=300)
     try:
         for component in COMPONENTS:
             stack.start(component)
+        stack.wait_until(
+            stack.api_is_up, 180, lambda: f"the api-server:\n{stack.logs('api-server')}"
+        )
         yield stack
     finally:
         stack.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sqlite3
 import subprocess
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ from tests.support.jobsets import matching
 from tests.support.k8s_emulator import Emulator
 
 DAGS = Path(__file__).parent.parent / "operators" / "dags"
+HANG_SECONDS = 280  # within pytest-timeout's 300 s, to leave time for the stacks
 
 
 @dataclass
@@ -56,13 +58,23 @@ def task_states(home: AirflowHome, dag_id: str) -> dict[str, tuple[str | None, i
 def run_dag(
     home: AirflowHome, emulator: Emulator, out: Path, dag_id: str, *date: str, **env_kwargs: Any
 ) -> Run:
-    """``airflow dags test`` (it runs triggers inline, as a triggerer would)."""
-    proc = subprocess.run(
-        [*AIRFLOW, "dags", "test", dag_id, *(date or ["2024-01-01"])],
-        env=env(home, emulator, out, **env_kwargs),
+    """``airflow dags test`` (it runs triggers inline, as a triggerer would). One that hangs
+    fails with its log and every thread's stack (faulthandler, on SIGABRT)."""
+    argv = [*AIRFLOW, "dags", "test", dag_id, *(date or ["2024-01-01"])]
+    with subprocess.Popen(
+        argv,
+        env={**env(home, emulator, out, **env_kwargs), "PYTHONFAULTHANDLER": "1"},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        timeout=300,
-    )
+    ) as running:
+        try:
+            output, _ = running.communicate(timeout=HANG_SECONDS)
+        except subprocess.TimeoutExpired:
+            running.send_signal(signal.SIGABRT)
+            output, _ = running.communicate(timeout=30)
+            raise AssertionError(
+                f"{dag_id} hung past {HANG_SECONDS}s:\n{output[-20000:]}"
+            ) from None
+    proc = subprocess.CompletedProcess(argv, running.returncode, output)
     return Run(proc, out, task_states(home, dag_id), emulator.submitted, emulator.jobsets())

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.airflow_home import AIRFLOW
 from tests.support.airflow_stack import free_port
 
 USER = "airflow"  # the database role Airflow connects as (trust auth, loopback only)
@@ -47,6 +48,7 @@ class PostgresServer:
     port: int
     as_user: str | None  # the OS user the server runs as, when we are root
     _names = count()
+    _template: str | None = None  # the migrated database that others copy
 
     def _run(self, tool: str, *args: str) -> str:
         argv = [str(self.bin / tool), *args]
@@ -71,11 +73,34 @@ class PostgresServer:
     def stop(self) -> None:
         self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
 
-    def create_database(self, prefix: str = "airflow") -> str:
-        """A new, empty database; its SQLAlchemy URL."""
+    def create_database(self, prefix: str = "airflow", template: str | None = None) -> str:
+        """A new database, empty or a copy of ``template``; its SQLAlchemy URL."""
         name = f"{prefix}_{next(self._names)}"
-        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", USER, name)
+        copy = ["-T", template] if template else []
+        self._run("createdb", "-h", "127.0.0.1", "-p", str(self.port), "-U", USER, *copy, name)
         return f"postgresql+psycopg2://{USER}@127.0.0.1:{self.port}/{name}"
+
+    def migrated_database(self) -> str:
+        """A new database with Airflow's schema: ``airflow db migrate`` runs once per session,
+        on a template that each one copies (a copy takes a moment, a migration many seconds
+        of CPU that the running Airflow under test needs)."""
+        if self._template is None:
+            url = self.create_database("airflow_template")
+            with tempfile.TemporaryDirectory() as home:
+                env = {
+                    **os.environ,
+                    "AIRFLOW_HOME": home,
+                    "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": url,
+                    "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                }
+                done = subprocess.run(
+                    [*AIRFLOW, "db", "migrate"], env=env, capture_output=True, text=True,
+                    timeout=300, check=False,
+                )  # fmt: skip
+            if done.returncode:
+                raise RuntimeError(f"airflow db migrate failed:\n{done.stdout}{done.stderr}")
+            self._template = url.rsplit("/", 1)[1]
+        return self.create_database(template=self._template)
 
 
 @pytest.fixture(scope="session")

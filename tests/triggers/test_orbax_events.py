@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from airflow.sdk.module_loading import import_string
 
 from airflow_provider_jax.triggers import orbax_events
 from airflow_provider_jax.triggers.orbax_events import OrbaxCheckpointEventTrigger
-from airflow_provider_jax.triggers.orbax_stream import cursor_key
+from airflow_provider_jax.triggers.orbax_stream import OWNER_KEY_PREFIX, cursor_key
 from tests.support.event_triggerer import AssetStore, EventTriggerer, WatchedAssets
 from tests.support.gcs_emulator import GcsEmulator
 from tests.support.orbax_saves import save_steps
@@ -149,6 +150,33 @@ async def test_a_watcher_another_triggerer_took_over_stops_announcing(tmp_path: 
     await asyncio.gather(stalled, return_exceptions=True)
     await old.aclose()
     await new.aclose()
+
+
+@pytest.mark.parametrize("late", ["claim", "previous release's token"])
+async def test_an_overwritten_owner_takes_the_directory_back_from_a_silent_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, late: str
+) -> None:
+    """A cancelled copy's claim landed after the kept copy's (its triggerer stalled mid-claim),
+    or a bare token is left from before an upgrade: nobody refreshes that record, so the kept
+    copy takes the directory back after the lease instead of staying quiet forever."""
+    monkeypatch.setenv("AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD", "1")
+    monkeypatch.setattr(orbax_events, "TAKEOVER_SETTLE_SECONDS", 0.5)
+    directory = str(tmp_path / "ckpts")
+    save_steps(directory, [10])
+    store, owner = AssetStore(), cursor_key(directory, OWNER_KEY_PREFIX)
+    kept = EventTriggerer().events(2, watcher(directory, store))
+    pending = asyncio.ensure_future(anext(kept))
+    await _until(lambda: owner in store.values)
+    mine = store.values[owner]["token"]
+    overwritten = time.monotonic()
+    stale = {"token": "1/cancelled", "at": time.time()} if late == "claim" else "1/old"
+    await store.aset(owner, stale)
+    event = await asyncio.wait_for(pending, WAIT)
+    assert event.payload["step"] == 10
+    assert store.values[owner]["token"] == mine
+    if late == "claim":  # silent for the lease: 1 s threshold + 2 polls + 0.5 s settling
+        assert time.monotonic() - overwritten >= 1.9
+    await kept.aclose()
 
 
 async def test_a_step_check_that_keeps_failing_waits_for_the_next_poll(
