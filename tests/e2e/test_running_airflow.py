@@ -1,11 +1,12 @@
 """A real Airflow: api-server, scheduler, dag-processor and triggerer (LocalExecutor, PostgreSQL),
 with the example DAGs pointed at the Kubernetes API emulator by configuration alone.
 
-The quickstart is started with ``airflow dags trigger --conf`` and defers, so its wait runs in
-the real triggerer process. Then a headless Chromium drives Airflow's own React UI: the task
-instance's logs (progress lines), Rendered Templates (the submitted JobSet) and XCom pages,
-and a two-day backfill of the scheduled DAG made from the UI's backfill dialog, which gets
-one output_dir per day. Screenshots of each checked page go under the test's tmp dir.
+The quickstart is started with a conf through the REST API (as the UI's trigger dialog does)
+and defers, so its wait runs in the real triggerer process. Then a headless Chromium drives
+Airflow's own React UI: the task instance's logs (progress lines), Rendered Templates (the
+submitted JobSet) and XCom pages, and a two-day backfill of the scheduled DAG made from the
+UI's backfill dialog, which gets one output_dir per day. Screenshots of each checked page go
+under the test's tmp dir.
 """
 
 from __future__ import annotations
