@@ -1,6 +1,6 @@
 """A real Airflow for end-to-end tests: api-server, scheduler, dag-processor and triggerer
 with LocalExecutor on PostgreSQL (as in production), in a temp AIRFLOW_HOME, driven through
-the `airflow` CLI."""
+its REST API and read in its metadata database."""
 
 from __future__ import annotations
 
@@ -64,14 +64,6 @@ class AirflowStack:
             "PYTHONUNBUFFERED": "1",
             **self.extra_env,
         }
-
-    def cli(self, *args: str, timeout: float = 120) -> str:
-        out = subprocess.run(
-            [*AIRFLOW, *args], env=self.env, capture_output=True, text=True, timeout=timeout
-        )
-        if out.returncode:
-            raise RuntimeError(f"airflow {' '.join(args)} failed:\n{out.stdout}\n{out.stderr}")
-        return out.stdout
 
     def start(
         self, component: str, name: str | None = None, env: Mapping[str, str] | None = None
