@@ -13,7 +13,6 @@ one task instance, and a cleared task always reruns on a fresh one.
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 import time
 from collections.abc import Mapping
@@ -23,6 +22,7 @@ from typing import Any
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.backends import Deferral, JobSettings, Outcome, Started
 from airflow_provider_jax.backends.jobset_failure import explain_failure
+from airflow_provider_jax.backends.off_main_thread import wait_off_main_thread
 from airflow_provider_jax.backends.result import ResultReader
 from airflow_provider_jax.cluster import KubernetesCluster, cluster_from
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
@@ -41,6 +41,9 @@ from airflow_provider_jax.triggers.queue_wait import QUEUE_REASONS
 
 # Airflow's own trigger timeout, this long after ours: a backstop only.
 TRIGGER_TIMEOUT_BACKSTOP_S = 60
+# Blocking, the wait's own deadline is this long after Airflow's execution_timeout alarm, which
+# ends it (see wait): a backstop where no alarm can be set (not the main thread).
+ALARM_BACKSTOP_S = 30
 GONE_TIMEOUT_S = 600  # longest wait for an earlier try's JobSet to be deleted
 
 
@@ -76,12 +79,15 @@ class KubernetesBackend:
     def start(self, manifest: Mapping[str, Any]) -> Started:
         hook = self.cluster.hook()
         ref = self._ref = submit(hook, self.cluster, manifest, self.log)
+        deadline = self.settings.deadline
+        if deadline is not None and not self.settings.deferrable:
+            deadline += ALARM_BACKSTOP_S
         trigger = JobSetTrigger(
             name=ref.name,
             namespace=ref.namespace,
             uid=ref.uid or "",
             cluster=self.cluster.to_dict(),
-            deadline=self.settings.deadline,
+            deadline=deadline,
             poll_interval=self.settings.poll_interval,
             queue_timeout=self.settings.queue_timeout,
             queue_until=self.settings.queue_until,
@@ -118,10 +124,13 @@ class KubernetesBackend:
         }
 
     def wait(self, started: Started) -> Outcome:
-        """Await the trigger in this process (``deferrable=False``)."""
+        """Await the trigger in this process (``deferrable=False``), off the main thread:
+        Airflow's execution_timeout alarm then interrupts only the waiting, and its
+        ``on_kill`` deletes the JobSet (see ``off_main_thread``)."""
         trigger: JobSetTrigger = started.handle
         extras = None if self.cluster.is_gke else self.cluster.hook().conn_extras
-        event = asyncio.run(trigger.wait(connection_extras=extras))
+        work = trigger.wait(connection_extras=extras)
+        event = wait_off_main_thread(work, name=f"wait-{trigger.name}")
         return self.complete(event.to_dict(), self.cluster.to_dict())
 
     def complete(

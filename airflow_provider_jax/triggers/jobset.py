@@ -3,26 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import time
+import importlib
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from types import ModuleType
 from typing import Any
 
 from airflow import __version__ as airflow_version
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
-from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.cluster import KubernetesCluster
-from airflow_provider_jax.hooks.api_errors import api_status, explain
-from airflow_provider_jax.host_logs import STREAM_LEADER, STREAM_NONE
-from airflow_provider_jax.triggers.informer import (
-    ABSENT,
-    ApiUnavailable,
-    Change,
-    subscribe,
-    with_retries,
-)
+from airflow_provider_jax.host_logs import STREAM_LEADER
 from airflow_provider_jax.triggers.jobset_event import (
     ERROR,
     FAILED,
@@ -30,19 +23,26 @@ from airflow_provider_jax.triggers.jobset_event import (
     TIMEOUT,
     JobSetEvent,
 )
-from airflow_provider_jax.triggers.pod_logs import PodLogs
-from airflow_provider_jax.triggers.pod_startup import REASON as CANNOT_START
-from airflow_provider_jax.triggers.pod_startup import PodsCannotStart, PodStartup
-from airflow_provider_jax.triggers.queue_wait import QueueFailed, QueueWait
-from airflow_provider_jax.triggers.restarts import RestartLog
 from airflow_provider_jax.triggers.run_clock import RunClock
 from airflow_provider_jax.triggers.task_state import in_background, task_left_deferred, warm_up
 
-__all__ = ["ERROR", "FAILED", "SUCCESS", "TIMEOUT", "JobSetTrigger"]
-LOG_GRACE = 5.0  # seconds to show the end of the finished pods' logs before firing
+__all__ = ["ERROR", "FAILED", "SUCCESS", "TIMEOUT", "JobSetTrigger", "load_watch"]
 # From 3.3 the triggerer calls on_kill() for user actions (and, wrongly, when a trigger moves to
 # another triggerer: see on_kill); before, cleanup() must ask.
 _TRIGGER_ON_KILL = Version(Version(airflow_version).base_version) >= Version("3.3.0")
+_WATCH = "airflow_provider_jax.triggers.jobset_watch"
+_GKE_HOOKS = "airflow_provider_jax.hooks.gke"
+
+
+async def load_watch(cluster: KubernetesCluster) -> ModuleType:
+    """The waiting machinery (:mod:`~airflow_provider_jax.triggers.jobset_watch`), imported
+    in a worker thread the first time: this module stays light because Airflow imports a
+    trigger's class on the triggerer's event loop, and seconds of Kubernetes-client imports
+    there stall every trigger and the triggerer's heartbeat."""
+    wanted = [_WATCH, *([_GKE_HOOKS] if cluster.is_gke else [])]
+    if missing := [name for name in wanted if name not in sys.modules]:
+        await asyncio.to_thread(lambda: [importlib.import_module(name) for name in missing])
+    return sys.modules[_WATCH]
 
 
 class JobSetTrigger(BaseTrigger):
@@ -91,8 +91,8 @@ class JobSetTrigger(BaseTrigger):
         self.queue_timeout, self.queue_until = queue_timeout, queue_until
         self.stream_logs = stream_logs
         self._fired = False
-        self._clock = RunClock()  # in memory only: the goodput ledger of what this run sees
-        self._restart_lines: list[str] = []
+        self.clock = RunClock()  # in memory only: the goodput ledger of what this run sees
+        self.restart_lines: list[str] = []  # in memory only: the restarts this run saw
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -130,128 +130,15 @@ class JobSetTrigger(BaseTrigger):
     async def wait(self, connection_extras: dict[str, Any] | None = None) -> JobSetEvent:
         """The event this trigger fires; the operator's blocking mode awaits it directly.
         It carries the restarts seen and the goodput ledger (the leader's last lines in)."""
-        event = await self._wait(connection_extras)
-        return replace(event, restarts=list(self._restart_lines), goodput=self._clock.ledger())
+        watch = await load_watch(self.kubernetes)
+        event = await watch.wait(self, connection_extras)
+        return replace(event, restarts=list(self.restart_lines), goodput=self.clock.ledger())
 
-    async def _wait(self, connection_extras: dict[str, Any] | None) -> JobSetEvent:
-        limit = asyncio.timeout(None if self.deadline is None else self.deadline - time.time())
-        try:
-            async with limit:
-                return await self._watch(connection_extras)
-        except TimeoutError:
-            if not limit.expired():
-                raise
-            # Stop the slice now, not once a worker has picked the task up again.
-            await self._delete(connection_extras)
-            return self._event(TIMEOUT, "ExecutionTimeout", "the task's execution_timeout passed")
-        except PodsCannotStart as err:
-            return self._event(FAILED, CANNOT_START, str(err))
-        except QueueFailed as err:
-            await self._delete(connection_extras)  # queued, it holds quota; admitted, nodes
-            return self._event(FAILED, err.reason, str(err))
-        except ApiUnavailable as err:
-            return self._event(ERROR, "ApiUnavailable", str(err))
-        except Exception as err:
-            if api_status(err) is None:
-                raise
-            # Not transient (401, 403, ...): waiting longer will not help.
-            return self._event(ERROR, "ApiError", f"Kubernetes API refused a call: {explain(err)}")
-
-    async def _watch(self, connection_extras: dict[str, Any] | None) -> JobSetEvent:
-        async with subscribe(
-            self.kubernetes,
-            self.namespace,
-            self.name,
-            poll_interval=self.poll_interval,
-            retry_budget=self.retry_budget,
-            connection_extras=connection_extras,
-        ) as changes:
-            # A thousand triggers starting at once must not each load a kubeconfig.
-            hook = changes.hook
-            pod_logs = (
-                PodLogs(
-                    hook,
-                    self.name,
-                    self.namespace,
-                    hosts=self.stream_logs,
-                    max_lines=self.log_lines,
-                    log=self.log,
-                    on_line=self._clock.leader_line,
-                )
-                if self.log_lines > 0 and self.stream_logs != STREAM_NONE
-                else None
-            )
-            queue = QueueWait(
-                self.kubernetes,
-                hook,
-                self.name,
-                self.namespace,
-                timeout=self.queue_timeout,
-                until=self.queue_until,
-                on_fail=changes.put,
-                log=self.log,
-                retry_budget=self.retry_budget,
-                connection_extras=connection_extras,
-            )
-            startup = PodStartup(
-                hook,
-                self.name,
-                self.namespace,
-                on_stuck=changes.put,
-                log=self.log,
-                on_waiting=queue.pods_waiting,
-            )
-            restarts = RestartLog(hook, self.name, self.namespace, self.log)
-            self._restart_lines = restarts.lines
-            try:
-                while True:
-                    change = await changes.next()
-                    if change.type == ABSENT or status.uid(change.obj) != self.uid:
-                        # Not news about our JobSet (a lagging watch, a predecessor's
-                        # DELETED): ask the API server itself.
-                        fresh = await with_retries(
-                            lambda: hook.get_jobset(self.name, self.namespace), self.retry_budget
-                        )
-                        change = Change("GET", fresh)
-                    if change.obj is not None:
-                        for attempt, culprit in await restarts.update(change.obj):
-                            self._clock.restarted(attempt, culprit.kind if culprit else None)
-                        self._clock.seen(change.obj)  # after: the old attempt ends first
-                        startup.update(change.obj)
-                        queue.update(change.obj)
-                        if pod_logs is not None:
-                            pod_logs.update(change.obj)
-                    if (event := self._verdict(change)) is not None:
-                        if pod_logs is not None:
-                            await pod_logs.stop(grace=LOG_GRACE)
-                        return event
-            finally:
-                await queue.stop()
-                await startup.stop()
-                if pod_logs is not None:
-                    await pod_logs.stop()
-
-    def _verdict(self, change: Change) -> JobSetEvent | None:
-        jobset = change.obj
-        where = f"JobSet {self.namespace}/{self.name}"
-        if jobset is None or status.uid(jobset) != self.uid:
-            return self._event(FAILED, "Deleted", f"{where} no longer exists; was it deleted?")
-        info = status.summary(jobset)
-        state = status.terminal_state(jobset)
-        if state == status.COMPLETED:
-            return self._event(SUCCESS, "Completed", f"{where} completed", info)
-        if state == status.FAILED:
-            failed = next((c for c in info["conditions"] if c["type"] == status.FAILED), {})
-            reason = failed.get("reason", "Failed")
-            return self._event(FAILED, reason, failed.get("message", f"{where} failed"), info)
-        if change.type == "DELETED" or status.is_deleting(jobset):
-            return self._event(FAILED, "Deleted", f"{where} was deleted before it finished", info)
-        return None
-
-    def _event(
+    def event(
         self, outcome: str, reason: str, message: str, jobset: dict[str, Any] | None = None
     ) -> JobSetEvent:
-        self._clock.finish(None if outcome == SUCCESS else reason)
+        """The event to fire, and the end of this run's goodput ledger."""
+        self.clock.finish(None if outcome == SUCCESS else reason)
         return JobSetEvent(outcome, self.name, self.namespace, self.uid, reason, message, jobset)
 
     async def on_kill(self) -> None:
@@ -290,10 +177,6 @@ class JobSetTrigger(BaseTrigger):
         """Whether the task has stopped waiting on this trigger (so the JobSet must go)."""
         return await task_left_deferred(self.task_instance)
 
-    async def _delete(self, connection_extras: dict[str, Any] | None = None) -> None:
-        self.log.info("Deleting JobSet %s/%s (Foreground)", self.namespace, self.name)
-        hook = self.kubernetes.async_hook(connection_extras)
-        try:
-            await hook.delete_jobset(self.name, self.namespace, self.uid)
-        except Exception:
-            self.log.exception("Could not delete JobSet %s/%s", self.namespace, self.name)
+    async def _delete(self) -> None:
+        watch = await load_watch(self.kubernetes)
+        await watch.delete(self)

@@ -12,6 +12,7 @@ import pytest
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.triggers import jobset as trigger_module
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
+from tests.support.imports import heavy_modules_loaded_by
 from tests.support.jobsets import (
     disrupt_host,
     fail_host,
@@ -122,6 +123,21 @@ async def test_serializes_plain_data_and_survives_a_triggerer_restart(k8s):
     (event,) = await asyncio.wait_for(events(again), 20)
     assert event["status"] == "success"
     assert len(k8s.submitted) == 1
+
+
+def test_the_triggerer_loads_the_class_without_the_kubernetes_clients():
+    """Airflow imports a trigger's class on the triggerer's event loop: seconds of client
+    imports there stall every trigger and the heartbeat, and the triggers move elsewhere.
+    The trigger imports its waiting machinery in a worker thread on its first run instead."""
+    loaded = "import airflow.triggers.base\nimport airflow_provider_jax.triggers.jobset"
+    assert heavy_modules_loaded_by(loaded) == []
+    on_first_run = (
+        "import asyncio\n"
+        "from airflow_provider_jax.cluster import KubernetesCluster\n"
+        "from airflow_provider_jax.triggers.jobset import load_watch\n"
+        "asyncio.run(load_watch(KubernetesCluster()))"
+    )
+    assert "kubernetes_asyncio" in heavy_modules_loaded_by(on_first_run)
 
 
 @pytest.mark.parametrize(

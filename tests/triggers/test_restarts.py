@@ -50,7 +50,7 @@ async def test_an_evicted_pod_restarts_the_slice_and_the_task_succeeds(k8s, caps
     waiting = asyncio.create_task(events(trigger))
 
     def reported() -> bool:  # the trigger has streamed the leader's steps of attempt 0
-        clock = trigger._clock.clock
+        clock = trigger.clock.clock
         return bool(clock and 0 in clock.attempts and clock.attempts[0].marks)
 
     await asyncio.to_thread(k8s.wait_for, reported, 10, "the leader's first steps")

@@ -1,0 +1,57 @@
+"""Await a coroutine on an event loop of its own thread, while the calling (main) thread only
+waits for its answer.
+
+Airflow ends a blocking task at its ``execution_timeout`` by raising ``AirflowTaskTimeout``
+from a SIGALRM handler in the main thread, wherever that thread is. Awaited there, a wait
+would take it at a random point: inside an asyncio task's step, which stores a
+``BaseException`` on that task instead of raising it (a log stream's task would swallow the
+timeout), or inside Python 3.11's ``logging`` cache clearing, which holds the logging lock
+without a ``finally`` (a Kubernetes client that loads its config calls it), leaving the lock
+held for good and the process hung. A main thread that only waits on a future takes the
+signal there and nowhere else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def wait_off_main_thread(work: Coroutine[Any, Any, T], name: str) -> T:
+    """``work``'s result, awaited in a daemon thread. Whatever interrupts the wait here (the
+    execution_timeout's alarm, a kill) cancels ``work`` and is raised; the task's ``on_kill``
+    then does the cleanup, as Airflow calls it next."""
+    answer: concurrent.futures.Future[T] = concurrent.futures.Future()
+    running: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any] | None]] = []
+
+    async def main() -> T:
+        running.append((asyncio.get_running_loop(), asyncio.current_task()))
+        if answer.cancelled():  # interrupted before this thread got going
+            work.close()
+            raise asyncio.CancelledError
+        return await work
+
+    def run() -> None:
+        try:
+            answer.set_result(asyncio.run(main()))
+        except BaseException as err:  # handed to the waiting thread, whatever it is
+            if not answer.cancelled():
+                answer.set_exception(err)
+
+    thread = threading.Thread(target=run, name=name, daemon=True)
+    thread.start()
+    try:
+        return answer.result()
+    except BaseException:
+        if answer.cancel():  # still pending: the wait itself was interrupted
+            for loop, task in running:
+                if task is not None:
+                    with contextlib.suppress(RuntimeError):  # its loop has just closed
+                        loop.call_soon_threadsafe(task.cancel)
+        raise
