@@ -32,16 +32,20 @@ __all__ = ["ERROR", "FAILED", "SUCCESS", "TIMEOUT", "JobSetTrigger", "load_watch
 _TRIGGER_ON_KILL = Version(Version(airflow_version).base_version) >= Version("3.3.0")
 _WATCH = "airflow_provider_jax.triggers.jobset_watch"
 _GKE_HOOKS = "airflow_provider_jax.hooks.gke"
+_loaded: set[str] = set()  # modules fully imported by load_watch
 
 
 async def load_watch(cluster: KubernetesCluster) -> ModuleType:
     """The waiting machinery (:mod:`~airflow_provider_jax.triggers.jobset_watch`), imported
     in a worker thread the first time: this module stays light because Airflow imports a
     trigger's class on the triggerer's event loop, and seconds of Kubernetes-client imports
-    there stall every trigger and the triggerer's heartbeat."""
-    wanted = [_WATCH, *([_GKE_HOOKS] if cluster.is_gke else [])]
-    if missing := [name for name in wanted if name not in sys.modules]:
+    there stall every trigger and the triggerer's heartbeat. Triggers that start while the
+    import runs wait for it to finish (a module is in ``sys.modules`` from its first line, so
+    its presence there says nothing)."""
+    wanted = (_WATCH, *((_GKE_HOOKS,) if cluster.is_gke else ()))
+    if missing := [name for name in wanted if name not in _loaded]:
         await asyncio.to_thread(lambda: [importlib.import_module(name) for name in missing])
+        _loaded.update(missing)
     return sys.modules[_WATCH]
 
 

@@ -95,10 +95,24 @@ def running_jobset(
     return k8s.wait_for(running, timeout, f"{dag_id}.{task_id} {labels}'s slice to run")
 
 
-def seconds_until_gone(k8s: Emulator, name: str, since: float, timeout: float = 60) -> float:
-    """Seconds from ``since`` (epoch) until JobSet ``name`` no longer exists."""
-    k8s.wait_for(lambda: k8s.jobset(name) is None, timeout, f"JobSet {name} to go")
+def seconds_until_gone(
+    k8s: Emulator, name: str, uid: str, since: float, timeout: float = 60
+) -> float:
+    """Seconds from ``since`` (epoch) until JobSet ``name`` with ``uid`` no longer exists. By
+    uid: a cleared task's next try may already have made its own JobSet of that name."""
+
+    def gone() -> bool:
+        jobset = k8s.jobset(name)
+        return jobset is None or jobset["metadata"]["uid"] != uid
+
+    k8s.wait_for(gone, timeout, f"JobSet {name} ({uid}) to go")
     return time.time() - since
+
+
+def uid_of(k8s: Emulator, name: str) -> str:
+    jobset = k8s.jobset(name)
+    assert jobset is not None, name
+    return jobset["metadata"]["uid"]
 
 
 def wait_for_a_watch(k8s: Emulator, since: float) -> None:
@@ -147,6 +161,7 @@ def test_marking_failed_or_clearing_deletes_the_jobset_within_5s(
     tasks = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
     names = {t: running_jobset(k8s, dag_id, t) for t in ("failed_deferred", "failed_blocking")}
     names["cleared"] = running_jobset(k8s, dag_id, "cleared")
+    uids = {task_id: uid_of(k8s, name) for task_id, name in names.items()}
     wait_for_its_trigger(k8s, names["failed_deferred"])
     wait_for_its_trigger(k8s, names["cleared"])
     stack.wait_for_state(dag_id, run_id, "failed_blocking", {"running"})
@@ -155,14 +170,14 @@ def test_marking_failed_or_clearing_deletes_the_jobset_within_5s(
     for task_id in ("failed_deferred", "failed_blocking"):
         acted = time.time()
         stack.api("PATCH", f"{tasks}/{task_id}", {"new_state": "failed"})
-        took[task_id] = seconds_until_gone(k8s, names[task_id], acted)
+        took[task_id] = seconds_until_gone(k8s, names[task_id], uids[task_id], acted)
     acted = time.time()
     stack.api(
         "POST",
         f"/api/v2/dags/{dag_id}/clearTaskInstances",
         {"dry_run": False, "dag_run_id": run_id, "task_ids": ["cleared"], "only_failed": False},
     )
-    took["cleared"] = seconds_until_gone(k8s, names["cleared"], acted)
+    took["cleared"] = seconds_until_gone(k8s, names["cleared"], uids["cleared"], acted)
     print(f"seconds from the user action to no JobSet: {took}")
     assert all(t <= GONE_WITHIN for t in took.values()), took
 
@@ -187,11 +202,12 @@ def test_execution_timeout_deletes_the_jobset_within_5s(
     stack.wait_for_dag(dag_id)
     run_id = stack.trigger(dag_id)
     names = {t: running_jobset(k8s, dag_id, t) for t in ("timeout_deferred", "timeout_blocking")}
+    uids = {task_id: uid_of(k8s, name) for task_id, name in names.items()}
     late = {}
     for task_id, name in names.items():
         started = stack.task_instance(dag_id, run_id, task_id)["start_date"]
         deadline = started + TIMEOUT.total_seconds()
-        late[task_id] = seconds_until_gone(k8s, name, deadline, timeout=120)
+        late[task_id] = seconds_until_gone(k8s, name, uids[task_id], deadline, timeout=120)
     print(f"seconds from the deadline to no JobSet: {late}")
     assert all(t <= GONE_WITHIN for t in late.values()), late
     for task_id in names:

@@ -131,13 +131,24 @@ def test_the_triggerer_loads_the_class_without_the_kubernetes_clients():
     The trigger imports its waiting machinery in a worker thread on its first run instead."""
     loaded = "import airflow.triggers.base\nimport airflow_provider_jax.triggers.jobset"
     assert heavy_modules_loaded_by(loaded) == []
-    on_first_run = (
-        "import asyncio\n"
-        "from airflow_provider_jax.cluster import KubernetesCluster\n"
-        "from airflow_provider_jax.triggers.jobset import load_watch\n"
-        "asyncio.run(load_watch(KubernetesCluster()))"
-    )
-    assert "kubernetes_asyncio" in heavy_modules_loaded_by(on_first_run)
+    # Triggers starting while the first one's import runs get the module whole, not the
+    # partial one that sys.modules holds meanwhile (a fresh triggerer given 20 at once).
+    on_first_runs = """
+import asyncio
+from airflow_provider_jax.cluster import KubernetesCluster
+from airflow_provider_jax.triggers.jobset import load_watch
+
+async def start(i):
+    await asyncio.sleep(i * 0.02)
+    return hasattr(await load_watch(KubernetesCluster()), "delete")
+
+async def fresh_triggerer():
+    return await asyncio.gather(*map(start, range(40)))
+
+whole = asyncio.run(fresh_triggerer())
+assert all(whole), f"{whole.count(False)} of 40 triggers got a partly imported module"
+"""
+    assert "kubernetes_asyncio" in heavy_modules_loaded_by(on_first_runs)
 
 
 @pytest.mark.parametrize(
