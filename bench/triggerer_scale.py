@@ -23,6 +23,9 @@ off. Run from the repository root::
 
     python -m bench.triggerer_scale [--jobs 100 1000] [--window 60] [--drop-watch 30]
         [--log-lines 0]
+
+With ``BENCH_PROFILE=<file>`` the triggerer's side runs under ``cProfile`` and writes its
+stats there (read them with ``pstats``); its CPU figures are then the profiler's, not ours.
 """
 
 from __future__ import annotations
@@ -151,7 +154,14 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     start = time.monotonic()
-    asyncio.run(run_all())
+    if os.environ.get("BENCH_PROFILE"):
+        import cProfile
+
+        with cProfile.Profile() as prof:
+            asyncio.run(run_all())
+        prof.dump_stats(os.environ["BENCH_PROFILE"])
+    else:
+        asyncio.run(run_all())
     end = time.monotonic()
     done.set()
     sampler.join()
