@@ -39,7 +39,8 @@ async def load_watch(cluster: KubernetesCluster) -> ModuleType:
     """The waiting machinery (:mod:`~airflow_provider_jax.triggers.jobset_watch`), imported
     in a worker thread the first time: this module stays light because Airflow imports a
     trigger's class on the triggerer's event loop, and seconds of Kubernetes-client imports
-    there stall every trigger and the triggerer's heartbeat. Triggers that start while the
+    there stall every trigger on that triggerer (past ``[triggerer]
+    runner_health_check_threshold``, its heartbeat too). Triggers that start while the
     import runs wait for it to finish (a module is in ``sys.modules`` from its first line, so
     its presence there says nothing)."""
     wanted = (_WATCH, *((_GKE_HOOKS,) if cluster.is_gke else ()))

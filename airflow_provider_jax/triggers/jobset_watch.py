@@ -2,9 +2,8 @@
 
 Apart from the trigger's class because the triggerer imports a trigger's class on its event
 loop: the Kubernetes clients and the cncf hooks this needs are about 2,000 modules, seconds
-of import during which no trigger on that triggerer runs and its heartbeat lapses, so Airflow
-hands its triggers to another triggerer. The trigger loads this module in a worker thread
-(:func:`~airflow_provider_jax.triggers.jobset.load_watch`) instead.
+of import during which no trigger on that triggerer runs. The trigger loads this module in a
+worker thread (:func:`~airflow_provider_jax.triggers.jobset.load_watch`) instead.
 """
 
 from __future__ import annotations
