@@ -20,7 +20,13 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.backends import Deferral, JobSettings, Outcome, Started
+from airflow_provider_jax.backends import (
+    Deferral,
+    JobSettings,
+    Outcome,
+    Started,
+    blocking_deadline,
+)
 from airflow_provider_jax.backends.jobset_failure import explain_failure
 from airflow_provider_jax.backends.off_main_thread import wait_off_main_thread
 from airflow_provider_jax.backends.result import ResultReader
@@ -41,9 +47,6 @@ from airflow_provider_jax.triggers.queue_wait import QUEUE_REASONS
 
 # Airflow's own trigger timeout, this long after ours: a backstop only.
 TRIGGER_TIMEOUT_BACKSTOP_S = 60
-# Blocking, the wait's own deadline is this long after Airflow's execution_timeout alarm, which
-# ends it (see wait): a backstop where no alarm can be set (not the main thread).
-ALARM_BACKSTOP_S = 30
 GONE_TIMEOUT_S = 600  # longest wait for an earlier try's JobSet to be deleted
 
 
@@ -80,8 +83,8 @@ class KubernetesBackend:
         hook = self.cluster.hook()
         ref = self._ref = submit(hook, self.cluster, manifest, self.log)
         deadline = self.settings.deadline
-        if deadline is not None and not self.settings.deferrable:
-            deadline += ALARM_BACKSTOP_S
+        if not self.settings.deferrable:
+            deadline = blocking_deadline(deadline)  # Airflow's alarm goes first
         trigger = JobSetTrigger(
             name=ref.name,
             namespace=ref.namespace,

@@ -155,6 +155,23 @@ def test_timeout_leaves_no_process(tmp_path):
     assert wait_gone(pids) == []
 
 
+def test_airflows_timeout_alarm_ends_the_wait_and_leaves_no_process(tmp_path):
+    """Under Airflow's own ``timeout`` (as around ``execute``), the alarm ends the wait, not a
+    deadline of ours that would race it, and the processes still go."""
+    from airflow.sdk.execution_time.timeout import timeout
+
+    with pytest.raises(AirflowTaskTimeout, match="Timeout, PID"), timeout(3):
+        run(
+            "hang",
+            timeout_s=3,
+            initialize_distributed=False,
+            entrypoint_kwargs={"pid_dir": str(tmp_path)},
+        )
+    pids = _pids(tmp_path)
+    assert len(pids) == 4  # 2 processes, each with a child
+    assert wait_gone(pids) == []
+
+
 def test_on_kill_from_a_signal_handler_leaves_no_process(tmp_path, monkeypatch):
     """Airflow calls on_kill from its SIGTERM handler, on the thread that runs execute()."""
     monkeypatch.setenv("PYTHONPATH", str(REPO))
