@@ -83,14 +83,13 @@ class KubernetesBackend:
         hook = self.cluster.hook()
         ref = self._ref = submit(hook, self.cluster, manifest, self.log)
         deadline = self.settings.deadline
-        if not self.settings.deferrable:
-            deadline = blocking_deadline(deadline)  # Airflow's alarm goes first
         trigger = JobSetTrigger(
             name=ref.name,
             namespace=ref.namespace,
             uid=ref.uid or "",
             cluster=self.cluster.to_dict(),
-            deadline=deadline,
+            # Blocking, Airflow's alarm goes first; deferred, the trigger enforces it.
+            deadline=deadline if self.settings.deferrable else blocking_deadline(deadline),
             poll_interval=self.settings.poll_interval,
             queue_timeout=self.settings.queue_timeout,
             queue_until=self.settings.queue_until,
@@ -102,7 +101,6 @@ class KubernetesBackend:
             hook.annotate_jobset(
                 ref.name, ref.namespace, ref.uid, {DEFERRED_BY_TRY_ANNOTATION: str(try_number)}
             )
-            deadline = self.settings.deadline
             timeout = None
             if deadline is not None:
                 left = deadline - time.time() + TRIGGER_TIMEOUT_BACKSTOP_S

@@ -28,10 +28,12 @@ def wait_off_main_thread(work: Coroutine[Any, Any, T], name: str) -> T:
     execution_timeout's alarm, a kill) cancels ``work`` and is raised; the task's ``on_kill``
     then does the cleanup, as Airflow calls it next."""
     answer: concurrent.futures.Future[T] = concurrent.futures.Future()
-    running: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[Any] | None]] = []
+    running: list[asyncio.Task[Any]] = []  # the task awaiting ``work``, once it runs
 
     async def main() -> T:
-        running.append((asyncio.get_running_loop(), asyncio.current_task()))
+        task = asyncio.current_task()
+        assert task is not None  # a coroutine under asyncio.run always runs in one
+        running.append(task)
         if answer.cancelled():  # interrupted before this thread got going
             work.close()
             raise asyncio.CancelledError
@@ -50,8 +52,7 @@ def wait_off_main_thread(work: Coroutine[Any, Any, T], name: str) -> T:
         return answer.result()
     except BaseException:
         if answer.cancel():  # still pending: the wait itself was interrupted
-            for loop, task in running:
-                if task is not None:
-                    with contextlib.suppress(RuntimeError):  # its loop has just closed
-                        loop.call_soon_threadsafe(task.cancel)
+            for task in running:
+                with contextlib.suppress(RuntimeError):  # its loop has just closed
+                    task.get_loop().call_soon_threadsafe(task.cancel)
         raise
