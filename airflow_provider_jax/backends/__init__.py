@@ -15,17 +15,14 @@ Implementations are imported only when a task runs (:func:`get_backend`), never 
 
 from __future__ import annotations
 
+import datetime
 import importlib
 import math
-import signal
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    import datetime
-
     from airflow.triggers.base import BaseTrigger
 
 BACKENDS = ("kubernetes", "local")
@@ -33,8 +30,6 @@ ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
 # execution_timeout is also the cluster's own deadline for the JobSet's Jobs, this much later,
 # so Airflow's timeout (which explains itself) acts first whenever Airflow is there to act.
 CLUSTER_DEADLINE_GRACE_S = 60
-# A blocking wait's own deadline comes this long after Airflow's execution_timeout alarm.
-ALARM_BACKSTOP_S = 30
 # XComs live in a JSON column of the metadata database, are loaded by every task that pulls
 # them and shown in the UI. Airflow's own providers cap XCom output at 48 KiB; MySQL's default
 # max_allowed_packet (64 MiB) is the hard ceiling of the common backends. 1 MiB leaves room for
@@ -164,28 +159,13 @@ def try_deadline(
     return start + execution_timeout.total_seconds()
 
 
-def blocking_deadline(deadline: float | None) -> float | None:
-    """When a blocking wait gives up by itself. Airflow ends a blocking task at its
-    ``execution_timeout`` with a SIGALRM alarm armed around ``execute``, raising in the main
-    thread wherever it is. Where that alarm is armed, the wait's own deadline comes
-    ``ALARM_BACKSTOP_S`` after it: a clean-up of ours started just before the alarm would
-    be cut short by it, and one inside Python 3.11's ``logging`` leaves its lock held for
-    good (see ``off_main_thread``). Where none is armed, the deadline is the enforcement."""
-    if deadline is None or not _airflows_alarm_is_armed():
-        return deadline
-    return deadline + ALARM_BACKSTOP_S
-
-
-def _airflows_alarm_is_armed() -> bool:
-    """Whether SIGALRM is pending and goes to Airflow's ``TimeoutPosix`` (not, say, a test
-    runner's own timeout). Its module is loaded wherever that can be so."""
-    module = sys.modules.get("airflow.sdk.execution_time.timeout")
-    owner = getattr(signal.getsignal(signal.SIGALRM), "__self__", None)
-    return (
-        module is not None
-        and isinstance(owner, getattr(module, "TimeoutPosix", ()))
-        and signal.getitimer(signal.ITIMER_REAL)[0] > 0
-    )
+def log_deadline(log: Any, deadline: float | None) -> None:
+    """Say when this try's ``execution_timeout`` runs out: it counts from the try's start as
+    the task sees it, a little after the start date the UI shows (Airflow's own latency)."""
+    if deadline is not None:
+        at = datetime.datetime.fromtimestamp(deadline, tz=datetime.UTC)
+        at_ms = at.isoformat(timespec="milliseconds")
+        log.info("This try's execution_timeout runs out at %s.", at_ms)
 
 
 def cluster_deadline_seconds(execution_timeout: datetime.timedelta | None) -> int | None:

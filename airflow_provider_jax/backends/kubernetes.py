@@ -25,7 +25,7 @@ from airflow_provider_jax.backends import (
     JobSettings,
     Outcome,
     Started,
-    blocking_deadline,
+    log_deadline,
 )
 from airflow_provider_jax.backends.jobset_failure import explain_failure
 from airflow_provider_jax.backends.off_main_thread import wait_off_main_thread
@@ -41,6 +41,7 @@ from airflow_provider_jax.links.jobset import (
     gke_workload_url,
 )
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
+from airflow_provider_jax.timeout_alarm import disarm_airflows_alarm
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
 from airflow_provider_jax.triggers.queue_wait import QUEUE_REASONS
@@ -83,13 +84,13 @@ class KubernetesBackend:
         hook = self.cluster.hook()
         ref = self._ref = submit(hook, self.cluster, manifest, self.log)
         deadline = self.settings.deadline
+        log_deadline(self.log, deadline)
         trigger = JobSetTrigger(
             name=ref.name,
             namespace=ref.namespace,
             uid=ref.uid or "",
             cluster=self.cluster.to_dict(),
-            # Blocking, Airflow's alarm goes first; deferred, the trigger enforces it.
-            deadline=deadline if self.settings.deferrable else blocking_deadline(deadline),
+            deadline=deadline,
             poll_interval=self.settings.poll_interval,
             queue_timeout=self.settings.queue_timeout,
             queue_until=self.settings.queue_until,
@@ -155,6 +156,7 @@ class KubernetesBackend:
                 resumed = ended.goodput.get("resumed_from")
             return replace(outcome, resumed_from=resumed, goodput=ended.goodput)
         if ended.status == TIMEOUT:
+            disarm_airflows_alarm()
             _delete(hook, ref, self.log)
             from airflow.sdk.exceptions import AirflowTaskTimeout
 

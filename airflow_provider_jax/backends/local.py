@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_jax.backends import JobSettings, Outcome, Started, blocking_deadline
+from airflow_provider_jax.backends import JobSettings, Outcome, Started, log_deadline
 from airflow_provider_jax.backends.result import ResultReader
 from airflow_provider_jax.capacity import described
 from airflow_provider_jax.exceptions import JaxJobFailed
@@ -25,7 +25,8 @@ class LocalBackend:
         self._jobset: LocalJobSet | None = None
 
     def start(self, manifest: Mapping[str, Any]) -> Started:
-        deadline = blocking_deadline(self.settings.deadline)  # Airflow's alarm goes first
+        deadline = self.settings.deadline
+        log_deadline(self.settings.log, deadline)
         self._jobset = LocalJobSet(
             manifest,
             log=self.settings.log,

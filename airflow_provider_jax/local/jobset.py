@@ -40,6 +40,7 @@ from airflow_provider_jax.runtime.messages import (
     parse_report,
     parse_resumed,
 )
+from airflow_provider_jax.timeout_alarm import disarm_airflows_alarm
 
 if TYPE_CHECKING:
     from airflow.sdk.types import Logger
@@ -189,6 +190,7 @@ class _Attempt:
             if all(code == 0 for code in codes.values()):
                 return []
             if jobset._deadline is not None and time.monotonic() > jobset._deadline:
+                disarm_airflows_alarm()  # before the clean-up in ``finally``
                 raise AirflowTaskTimeout(
                     f"JAX job {jobset.name} ran past its execution_timeout of "
                     f"{jobset.timeout_s:.0f}s; all its processes were stopped."

@@ -155,18 +155,33 @@ def test_timeout_leaves_no_process(tmp_path):
     assert wait_gone(pids) == []
 
 
-def test_airflows_timeout_alarm_ends_the_wait_and_leaves_no_process(tmp_path):
-    """Under Airflow's own ``timeout`` (as around ``execute``), the alarm ends the wait, not a
-    deadline of ours that would race it, and the processes still go."""
+@pytest.mark.parametrize(
+    ("ours_s", "airflows_s", "error"),
+    [
+        # Ours first (it counts from the try's start): Airflow's alarm is disarmed before the
+        # clean-up, which it would otherwise cut short.
+        (2, 60, "ran past its execution_timeout"),
+        # Airflow's first (a deadline given by someone else): it interrupts the wait.
+        (60, 2, "Timeout, PID"),
+    ],
+)
+def test_either_timeout_ends_the_wait_and_leaves_no_process(tmp_path, ours_s, airflows_s, error):
+    """Under Airflow's own ``timeout`` (as around ``execute``), whichever of the two comes
+    first ends the wait, the other never fires, and the processes go."""
     from airflow.sdk.execution_time.timeout import timeout
 
-    with pytest.raises(AirflowTaskTimeout, match="Timeout, PID"), timeout(3):
-        run(
-            "hang",
-            timeout_s=3,
-            initialize_distributed=False,
-            entrypoint_kwargs={"pid_dir": str(tmp_path)},
-        )
+    with pytest.raises(AirflowTaskTimeout, match=error), timeout(airflows_s):
+        try:
+            run(
+                "hang",
+                timeout_s=ours_s,
+                initialize_distributed=False,
+                entrypoint_kwargs={"pid_dir": str(tmp_path)},
+            )
+        finally:
+            left = signal.getitimer(signal.ITIMER_REAL)[0]
+    if ours_s < airflows_s:
+        assert left == 0, "Airflow's alarm was left armed through the clean-up"
     pids = _pids(tmp_path)
     assert len(pids) == 4  # 2 processes, each with a child
     assert wait_gone(pids) == []

@@ -10,7 +10,6 @@ import time
 
 import pytest
 
-from airflow_provider_jax.backends import ALARM_BACKSTOP_S, blocking_deadline
 from airflow_provider_jax.backends.off_main_thread import wait_off_main_thread
 
 
@@ -68,19 +67,3 @@ async def _tick() -> None:
     while True:
         sum(range(20_000))
         await asyncio.sleep(0)
-
-
-def test_a_blocking_deadline_comes_after_airflows_alarm_and_is_kept_without_one():
-    from airflow.sdk.execution_time.timeout import timeout
-
-    assert blocking_deadline(None) is None
-    assert blocking_deadline(100.0) == 100.0  # no alarm of Airflow's: it is the enforcement
-    with timeout(60):
-        assert blocking_deadline(100.0) == 100.0 + ALARM_BACKSTOP_S
-    previous = signal.signal(signal.SIGALRM, lambda signum, frame: None)
-    signal.setitimer(signal.ITIMER_REAL, 60)  # someone else's alarm (pytest-timeout's, say)
-    try:
-        assert blocking_deadline(100.0) == 100.0
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)

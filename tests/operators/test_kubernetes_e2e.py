@@ -94,6 +94,10 @@ def test_a_retry_after_failure_creates_exactly_one_new_jobset(e2e: Run):
 def test_execution_timeout_deletes_the_jobset_in_both_modes(e2e: Run):
     assert e2e.states["timeout_deferred"][0] == e2e.states["timeout_blocking"][0] == "failed"
     assert e2e.created_for("timeout_deferred") == e2e.created_for("timeout_blocking") == 1
+    # Both at the deadline counted from the try's start, by the wait itself: Airflow's alarm
+    # (from execute's start, later) never fired in the blocking one.
+    assert e2e.proc.stdout.count("was deleted: the task's execution_timeout passed") == 2
+    assert "Timeout, PID" not in e2e.proc.stdout
 
 
 def test_nothing_is_left_behind(e2e: Run, k8s_emulator: Emulator):

@@ -227,6 +227,12 @@ class AirflowStack:
             time.sleep(every)
         return value
 
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
+        """One try's task log (JSON lines), as the worker wrote it."""
+        path = self.home / "logs" / f"dag_id={dag_id}" / f"run_id={run_id}"
+        path = path / f"task_id={task_id}" / f"attempt={try_number}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
     def logs(self, component: str) -> str:
         path = self.home / f"{component}.log"
         return path.read_text(errors="replace")[-6000:] if path.exists() else ""
