@@ -4,6 +4,7 @@ the shared GCS/Orbax fixtures."""
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +23,12 @@ pytest_plugins = [
     "tests.support.orbax_fixtures",
     "tests.support.postgres",
 ]
+
+
+def pytest_report_header() -> list[str]:
+    """What the suite's run time depends on most, on the first lines of CI's log."""
+    writes = "not written" if sys.dont_write_bytecode else "written at first import"
+    return [f"cores: {os.cpu_count()}; bytecode: {writes}"]
 
 
 @pytest.fixture(scope="session")
