@@ -55,6 +55,7 @@ def get_provider_info() -> dict[str, Any]:
         "extra-links": [
             "airflow_provider_jax.links.jobset.JobSetWorkloadLink",
             "airflow_provider_jax.links.jobset.JobSetLogsLink",
+            "airflow_provider_jax.links.jobset.KueueEventsLink",
             "airflow_provider_jax.links.tensorboard.TensorBoardLink",
         ],
         "task-decorators": [

@@ -33,12 +33,14 @@ from airflow_provider_jax.backends.result import ResultReader
 from airflow_provider_jax.cluster import KubernetesCluster, cluster_from
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
-from airflow_provider_jax.jobset import DEFERRED_BY_TRY_ANNOTATION
+from airflow_provider_jax.jobset import DEFERRED_BY_TRY_ANNOTATION, KUEUE_QUEUE_LABEL
 from airflow_provider_jax.links.jobset import (
     JobSetLogsLink,
     JobSetWorkloadLink,
+    KueueEventsLink,
     cloud_logging_url,
     gke_workload_url,
+    kueue_events_url,
 )
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
 from airflow_provider_jax.timeout_alarm import disarm_airflows_alarm
@@ -107,9 +109,11 @@ class KubernetesBackend:
                 left = deadline - time.time() + TRIGGER_TIMEOUT_BACKSTOP_S
                 timeout = datetime.timedelta(seconds=max(left, 1))
             deferral = Deferral(trigger, {"cluster": self.cluster.to_dict()}, timeout)
-        return Started(ref.name, ref.namespace, self._links(ref), deferral, trigger)
+        queued = KUEUE_QUEUE_LABEL in (manifest["metadata"].get("labels") or {})
+        return Started(ref.name, ref.namespace, self._links(ref, queued), deferral, trigger)
 
-    def _links(self, ref: JobSetRef) -> dict[str, str]:
+    def _links(self, ref: JobSetRef, queued: bool) -> dict[str, str]:
+        """The GKE console pages of the JobSet; ``queued``: Kueue's events for it too."""
         c = self.settings.cluster
         if not (c.project_id and c.location and c.cluster_name):
             return {}
@@ -120,10 +124,13 @@ class KubernetesBackend:
             "namespace": ref.namespace,
             "name": ref.name,
         }
-        return {
+        links = {
             JobSetLogsLink().xcom_key: cloud_logging_url(**where),
             JobSetWorkloadLink().xcom_key: gke_workload_url(**where),
         }
+        if queued:
+            links[KueueEventsLink().xcom_key] = kueue_events_url(**where)
+        return links
 
     def wait(self, started: Started) -> Outcome:
         """Await the trigger in this process (``deferrable=False``), off the main thread:

@@ -1,6 +1,7 @@
-"""Extra links from a JAX task to its JobSet on GKE: the workload page and its pods' logs in
-Cloud Logging. Both are stored in XCom when the JobSet is submitted; elsewhere they are empty,
-so the UI shows no link (and logs no error)."""
+"""Extra links from a JAX task to its JobSet on GKE: the workload page, its pods' logs in
+Cloud Logging and, when Kueue queues it, the Workload's events. They are stored in XCom when
+the JobSet is submitted; elsewhere they are empty, so the UI shows no link (and logs no
+error)."""
 
 from __future__ import annotations
 
@@ -32,17 +33,45 @@ def cloud_logging_url(
 ) -> str:
     """Cloud Logging, filtered to every container of JobSet ``name`` (GKE logs pod labels as
     ``k8s-pod/<label>`` with dots turned into underscores)."""
-    query = "\n".join(
-        [
-            'resource.type="k8s_container"',
-            f'resource.labels.project_id="{project_id}"',
-            f'resource.labels.location="{location}"',
-            f'resource.labels.cluster_name="{cluster_name}"',
-            f'resource.labels.namespace_name="{namespace}"',
-            f'labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="{name}"',
-        ]
+    return _logging_url(
+        project_id,
+        'resource.type="k8s_container"',
+        *_cluster(project_id, location, cluster_name),
+        f'resource.labels.namespace_name="{namespace}"',
+        f'labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="{name}"',
     )
-    return f"{CLOUD_LOGGING};query={quote(query, safe='')}?project={quote(project_id)}"
+
+
+def kueue_events_url(
+    *, project_id: str, location: str, cluster_name: str, namespace: str, name: str
+) -> str:
+    """Cloud Logging, filtered to the Kubernetes events of the Kueue Workload that queues
+    JobSet ``name``: why it waits (quota, admission checks), when it was admitted or
+    preempted. GKE writes the cluster's events to the ``events`` log; Kueue names a JobSet's
+    Workload ``jobset-<name>-<hash>``, a hash of the JobSet's uid among others, so the filter
+    is on that prefix (``:`` is a substring match)."""
+    return _logging_url(
+        project_id,
+        'log_id("events")',
+        *_cluster(project_id, location, cluster_name),
+        'jsonPayload.involvedObject.kind="Workload"',
+        f'jsonPayload.involvedObject.namespace="{namespace}"',
+        f'jsonPayload.involvedObject.name:"jobset-{name}-"',
+    )
+
+
+def _cluster(project_id: str, location: str, cluster_name: str) -> tuple[str, ...]:
+    return (
+        f'resource.labels.project_id="{project_id}"',
+        f'resource.labels.location="{location}"',
+        f'resource.labels.cluster_name="{cluster_name}"',
+    )
+
+
+def _logging_url(project_id: str, *filters: str) -> str:
+    """Cloud Logging's query page with ``filters``, one per line (lines are ANDed)."""
+    query = quote("\n".join(filters), safe="")
+    return f"{CLOUD_LOGGING};query={query}?project={quote(project_id)}"
 
 
 class StoredLink(BaseOperatorLink):
@@ -65,3 +94,9 @@ class JobSetWorkloadLink(StoredLink):
     """The JobSet's page in the GKE console."""
 
     name = "JobSet on GKE"
+
+
+class KueueEventsLink(StoredLink):
+    """The events of the Kueue Workload that queues the JobSet (a task with a ``queue_name``)."""
+
+    name = "Kueue events"

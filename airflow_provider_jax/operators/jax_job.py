@@ -25,7 +25,7 @@ from airflow_provider_jax.jobset import (
     SAFE_SECURITY_CONTEXT,
 )
 from airflow_provider_jax.launcher import split_pip_packages
-from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink
+from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
 from airflow_provider_jax.operators.job_settings import job_settings
@@ -172,7 +172,12 @@ class JaxJobOperator(
     }
     ui_color = "#e8f0fe"
     ships_source: ClassVar[bool] = False  # True for the decorators, which ship a function
-    operator_extra_links = (JobSetWorkloadLink(), JobSetLogsLink(), TensorBoardLink())
+    operator_extra_links = (
+        JobSetWorkloadLink(),
+        JobSetLogsLink(),
+        KueueEventsLink(),
+        TensorBoardLink(),
+    )
 
     def __init__(
         self,

@@ -14,14 +14,21 @@ from urllib.parse import unquote
 
 import pytest
 
-from airflow_provider_jax.backends import CLUSTER_DEADLINE_GRACE_S, JobSettings
+from airflow_provider_jax.backends import CLUSTER_DEADLINE_GRACE_S, ClusterSettings, JobSettings
 from airflow_provider_jax.backends.jobset_failure import explain_failure
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed, JobSetConflict
 from airflow_provider_jax.failure_policy import CODE_ERROR_RULE
 from airflow_provider_jax.host_logs import SUMMARY_HEADER, SUMMARY_LINES
-from airflow_provider_jax.links.jobset import cloud_logging_url, gke_workload_url
+from airflow_provider_jax.links.jobset import (
+    JobSetLogsLink,
+    JobSetWorkloadLink,
+    KueueEventsLink,
+    cloud_logging_url,
+    gke_workload_url,
+    kueue_events_url,
+)
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import failure_message, success_message
 from airflow_provider_jax.triggers.jobset_event import JobSetEvent
@@ -92,6 +99,40 @@ def test_the_workload_link_is_the_gke_page_xpk_prints():
         "https://console.cloud.google.com/kubernetes/service/us-central2/tpu/ml/t-1/details"
         "?project=proj"
     )
+
+
+def test_the_kueue_link_is_cloud_logging_of_the_workloads_events():
+    url = kueue_events_url(
+        project_id="proj", location="us-central2", cluster_name="tpu", namespace="ml", name="t-1"
+    )
+    query = unquote(url.split(";query=")[1].split("?")[0]).splitlines()
+    assert query[0] == 'log_id("events")'
+    assert 'jsonPayload.involvedObject.kind="Workload"' in query
+    assert 'jsonPayload.involvedObject.namespace="ml"' in query
+    assert 'jsonPayload.involvedObject.name:"jobset-t-1-"' in query  # Kueue's name, any hash
+    assert 'resource.labels.cluster_name="tpu"' in query
+    assert url.endswith("?project=proj")
+
+
+@pytest.mark.parametrize("queue_name", [None, "team-a"])
+def test_a_gke_task_gets_the_kueue_link_only_when_queued(k8s, tmp_path, queue_name):
+    """A task that names its GKE cluster, once its endpoint is looked up (the emulator's)."""
+    k8s.script(run_forever)
+    gke = ClusterSettings(project_id="proj", location="us-central2", cluster_name="tpu")
+    running = backend(tmp_path, cluster=gke)
+    running._cluster = CLUSTER  # what the GKE lookup found
+    body = manifest(queue_name=queue_name)
+    started = running.start(body)
+    try:
+        expected = {JobSetWorkloadLink().xcom_key, JobSetLogsLink().xcom_key}
+        if queue_name:
+            expected.add(KueueEventsLink().xcom_key)
+        assert set(started.links) == expected
+        if queue_name:
+            name = body["metadata"]["name"]
+            assert f"jobset-{name}-" in unquote(started.links[KueueEventsLink().xcom_key])
+    finally:
+        running.kill()
 
 
 def test_submit_reattaches_to_a_running_jobset_of_the_same_task_instance(k8s):
