@@ -44,7 +44,7 @@ from airflow_provider_jax.links.jobset import (
 )
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
 from airflow_provider_jax.timeout_alarm import disarm_airflows_alarm
-from airflow_provider_jax.triggers.jobset import JobSetTrigger
+from airflow_provider_jax.triggers.jobset import RESUME_SETTLE_S, JobSetTrigger
 from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
 from airflow_provider_jax.triggers.queue_wait import QUEUE_REASONS
 
@@ -97,6 +97,7 @@ class KubernetesBackend:
             queue_timeout=self.settings.queue_timeout,
             queue_until=self.settings.queue_until,
             stream_logs=self.settings.stream_logs,
+            fire_not_before=time.time() + RESUME_SETTLE_S if self.settings.deferrable else None,
         )
         deferral = None
         if self.settings.deferrable:

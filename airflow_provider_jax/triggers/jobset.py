@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
+import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from types import ModuleType
@@ -31,6 +32,12 @@ __all__ = ["ERROR", "FAILED", "SUCCESS", "TIMEOUT", "JobSetTrigger", "load_watch
 # another triggerer: see on_kill); before, cleanup() must ask.
 _TRIGGER_ON_KILL = Version(Version(airflow_version).base_version) >= Version("3.3.0")
 _WATCH = "airflow_provider_jax.triggers.jobset_watch"
+# A deferred try fires no sooner than this after it deferred. The worker's exit on defer()
+# reaches the scheduler as an executor "success" for the same try, seconds later on a busy
+# scheduler; Airflow 3.3 fails a try whose resumed run is already queued or running when it
+# drains that event ("state mismatch", apache/airflow#72716), so a JobSet that ends within
+# seconds of the deferral would cost a retry. A real slice takes longer than this to start.
+RESUME_SETTLE_S = 10.0
 _GKE_HOOKS = "airflow_provider_jax.hooks.gke"
 _loaded: set[str] = set()  # modules fully imported by load_watch
 
@@ -68,7 +75,8 @@ class JobSetTrigger(BaseTrigger):
     (``queue_until="running"``) or Kueue's admission (``"admitted"``), or when Kueue gives
     up on it, the JobSet is deleted and the task fails.
 
-    The event is a :class:`~airflow_provider_jax.triggers.jobset_event.JobSetEvent` as a dict.
+    The event is a :class:`~airflow_provider_jax.triggers.jobset_event.JobSetEvent` as a dict,
+    fired no earlier than ``fire_not_before`` (epoch seconds; see :data:`RESUME_SETTLE_S`).
     """
 
     def __init__(
@@ -85,6 +93,7 @@ class JobSetTrigger(BaseTrigger):
         queue_timeout: float | None = None,
         queue_until: str = "running",
         stream_logs: str = STREAM_LEADER,
+        fire_not_before: float | None = None,
     ) -> None:
         super().__init__()
         self.name, self.namespace, self.uid = name, namespace, uid
@@ -95,6 +104,7 @@ class JobSetTrigger(BaseTrigger):
         self.log_lines = log_lines
         self.queue_timeout, self.queue_until = queue_timeout, queue_until
         self.stream_logs = stream_logs
+        self.fire_not_before = fire_not_before
         self._fired = False
         self.clock = RunClock()  # in memory only: the goodput ledger of what this run sees
         self.restart_lines: list[str] = []  # in memory only: the restarts this run saw
@@ -118,6 +128,11 @@ class JobSetTrigger(BaseTrigger):
                     else {}
                 ),
                 **({"stream_logs": self.stream_logs} if self.stream_logs != STREAM_LEADER else {}),
+                **(
+                    {"fire_not_before": self.fire_not_before}
+                    if self.fire_not_before is not None
+                    else {}
+                ),
             },
         )
 
@@ -129,6 +144,8 @@ class JobSetTrigger(BaseTrigger):
         if _TRIGGER_ON_KILL:
             warm_up(getattr(self, "task_instance", None))  # for on_kill's state read
         event = await self.wait()
+        if self.fire_not_before is not None:  # the JobSet is already deleted where it must be
+            await asyncio.sleep(max(self.fire_not_before - time.time(), 0))
         self._fired = True
         yield TriggerEvent(event.to_dict())
 

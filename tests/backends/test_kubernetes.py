@@ -31,6 +31,7 @@ from airflow_provider_jax.links.jobset import (
 )
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import failure_message, success_message
+from airflow_provider_jax.triggers.jobset import RESUME_SETTLE_S
 from airflow_provider_jax.triggers.jobset_event import JobSetEvent
 from tests.support.jobsets import manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
@@ -131,6 +132,22 @@ def test_a_gke_task_gets_the_kueue_link_only_when_queued(k8s, tmp_path, queue_na
         if queue_name:
             name = body["metadata"]["name"]
             assert f"jobset-{name}-" in unquote(started.links[KueueEventsLink().xcom_key])
+    finally:
+        running.kill()
+
+
+@pytest.mark.parametrize("deferrable", [True, False])
+def test_only_a_deferred_wait_holds_its_event_for_the_settle_time(k8s, tmp_path, deferrable):
+    k8s.script(run_forever)
+    running = backend(tmp_path, deferrable=deferrable)
+    before = time.time()
+    started = running.start(manifest())
+    try:
+        settle = started.handle.fire_not_before
+        if deferrable:
+            assert before + RESUME_SETTLE_S <= settle <= time.time() + RESUME_SETTLE_S
+        else:
+            assert settle is None  # the operator awaits the wait itself: nothing to race
     finally:
         running.kill()
 

@@ -125,6 +125,19 @@ async def test_serializes_plain_data_and_survives_a_triggerer_restart(k8s):
     assert len(k8s.submitted) == 1
 
 
+async def test_a_job_that_ends_at_once_fires_no_sooner_than_fire_not_before(k8s):
+    """Airflow 3.3 fails a try whose resumed run is queued before the scheduler drained the
+    worker's exit on defer() (apache/airflow#72716): the event waits for the settle time."""
+    k8s.script(succeed(1))
+    trigger = submit(k8s)
+    assert "fire_not_before" not in trigger.serialize()[1]  # a row the last release can load
+    trigger.fire_not_before = time.time() + 2
+    again = JobSetTrigger(**trigger.serialize()[1])
+    (event,) = await asyncio.wait_for(events(again), 20)
+    assert event["status"] == "success"
+    assert time.time() >= trigger.fire_not_before
+
+
 def test_the_triggerer_loads_the_class_without_the_kubernetes_clients():
     """Airflow imports a trigger's class on the triggerer's event loop: seconds of client
     imports there stall every trigger and the heartbeat, and the triggers move elsewhere.
