@@ -142,10 +142,11 @@ def test_each_finalized_step_runs_evaluation_once_through_two_triggerer_kills(
         stack.wait_for_dag(dag_id)
     stack.wait_until(triggerers.owner, 120, "the watcher to start", every=1)
 
-    # Three steps, 6 s apart: the first kill comes after step 10 is announced, the second
-    # after a later one, which the first restarted triggerer announced.
+    # Four steps, 6 s apart: the first kill comes after step 10 (or 20) is announced, the
+    # second after a later one, which the first restarted triggerer announced; one step is
+    # left over even when the first kill comes late.
     run_id = stack.trigger(
-        "train_continuous", {"steps": 30, "checkpoint_every": 10, "seconds_per_step": 0.6}
+        "train_continuous", {"steps": 40, "checkpoint_every": 10, "seconds_per_step": 0.6}
     )
     # The watch for a step starts with the training: a loaded machine may take a while to
     # get the task going at all.
@@ -156,7 +157,7 @@ def test_each_finalized_step_runs_evaluation_once_through_two_triggerer_kills(
 
     train = stack.wait_for_state("train_continuous", run_id, "train", {"success", "failed"}, 420)
     assert train["state"] == "success", stack.logs("scheduler")
-    steps = list(range(10, 31, 10))
+    steps = list(range(10, 41, 10))
     stack.wait_until(lambda: announced(stack) == steps, 120, "every step announced", every=1)
 
     # A step being written, and a temporary directory, never fire: checked after at least four
@@ -183,8 +184,8 @@ def test_each_finalized_step_runs_evaluation_once_through_two_triggerer_kills(
             " WHERE a.name = 'train_continuous_model'"
         )
     ]
-    assert extra["step"] == 30 and extra["path"] == f"{checkpoints}/30"
-    assert extra["report"]["step"] == 30 and extra["jobset"]
+    assert extra["step"] == 40 and extra["path"] == f"{checkpoints}/40"
+    assert extra["report"]["step"] == 40 and extra["jobset"]
 
 
 def test_gcs_checkpoints_run_evaluation_once_each(

@@ -4,6 +4,7 @@ its REST API and read in its metadata database."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -23,6 +24,7 @@ import sqlalchemy
 from tests.support.airflow_home import AIRFLOW
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+FERNET_KEY = base64.urlsafe_b64encode(b"airflow-provider-jax-tests-32-b.").decode()
 
 
 def free_port() -> int:
@@ -56,7 +58,13 @@ class AirflowStack:
             "AIRFLOW__CORE__MAX_TEMPLATED_FIELD_LENGTH": "16384",  # the whole rendered JobSet
             "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"http://127.0.0.1:{api_port}/execution/",
             "AIRFLOW__API__PORT": str(api_port),
+            # Secrets every component must share. Left unset, each component that starts
+            # before airflow.cfg exists writes one with keys of its own making, and the
+            # triggerer then cannot decrypt the trigger kwargs the others stored (InvalidToken
+            # kills its runner: seen once all four start within the same second).
             "AIRFLOW__API_AUTH__JWT_SECRET": "airflow-provider-jax-tests-jwt-secret",
+            "AIRFLOW__CORE__FERNET_KEY": FERNET_KEY,
+            "AIRFLOW__API__SECRET_KEY": "airflow-provider-jax-tests-api-secret",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True",
             "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "3",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
