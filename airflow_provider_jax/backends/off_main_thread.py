@@ -47,8 +47,10 @@ def wait_off_main_thread(work: Coroutine[Any, Any, T], name: str) -> T:
                 answer.set_exception(err)
 
     thread = threading.Thread(target=run, name=name, daemon=True)
-    thread.start()
     try:
+        # Inside the try: an alarm can land while start() waits for the thread to come up
+        # (seconds on a loaded machine), and the work must still be cancelled.
+        thread.start()
         return answer.result()
     except BaseException:
         if answer.cancel():  # still pending: the wait itself was interrupted
