@@ -102,6 +102,16 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "/run/secrets/jax",
                         "default": "",
                     },
+                    "resume_settle_seconds": {
+                        "description": "A deferred task's trigger fires no sooner than this "
+                        "after the task deferred: Airflow 3.3 fails a try resumed before the "
+                        "scheduler saw its worker exit on defer() (apache/airflow#72716). 0 "
+                        "where no scheduler runs the task (airflow dags test).",
+                        "version_added": "0.3.0",
+                        "type": "float",
+                        "example": "0",
+                        "default": "10",
+                    },
                     "tensorboard_url": {
                         "description": "Your TensorBoard (or XProf) URL for a run's output_dir, "
                         "with {output_dir} where the URL-quoted directory goes. A task whose "

@@ -97,7 +97,7 @@ class KubernetesBackend:
             queue_timeout=self.settings.queue_timeout,
             queue_until=self.settings.queue_until,
             stream_logs=self.settings.stream_logs,
-            fire_not_before=time.time() + RESUME_SETTLE_S if self.settings.deferrable else None,
+            fire_not_before=_fire_not_before() if self.settings.deferrable else None,
         )
         deferral = None
         if self.settings.deferrable:
@@ -225,6 +225,14 @@ class KubernetesBackend:
             self.cluster, self.settings.name, self.settings.namespace, None
         )
         _delete(ref.cluster.hook(), ref, self.log)
+
+
+def _fire_not_before() -> float | None:
+    """When a deferred trigger may fire at the earliest (see ``RESUME_SETTLE_S``)."""
+    from airflow.sdk import conf
+
+    settle = conf.getfloat("jax", "resume_settle_seconds", fallback=RESUME_SETTLE_S)
+    return time.time() + settle if settle > 0 else None
 
 
 def submit(

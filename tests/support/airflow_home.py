@@ -29,6 +29,9 @@ class AirflowHome:
             **os.environ,
             "AIRFLOW_HOME": str(self.path),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            # `airflow dags test` runs each trigger in-process, with no scheduler or executor
+            # whose late event could race the resumed try: nothing to wait out.
+            "AIRFLOW__JAX__RESUME_SETTLE_SECONDS": "0",
             "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder or self.path / "dags"),
             "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
             **extra,
