@@ -30,6 +30,12 @@ ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
 # execution_timeout is also the cluster's own deadline for the JobSet's Jobs, this much later,
 # so Airflow's timeout (which explains itself) acts first whenever Airflow is there to act.
 CLUSTER_DEADLINE_GRACE_S = 60
+# A deferred try's trigger fires no sooner than this after it deferred. The worker's exit on
+# defer() reaches the scheduler as an executor "success" for the same try, seconds later on a
+# busy scheduler; Airflow 3.3 fails a try whose resumed run is already queued or running when
+# it drains that event ("state mismatch", apache/airflow#72716), so a JobSet that ends within
+# seconds of the deferral would cost a retry. A real slice takes longer than this to start.
+RESUME_SETTLE_S = 10.0
 # XComs live in a JSON column of the metadata database, are loaded by every task that pulls
 # them and shown in the UI. Airflow's own providers cap XCom output at 48 KiB; MySQL's default
 # max_allowed_packet (64 MiB) is the hard ceiling of the common backends. 1 MiB leaves room for
@@ -75,6 +81,7 @@ class JobSettings:
     :param queue_timeout: seconds from creating the JobSet to ``queue_until`` (Kubernetes).
     :param queue_until: ``running`` (all pods) or ``admitted`` (by Kueue).
     :param stream_logs: whose output reaches the task log: ``leader``, ``all`` or ``none``.
+    :param resume_settle_s: a deferred trigger fires no sooner than this after the deferral.
     :param log: the task's logger.
     """
 
@@ -93,6 +100,7 @@ class JobSettings:
     queue_timeout: float | None = None
     queue_until: str = "running"
     stream_logs: str = "leader"
+    resume_settle_s: float = RESUME_SETTLE_S
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from airflow_provider_jax.links.jobset import (
 )
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
 from airflow_provider_jax.timeout_alarm import disarm_airflows_alarm
-from airflow_provider_jax.triggers.jobset import RESUME_SETTLE_S, JobSetTrigger
+from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
 from airflow_provider_jax.triggers.queue_wait import QUEUE_REASONS
 
@@ -97,7 +97,7 @@ class KubernetesBackend:
             queue_timeout=self.settings.queue_timeout,
             queue_until=self.settings.queue_until,
             stream_logs=self.settings.stream_logs,
-            fire_not_before=_fire_not_before() if self.settings.deferrable else None,
+            fire_not_before=self._fire_not_before(),
         )
         deferral = None
         if self.settings.deferrable:
@@ -112,6 +112,11 @@ class KubernetesBackend:
             deferral = Deferral(trigger, {"cluster": self.cluster.to_dict()}, timeout)
         queued = KUEUE_QUEUE_LABEL in (manifest["metadata"].get("labels") or {})
         return Started(ref.name, ref.namespace, self._links(ref, queued), deferral, trigger)
+
+    def _fire_not_before(self) -> float | None:
+        """When a deferred trigger may fire at the earliest (see ``RESUME_SETTLE_S``)."""
+        settle = self.settings.resume_settle_s
+        return time.time() + settle if self.settings.deferrable and settle > 0 else None
 
     def _links(self, ref: JobSetRef, queued: bool) -> dict[str, str]:
         """The GKE console pages of the JobSet; ``queued``: Kueue's events for it too."""
@@ -225,14 +230,6 @@ class KubernetesBackend:
             self.cluster, self.settings.name, self.settings.namespace, None
         )
         _delete(ref.cluster.hook(), ref, self.log)
-
-
-def _fire_not_before() -> float | None:
-    """When a deferred trigger may fire at the earliest (see ``RESUME_SETTLE_S``)."""
-    from airflow.sdk import conf
-
-    settle = conf.getfloat("jax", "resume_settle_seconds", fallback=RESUME_SETTLE_S)
-    return time.time() + settle if settle > 0 else None
 
 
 def submit(

@@ -12,6 +12,7 @@ from airflow.sdk import conf
 
 from airflow_provider_jax.backends import (
     DEFAULT_MAX_RESULT_BYTES,
+    RESUME_SETTLE_S,
     ClusterSettings,
     JobSettings,
     try_deadline,
@@ -74,6 +75,7 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         queue_timeout=op.queue_timeout,
         queue_until=op.queue_timeout_until,
         stream_logs=op.stream_logs,
+        resume_settle_s=conf.getfloat("jax", "resume_settle_seconds", fallback=RESUME_SETTLE_S),
     )
 
 

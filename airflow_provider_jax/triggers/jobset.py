@@ -32,12 +32,6 @@ __all__ = ["ERROR", "FAILED", "SUCCESS", "TIMEOUT", "JobSetTrigger", "load_watch
 # another triggerer: see on_kill); before, cleanup() must ask.
 _TRIGGER_ON_KILL = Version(Version(airflow_version).base_version) >= Version("3.3.0")
 _WATCH = "airflow_provider_jax.triggers.jobset_watch"
-# A deferred try fires no sooner than this after it deferred. The worker's exit on defer()
-# reaches the scheduler as an executor "success" for the same try, seconds later on a busy
-# scheduler; Airflow 3.3 fails a try whose resumed run is already queued or running when it
-# drains that event ("state mismatch", apache/airflow#72716), so a JobSet that ends within
-# seconds of the deferral would cost a retry. A real slice takes longer than this to start.
-RESUME_SETTLE_S = 10.0
 _GKE_HOOKS = "airflow_provider_jax.hooks.gke"
 _loaded: set[str] = set()  # modules fully imported by load_watch
 
@@ -76,7 +70,8 @@ class JobSetTrigger(BaseTrigger):
     up on it, the JobSet is deleted and the task fails.
 
     The event is a :class:`~airflow_provider_jax.triggers.jobset_event.JobSetEvent` as a dict,
-    fired no earlier than ``fire_not_before`` (epoch seconds; see :data:`RESUME_SETTLE_S`).
+    fired no earlier than ``fire_not_before`` (epoch seconds; see
+    :data:`~airflow_provider_jax.backends.RESUME_SETTLE_S`).
     """
 
     def __init__(

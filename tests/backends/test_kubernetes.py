@@ -14,7 +14,12 @@ from urllib.parse import unquote
 
 import pytest
 
-from airflow_provider_jax.backends import CLUSTER_DEADLINE_GRACE_S, ClusterSettings, JobSettings
+from airflow_provider_jax.backends import (
+    CLUSTER_DEADLINE_GRACE_S,
+    RESUME_SETTLE_S,
+    ClusterSettings,
+    JobSettings,
+)
 from airflow_provider_jax.backends.jobset_failure import explain_failure
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
 from airflow_provider_jax.cluster import KubernetesCluster
@@ -31,7 +36,6 @@ from airflow_provider_jax.links.jobset import (
 )
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import failure_message, success_message
-from airflow_provider_jax.triggers.jobset import RESUME_SETTLE_S
 from airflow_provider_jax.triggers.jobset_event import JobSetEvent
 from tests.support.jobsets import manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript

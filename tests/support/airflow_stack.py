@@ -96,30 +96,18 @@ class AirflowStack:
 
     def kill(self, component: str, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
         proc = self.procs.pop(component)
-        try:
-            os.killpg(proc.pid, sig)
-            proc.wait(timeout)
-        except ProcessLookupError:
-            pass
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        _signal(proc, sig)
+        _reap(proc, time.monotonic() + timeout)
 
     def stop(self, timeout: float = 30) -> None:
         """SIGTERM every component at once, then wait for all: one shutdown's time, not the
-        sum of five. What is left after ``timeout`` is SIGKILLed."""
+        sum of five."""
         procs, self.procs = self.procs, {}
         for proc in procs.values():
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
+            _signal(proc, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         for proc in procs.values():
-            try:
-                proc.wait(max(deadline - time.monotonic(), 0.1))
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            _reap(proc, deadline)
 
     def wait_for_dag(self, dag_id: str, timeout: float = 120) -> None:
         """Until the dag-processor has stored ``dag_id``; then unpause it. Polled in the
@@ -257,6 +245,21 @@ class AirflowStack:
     def logs(self, component: str) -> str:
         path = self.home / f"{component}.log"
         return path.read_text(errors="replace")[-6000:] if path.exists() else ""
+
+
+def _signal(proc: subprocess.Popen, sig: int) -> None:
+    """``sig`` to the process group of ``proc`` (a component and its children)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, sig)
+
+
+def _reap(proc: subprocess.Popen, deadline: float) -> None:
+    """Wait for ``proc`` until ``deadline`` (monotonic); then SIGKILL its group."""
+    try:
+        proc.wait(max(deadline - time.monotonic(), 0.1))
+    except subprocess.TimeoutExpired:
+        _signal(proc, signal.SIGKILL)
+        proc.wait()
 
 
 @contextmanager
