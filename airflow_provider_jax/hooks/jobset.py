@@ -314,10 +314,24 @@ class AsyncJobSetOperations:
 class _RawWatch(async_watch.Watch):
     """Events as the API server sent them, each parsed once. The stock ``Watch`` parses an
     event, dumps its object back to JSON and parses that again into a model: three passes
-    where a triggerer watching a thousand JobSets needs one."""
+    where a triggerer watching a thousand JobSets needs one. It has no client of its own:
+    the request goes through the hook's shared one."""
+
+    def __init__(self) -> None:
+        # Not the stock one's: it opens a default ApiClient per watch (an SSL context over
+        # the system's CA store, tens of milliseconds) only to build the models we skip.
+        self._raw_return_type = None
+        self._stop = False
+        self.resource_version = None
+        self.resp = None
 
     def get_return_type(self, func: Any) -> None:
         return None  # no model: the event's ``raw_object`` is all we read
+
+    async def close(self) -> None:
+        if self.resp is not None:
+            self.resp.release()
+            self.resp = None
 
 
 async def raise_for_status(response: Any) -> None:

@@ -7,6 +7,7 @@ import json
 import time
 
 import pytest
+from kubernetes_asyncio.client.rest import RESTClientObject
 
 from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.cluster import KubernetesCluster
@@ -64,12 +65,17 @@ def test_kube_config_held_in_the_connection(k8s, monkeypatch):
     assert KubernetesCluster().hook().get_jobset("nope", "default") is None
 
 
-async def test_async_hook_lists_and_watches_from_a_resource_version(k8s, hook):
+async def test_async_hook_lists_and_watches_from_a_resource_version(k8s, hook, monkeypatch):
     k8s.script(succeed(duration=0.2))
     async_hook = KubernetesCluster().async_hook()
     items, version = await async_hook.list_objects(JOBSETS, "v1alpha2", "default")
     assert items == []
     name = hook.create_jobset(manifest())["metadata"]["name"]
+    clients = []  # every ApiClient opened (each parses a CA store into an SSL context)
+    opened = RESTClientObject.__init__
+    monkeypatch.setattr(
+        RESTClientObject, "__init__", lambda self, *a, **kw: clients.append(opened(self, *a, **kw))
+    )
     seen = []
     async for kind, obj in async_hook.watch_objects(
         JOBSETS, "v1alpha2", "default", version, timeout_seconds=2
@@ -78,6 +84,7 @@ async def test_async_hook_lists_and_watches_from_a_resource_version(k8s, hook):
         if status.terminal_state(obj):
             break
     assert seen[0] == "ADDED" and "MODIFIED" in seen
+    assert len(clients) == 1  # the hook's shared client: the watch opens none of its own
     assert (await async_hook.get_jobset(name, "default"))["metadata"]["name"] == name
 
 
