@@ -126,6 +126,41 @@ def same_try(jobset: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
     return have.get(TRY_NUMBER_LABEL) == labels.get(TRY_NUMBER_LABEL)
 
 
+def as_read(jobset: Mapping[str, Any]) -> dict[str, Any]:
+    """What of a JobSet this module's readers and :func:`~airflow_provider_jax.goodput.chips`
+    look at: its metadata less ``managedFields``, status, ``suspend``, ``failurePolicy``, and
+    of each replicated job its name, replicas, parallelism and containers' limits.
+
+    A triggerer caches every JobSet it watches; the rest (pod templates, podFailurePolicy's
+    exit-code lists, managed fields) is most of one, and at a thousand jobs each object kept
+    adds to every full garbage collection."""
+    spec = jobset.get("spec") or {}
+    kept: dict[str, Any] = {k: spec[k] for k in ("suspend", "failurePolicy") if k in spec}
+    if "replicatedJobs" in spec:
+        kept["replicatedJobs"] = [_rjob_as_read(rjob) for rjob in spec["replicatedJobs"] or ()]
+    read = {k: v for k, v in jobset.items() if k not in ("metadata", "spec")}
+    if "metadata" in jobset:
+        read["metadata"] = {
+            k: v for k, v in (jobset["metadata"] or {}).items() if k != "managedFields"
+        }
+    return {**read, "spec": kept}
+
+
+def _rjob_as_read(rjob: Mapping[str, Any]) -> dict[str, Any]:
+    job = (rjob.get("template") or {}).get("spec") or {}
+    pod = (job.get("template") or {}).get("spec") or {}
+    containers = [
+        {"resources": {"limits": (c.get("resources") or {}).get("limits") or {}}}
+        for c in pod.get("containers") or ()
+    ]
+    job_kept = {k: job[k] for k in ("parallelism",) if k in job}
+    kept = {k: rjob[k] for k in ("name", "replicas") if k in rjob}
+    return {
+        **kept,
+        "template": {"spec": {**job_kept, "template": {"spec": {"containers": containers}}}},
+    }
+
+
 def _meta(pod: Mapping[str, Any], kind: str) -> Mapping[str, str]:
     return (pod.get("metadata") or {}).get(kind) or {}
 

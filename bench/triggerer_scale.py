@@ -96,6 +96,7 @@ def poll_trigger_class() -> type:
 
 def triggerer(kind: str, timeout: float, log_lines: int) -> None:
     """Wait, like one triggerer, on the JobSets named on stdin; print what happened as JSON."""
+    import gc
     import logging
     import resource
 
@@ -108,6 +109,7 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
     # Warm up (imports, the first connection), as a triggerer that has been up a while is.
     asyncio.run(KubernetesCluster().async_hook().get_jobset("warm-up", NAMESPACE))
     baseline_rss = rss_kib()
+    tracked = [len(gc.get_objects()), 0]  # objects the collector tracks: after imports, at peak
     print("ready", flush=True)
     jobs: dict[str, str] = json.loads(sys.stdin.readline())  # name -> uid
 
@@ -132,6 +134,10 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
             await trigger.cleanup()
 
     async def run_all() -> None:
+        # Just as the first JobSets end, every job's waiting state is in memory.
+        asyncio.get_running_loop().call_later(
+            FIRST_FINISH, lambda: tracked.__setitem__(1, len(gc.get_objects()))
+        )
         tasks = [asyncio.create_task(run_trigger(n, make(n, u)), name=n) for n, u in jobs.items()]
         done, pending = await asyncio.wait(tasks, timeout=timeout)
         for task in pending:
@@ -143,6 +149,17 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
 
     samples: list[tuple[float, float]] = []  # (monotonic time, CPU seconds so far)
     done = threading.Event()
+    gc_time = [0.0, 0]  # seconds in the cyclic garbage collector, and its full collections
+    gc_began = [0.0]
+
+    def gc_clock(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            gc_began[0] = time.perf_counter()
+            return
+        gc_time[0] += time.perf_counter() - gc_began[0]
+        gc_time[1] += info["generation"] == 2
+
+    gc.callbacks.append(gc_clock)
 
     def sample() -> None:
         while True:
@@ -163,6 +180,7 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
     else:
         asyncio.run(run_all())
     end = time.monotonic()
+    gc.callbacks.remove(gc_clock)
     done.set()
     sampler.join()
     report = {
@@ -170,6 +188,8 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
         "end": end,
         "fired": fired,
         "cpu": samples,
+        "gc": gc_time,
+        "tracked": tracked,
         "baseline_rss_kib": baseline_rss,
         "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
     }
@@ -194,6 +214,9 @@ class Row:
     quiet_cpu_share: float
     baseline_rss_mib: float
     peak_rss_mib: float
+    gc_s: float
+    gc_full: int
+    tracked_per_job: float
     missed: int
     emulator_lag_p95: float
 
@@ -296,6 +319,9 @@ def scenario(
         / (FIRST_FINISH - QUIET_FROM),
         baseline_rss_mib=report["baseline_rss_kib"] / 1024,
         peak_rss_mib=report["peak_rss_kib"] / 1024,
+        gc_s=report["gc"][0],
+        gc_full=report["gc"][1],
+        tracked_per_job=(report["tracked"][1] - report["tracked"][0]) / jobs,
         missed=sum(1 for n in names if fired.get(n, (0, None))[1] != expected[n]),
         emulator_lag_p95=percentile(probe.lags, 0.95),
     )
@@ -323,7 +349,7 @@ def print_table(rows: list[Row], window: float, drop_watch: float) -> None:
     header = (
         f"{'scenario':16} {'N':>5} {'status req':>10} {'/job/min':>8} {'lists':>5} "
         f"{'log req/job':>11} {'p50 s':>6} {'p95 s':>6} {'CPU s':>6} {'CPU %':>6} "
-        f"{'wait %':>6} {'ms/job':>6} {'RSS MiB':>9} {'missed':>6} {'emu lag':>7}"
+        f"{'wait %':>6} {'ms/job':>6} {'GC s':>7} {'obj/job':>7} {'RSS MiB':>9} {'missed':>6} {'emu lag':>7}"
     )
     print(header)
     print("-" * len(header))
@@ -332,13 +358,16 @@ def print_table(rows: list[Row], window: float, drop_watch: float) -> None:
             f"{r.scenario:16} {r.jobs:>5} {r.status_requests:>10} {r.status_rate:>8.3f} "
             f"{r.lists:>5} {r.log_requests / r.jobs:>11.2f} {r.p50:>6.2f} {r.p95:>6.2f} "
             f"{r.cpu:>6.1f} {r.cpu_share:>6.1%} {r.quiet_cpu_share:>6.1%} "
-            f"{1000 * r.cpu / r.jobs:>6.1f} {r.baseline_rss_mib:>4.0f}>{r.peak_rss_mib:<4.0f} "
+            f"{1000 * r.cpu / r.jobs:>6.1f} {r.gc_s:>4.1f}/{r.gc_full:<2} {r.tracked_per_job:>7.0f} "
+            f"{r.baseline_rss_mib:>4.0f}>{r.peak_rss_mib:<4.0f} "
             f"{r.missed:>6} {r.emulator_lag_p95:>7.2f}"
         )
     print(
         "status: JobSet list/watch/get while waiting; lists: the first, then after 410s.\n"
         "CPU %: of one core over the whole run (every job's start and end within it); wait %: "
         f"{QUIET_FROM:.0f}-{FIRST_FINISH:.0f} s in,\nwhen all have started and none has ended. "
+        "GC s: of the CPU s, in the garbage collector / its full collections; obj/job: the\n"
+        f"objects it tracks, per job, {FIRST_FINISH:.0f} s in over those after imports. "
         "RSS: after imports > peak. emu lag: p95 of how late the emulator's loop answers, s."
     )
     for r in rows:

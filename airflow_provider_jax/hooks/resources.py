@@ -8,11 +8,12 @@ because the cluster decides which it serves (Kueue serves ``v1beta2`` from 0.15,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_jax.jobset import GROUP, MANAGED_BY, MANAGED_BY_LABEL, PLURAL, VERSION
+from airflow_provider_jax.jobset_status import as_read
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
@@ -31,8 +32,8 @@ class Resource:
     :param kind: its kind, for log lines.
     :param label_selector: the objects listed and watched.
     :param key_label: subscribe by this label's value (a Workload's job uid); else by name.
-    :param unread_spec: ``spec`` fields left out of the cache (a Workload's pod templates,
-        kilobytes each: a triggerer caches every Workload in the namespace).
+    :param as_read: what of an object the cache keeps (a triggerer caches every one in the
+        namespace); by default all of it.
     :param optional: whether a trigger can do without it (a failure to list it is a warning).
     """
 
@@ -42,7 +43,7 @@ class Resource:
     kind: str
     label_selector: str = ""
     key_label: str | None = None
-    unread_spec: tuple[str, ...] = ()
+    as_read: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     optional: bool = False
 
     def key(self, obj: Mapping[str, Any]) -> str | None:
@@ -52,14 +53,19 @@ class Resource:
         return meta.get("name")
 
     def trim(self, obj: dict[str, Any]) -> dict[str, Any]:
-        spec = obj.get("spec") or {}
-        if not any(field in spec for field in self.unread_spec):
-            return obj
-        return {**obj, "spec": {k: v for k, v in spec.items() if k not in self.unread_spec}}
+        return obj if self.as_read is None else self.as_read(obj)
+
+
+def _workload_as_read(workload: dict[str, Any]) -> dict[str, Any]:
+    """All but its ``podSets``: the pod templates, kilobytes each, that no trigger reads."""
+    spec = workload.get("spec") or {}
+    if "podSets" not in spec:
+        return workload
+    return {**workload, "spec": {k: v for k, v in spec.items() if k != "podSets"}}
 
 
 OUR_JOBSETS = f"{MANAGED_BY_LABEL}={MANAGED_BY}"
-JOBSETS = Resource(GROUP, (VERSION,), PLURAL, "JobSet", OUR_JOBSETS)
+JOBSETS = Resource(GROUP, (VERSION,), PLURAL, "JobSet", OUR_JOBSETS, as_read=as_read)
 WORKLOADS = Resource(
     KUEUE_GROUP,
     ("v1beta2", "v1beta1"),
@@ -67,6 +73,6 @@ WORKLOADS = Resource(
     "Workload",
     label_selector=JOB_UID_LABEL,
     key_label=JOB_UID_LABEL,
-    unread_spec=("podSets",),
+    as_read=_workload_as_read,
     optional=True,
 )
