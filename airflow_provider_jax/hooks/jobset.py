@@ -21,6 +21,7 @@ from kubernetes_asyncio import watch as async_watch
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 from kubernetes_asyncio.client.rest import RESTResponse
 
+from airflow_provider_jax.coordination import COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL
 from airflow_provider_jax.hooks.api_errors import api_retry
 from airflow_provider_jax.hooks.resources import Resource
 from airflow_provider_jax.hooks.shared_client import SharedApiClient
@@ -49,8 +50,13 @@ def _delete_options(uid: str | None) -> dict[str, Any]:
     return body
 
 
-def pods_selector(name: str) -> str:
-    return f"{JOBSET_NAME_LABEL}={name}"
+def pods_selector(name: str, leader_only: bool = False) -> str:
+    """A JobSet's pods; with ``leader_only``, those at job index 0, completion index 0: one
+    per restart attempt (Kubernetes 1.28+ labels the completion index; before, none match)."""
+    selector = f"{JOBSET_NAME_LABEL}={name}"
+    if leader_only:
+        selector += f",{JOB_INDEX_LABEL}=0,{COMPLETION_INDEX_ANNOTATION}=0"
+    return selector
 
 
 class JobSetOperations:
@@ -263,10 +269,15 @@ class AsyncJobSetOperations:
                     yield event["type"], event["raw_object"]
 
     @api_retry()
-    async def list_jobset_pods(self, name: str, namespace: str) -> list[dict[str, Any]]:
+    async def list_jobset_pods(
+        self, name: str, namespace: str, *, leader_only: bool = False
+    ) -> list[dict[str, Any]]:
+        """The JobSet's pods, or with ``leader_only`` (see :func:`pods_selector`) its leaders."""
         async with self.api() as api:
             response = await async_client.CoreV1Api(api).list_namespaced_pod(
-                namespace, label_selector=pods_selector(name), _preload_content=False
+                namespace,
+                label_selector=pods_selector(name, leader_only),
+                _preload_content=False,
             )
             await raise_for_status(response)
             return json.loads(await response.read())["items"]

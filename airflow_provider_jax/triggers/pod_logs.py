@@ -4,9 +4,10 @@ The leader's progress reports become paced lines with a rate and ETA (``progress
 other hosts' reports repeat the leader's and are dropped. Lines are bounded per host, in
 number and in length.
 
-Per restart attempt it costs one pod list, shared by all hosts, plus one long-lived log
-stream per followed pod: 2 requests for ``"leader"``, 1 + hosts for ``"all"``. It never
-decides the task's outcome: any error here only ends the streaming.
+Per restart attempt it costs one pod list, shared by all hosts (for the leader, a list of its
+own pod only), plus one long-lived log stream per followed pod: 2 requests for ``"leader"``,
+1 + hosts for ``"all"``. It never decides the task's outcome: any error here only ends the
+streaming.
 """
 
 from __future__ import annotations
@@ -165,7 +166,7 @@ class PodLogs:
                     continue
                 first_look = False
                 attempt = self._attempt
-                pods = await self.hook.list_jobset_pods(self.name, self.namespace)
+                pods = await self._list_pods()
                 self._listed_attempt = attempt
                 wanted = self._wanted(pods)
                 self._wanted_now = [p["metadata"]["name"] for p in wanted]
@@ -191,6 +192,16 @@ class PodLogs:
         except Exception as err:
             self.log.warning("Stopped streaming the pods' logs: %s", explain(err))
             await self._cancel_streams()
+
+    async def _list_pods(self) -> list[dict[str, Any]]:
+        """The pods to pick from: for the leader only its own (one per attempt, where a
+        slice's list would be hundreds of kilobytes), unless the cluster does not label the
+        completion index (before Kubernetes 1.28) or the pods are not there yet."""
+        if not self.every_host:
+            pods = await self.hook.list_jobset_pods(self.name, self.namespace, leader_only=True)
+            if pods:
+                return pods
+        return await self.hook.list_jobset_pods(self.name, self.namespace)
 
     def _looked_at(self) -> list[_Stream | None] | None:
         """The streams of the pods wanted at the last look, or None when that look is out of

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from urllib.parse import parse_qs
 
 import pytest
 
@@ -37,6 +38,14 @@ def pod_lists(k8s) -> int:
     return sum(1 for r in k8s.requests if r.path.endswith("/pods") and not r.watch)
 
 
+def pod_list_selectors(k8s) -> list[str]:
+    return [
+        parse_qs(r.query)["labelSelector"][0]
+        for r in k8s.requests
+        if r.path.endswith("/pods") and not r.watch
+    ]
+
+
 @pytest.mark.parametrize("hosts", [2, 8])
 async def test_all_streams_every_host_with_its_prefix_for_one_list_and_a_stream_each(
     k8s, capsys, hosts
@@ -61,8 +70,12 @@ async def test_leader_is_the_default_and_none_opens_no_stream(k8s, capsys):
     assert "[0/0] hello from [0/0]" in leader_only
     assert "[0/1]" not in leader_only
     assert len(log_requests(k8s)) == 1
-    # One look at the pods: not while they pull images, not again as they end.
-    assert pod_lists(k8s) == 1
+    # One look at the pods, not while they pull images nor again as they end, and at the
+    # leader's only: a big slice's list is hundreds of kilobytes to parse.
+    (selector,) = pod_list_selectors(k8s)
+    assert selector.endswith(
+        ",jobset.sigs.k8s.io/job-index=0,batch.kubernetes.io/job-completion-index=0"
+    )
 
     k8s.reset()
     k8s.script(succeed(steps=2))
@@ -70,6 +83,19 @@ async def test_leader_is_the_default_and_none_opens_no_stream(k8s, capsys):
     assert "hello from" not in capsys.readouterr().out
     assert log_requests(k8s) == []
     assert pod_lists(k8s) == 0
+
+
+async def test_a_cluster_before_kubernetes_1_28_still_streams_the_leader(k8s, capsys):
+    """Its pods carry the completion index as an annotation only: the leader's own list finds
+    nothing, and the JobSet's full list is read instead."""
+    k8s.controller.pod_index_label = False
+    k8s.script(succeed(steps=2))
+    await wait(submit(k8s, hosts=8))
+    task_log = capsys.readouterr().out
+    assert "[0/0] hello from [0/0]" in task_log and "[0/1]" not in task_log
+    leader_only, everyone = pod_list_selectors(k8s)
+    assert leader_only.endswith("completion-index=0") and everyone.count(",") == 0
+    assert len(log_requests(k8s)) == 1
 
 
 async def test_lines_are_bounded_per_host_while_the_leaders_progress_goes_on(k8s, capsys):

@@ -71,6 +71,9 @@ class Controller:
         # gone: finalizers, a slow garbage collector or many pods make real deletions slow.
         self.deletion_hold = 0.0
         self.scheduler: Scheduler | None = None  # None: every pod is placed at once
+        # Kubernetes 1.28+ labels an Indexed Job's pods with their completion index as well
+        # as annotating them (PodIndexLabel); False: an older cluster's annotation only.
+        self.pod_index_label = True
         # Told when a JobSet finished (its terminal state) or was deleted (None): Kueue.
         self.on_gone: Callable[[str, str, str | None], None] = lambda ns, name, state: None
         self._background: set[asyncio.Task[None]] = set()
@@ -204,7 +207,11 @@ class Controller:
                         "namespace": run.namespace,
                         "labels": {
                             **plan.labels,
-                            COMPLETION_INDEX_ANNOTATION: str(plan.host_index),
+                            **(
+                                {COMPLETION_INDEX_ANNOTATION: str(plan.host_index)}
+                                if self.pod_index_label
+                                else {}
+                            ),
                             "batch.kubernetes.io/job-name": job_name,
                         },
                         "annotations": dict(plan.annotations),
