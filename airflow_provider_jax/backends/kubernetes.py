@@ -43,13 +43,16 @@ from airflow_provider_jax.links.jobset import (
     kueue_events_url,
 )
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
-from airflow_provider_jax.timeout_alarm import disarm_airflows_alarm
+from airflow_provider_jax.timeout_alarm import (
+    BACKSTOP_S,
+    disarm_airflows_alarm,
+    postpone_airflows_alarm,
+)
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
 from airflow_provider_jax.triggers.queue_wait import QUEUE_REASONS
 
 # Airflow's own trigger timeout, this long after ours: a backstop only.
-TRIGGER_TIMEOUT_BACKSTOP_S = 60
 GONE_TIMEOUT_S = 600  # longest wait for an earlier try's JobSet to be deleted
 
 
@@ -107,7 +110,7 @@ class KubernetesBackend:
             )
             timeout = None
             if deadline is not None:
-                left = deadline - time.time() + TRIGGER_TIMEOUT_BACKSTOP_S
+                left = deadline - time.time() + BACKSTOP_S
                 timeout = datetime.timedelta(seconds=max(left, 1))
             deferral = Deferral(trigger, {"cluster": self.cluster.to_dict()}, timeout)
         queued = KUEUE_QUEUE_LABEL in (manifest["metadata"].get("labels") or {})
@@ -145,6 +148,7 @@ class KubernetesBackend:
         trigger: JobSetTrigger = started.handle
         extras = None if self.cluster.is_gke else self.cluster.hook().conn_extras
         work = trigger.wait(connection_extras=extras)
+        postpone_airflows_alarm(trigger.deadline)  # the wait ends itself at the deadline
         event = wait_off_main_thread(work, name=f"wait-{trigger.name}")
         return self.complete(event.to_dict(), self.cluster.to_dict())
 

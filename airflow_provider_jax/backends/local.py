@@ -17,6 +17,7 @@ from airflow_provider_jax.capacity import described
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.local.jobset import LocalJobSet
 from airflow_provider_jax.runtime.messages import resumed_step
+from airflow_provider_jax.timeout_alarm import postpone_airflows_alarm
 
 
 class LocalBackend:
@@ -42,6 +43,7 @@ class LocalBackend:
 
     def wait(self, started: Started) -> Outcome:
         jobset: LocalJobSet = started.handle
+        postpone_airflows_alarm(self.settings.deadline)  # the run ends itself at the deadline
         try:
             message, report = jobset.run()
         except JaxJobFailed as err:

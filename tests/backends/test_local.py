@@ -50,15 +50,20 @@ def run(program: str, timeout_s: float | None = None, **kwargs: Any) -> tuple[An
     return outcome.result, outcome.report
 
 
-def run_outcome(program: str, timeout_s: float | None = None, **kwargs: Any) -> Outcome:
-    """The whole outcome of ``program`` run by the local backend (ledger included)."""
+def run_outcome(
+    program: str, timeout_s: float | None = None, deadline: float | None = None, **kwargs: Any
+) -> Outcome:
+    """The whole outcome of ``program`` run by the local backend (ledger included), ending
+    ``timeout_s`` from now or at ``deadline`` (epoch seconds)."""
+    if timeout_s is not None:
+        deadline = time.time() + timeout_s
     op = operator(program, **kwargs)
     backend = LocalBackend(
         JobSettings(
             name="job",
             namespace="default",
             log=LOG,
-            deadline=None if timeout_s is None else time.time() + timeout_s,
+            deadline=deadline,
             output_dir=op.output_dir,
             pythonpath=(str(REPO),),
             stream_logs=op.stream_logs,
@@ -185,6 +190,30 @@ def test_either_timeout_ends_the_wait_and_leaves_no_process(tmp_path, ours_s, ai
     pids = _pids(tmp_path)
     assert len(pids) == 4  # 2 processes, each with a child
     assert wait_gone(pids) == []
+
+
+def test_airflows_alarm_due_just_after_our_deadline_never_lands_in_the_clean_up(tmp_path):
+    """As under ``airflow dags test``: Airflow's alarm for the same timeout, counted from
+    ``execute``'s start, is due a moment after our deadline. The wait notices its deadline
+    within a 50 ms tick, so the alarm would win; it is held back, and the wait ends the try."""
+    from airflow.sdk.execution_time.timeout import timeout
+
+    deadline = time.time() + 2
+    with (
+        pytest.raises(AirflowTaskTimeout, match="ran past its execution_timeout"),
+        timeout(deadline + 0.001 - time.time()),
+    ):
+        try:
+            run_outcome(
+                "hang",
+                deadline=deadline,
+                initialize_distributed=False,
+                entrypoint_kwargs={"pid_dir": str(tmp_path)},
+            )
+        finally:
+            left = signal.getitimer(signal.ITIMER_REAL)[0]
+    assert left == 0, "Airflow's alarm was left armed through the clean-up"
+    assert wait_gone(_pids(tmp_path)) == []
 
 
 def test_on_kill_from_a_signal_handler_leaves_no_process(tmp_path, monkeypatch):
