@@ -8,7 +8,9 @@ would take it at a random point: inside an asyncio task's step, which stores a
 timeout), or inside Python 3.11's ``logging`` cache clearing, which holds the logging lock
 without a ``finally`` (a Kubernetes client that loads its config calls it), leaving the lock
 held for good and the process hung. A main thread that only waits on a future takes the
-signal there and nowhere else.
+signal there and nowhere else. The waiting thread blocks those signals, so the kernel, which
+hands a process-wide signal to any thread that does not block it, always hands them to the
+main thread, the only one that runs Python's handlers.
 """
 
 from __future__ import annotations
@@ -16,11 +18,22 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import signal
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+# Asynchronous signals that Airflow (the alarm, a kill) or a user sends the task process.
+KEPT_ON_MAIN = {
+    signal.SIGALRM,
+    signal.SIGTERM,
+    signal.SIGINT,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+}
 
 
 def wait_off_main_thread(work: Coroutine[Any, Any, T], name: str) -> T:
@@ -50,7 +63,11 @@ def wait_off_main_thread(work: Coroutine[Any, Any, T], name: str) -> T:
     try:
         # Inside the try: an alarm can land while start() waits for the thread to come up
         # (seconds on a loaded machine), and the work must still be cancelled.
-        thread.start()
+        main_mask = signal.pthread_sigmask(signal.SIG_BLOCK, KEPT_ON_MAIN)
+        try:
+            thread.start()  # it inherits the blocked set; one arriving now waits for us
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, main_mask)
         return answer.result()
     except BaseException:
         if answer.cancel():  # still pending: the wait itself was interrupted

@@ -30,6 +30,19 @@ def test_returns_the_result_and_raises_the_works_own_error():
         wait_off_main_thread(fail(), name="fail")
 
 
+def test_the_waiting_thread_leaves_airflows_signals_to_the_main_thread():
+    """Delivered to the waiting thread, the alarm or a kill would only set a flag there,
+    while the main thread slept on the answer: the kernel must never pick that thread."""
+
+    async def mask() -> set[int]:
+        return set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+
+    before = set(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    blocked = wait_off_main_thread(mask(), name="mask")
+    assert {signal.SIGALRM, signal.SIGTERM, signal.SIGINT} <= blocked
+    assert set(signal.pthread_sigmask(signal.SIG_BLOCK, [])) == before  # the main's as it was
+
+
 def test_the_alarm_interrupts_the_wait_at_once_and_cancels_the_work():
     stopped = threading.Event()
     in_thread: list[str] = []
@@ -63,7 +76,11 @@ def test_the_alarm_interrupts_the_wait_at_once_and_cancels_the_work():
 
 async def _tick() -> None:
     """Busy in its steps: awaited on the main thread, the alarm lands in one and is lost
-    (the task keeps the exception), and the wait runs on for its full minute."""
+    (the task keeps the exception), and the wait runs on for its full minute. Each step lets
+    go of the GIL once: on Python 3.11 a thread that never does starves the main thread of
+    it, which then runs the alarm's handler seconds late (a waiting trigger's thread sits in
+    I/O, never so)."""
     while True:
         sum(range(20_000))
+        time.sleep(0)
         await asyncio.sleep(0)
