@@ -7,6 +7,7 @@ the drills that do not need JAX run with ``initialize_distributed=False``.
 from __future__ import annotations
 
 import logging
+import re
 import signal
 import time
 from pathlib import Path
@@ -173,18 +174,8 @@ def test_timeout_leaves_no_process(tmp_path):
 def test_either_timeout_ends_the_wait_and_leaves_no_process(tmp_path, ours_s, airflows_s, error):
     """Under Airflow's own ``timeout`` (as around ``execute``), whichever of the two comes
     first ends the wait, the other never fires, and the processes go."""
-    from airflow.sdk.execution_time.timeout import timeout
-
-    with pytest.raises(AirflowTaskTimeout, match=error), timeout(airflows_s):
-        try:
-            run(
-                "hang",
-                timeout_s=ours_s,
-                initialize_distributed=False,
-                entrypoint_kwargs={"pid_dir": str(tmp_path)},
-            )
-        finally:
-            left = signal.getitimer(signal.ITIMER_REAL)[0]
+    message, left = _hang_under_airflows_alarm(tmp_path, airflows_s, timeout_s=ours_s)
+    assert re.search(error, message), message
     if ours_s < airflows_s:
         assert left == 0, "Airflow's alarm was left armed through the clean-up"
     pids = _pids(tmp_path)
@@ -196,24 +187,31 @@ def test_airflows_alarm_due_just_after_our_deadline_never_lands_in_the_clean_up(
     """As under ``airflow dags test``: Airflow's alarm for the same timeout, counted from
     ``execute``'s start, is due a moment after our deadline. The wait notices its deadline
     within a 50 ms tick, so the alarm would win; it is held back, and the wait ends the try."""
+    deadline = time.time() + 2
+    airflows_s = deadline + 0.001 - time.time()
+    message, left = _hang_under_airflows_alarm(tmp_path, airflows_s, deadline=deadline)
+    assert "ran past its execution_timeout" in message, message
+    assert left == 0, "Airflow's alarm was left armed through the clean-up"
+    assert wait_gone(_pids(tmp_path)) == []
+
+
+def _hang_under_airflows_alarm(tmp_path, airflows_s: float, **until: float) -> tuple[str, float]:
+    """The ``AirflowTaskTimeout`` that ends ``hang`` under Airflow's own ``timeout`` (ours
+    ending it at ``until``: ``timeout_s`` or ``deadline``), and the seconds that alarm had
+    left as the run ended (0: disarmed)."""
     from airflow.sdk.execution_time.timeout import timeout
 
-    deadline = time.time() + 2
-    with (
-        pytest.raises(AirflowTaskTimeout, match="ran past its execution_timeout"),
-        timeout(deadline + 0.001 - time.time()),
-    ):
+    with pytest.raises(AirflowTaskTimeout) as raised, timeout(airflows_s):
         try:
             run_outcome(
                 "hang",
-                deadline=deadline,
                 initialize_distributed=False,
                 entrypoint_kwargs={"pid_dir": str(tmp_path)},
+                **until,
             )
         finally:
             left = signal.getitimer(signal.ITIMER_REAL)[0]
-    assert left == 0, "Airflow's alarm was left armed through the clean-up"
-    assert wait_gone(_pids(tmp_path)) == []
+    return str(raised.value), left
 
 
 def test_on_kill_from_a_signal_handler_leaves_no_process(tmp_path, monkeypatch):
