@@ -153,12 +153,11 @@ def _rjob_as_read(rjob: Mapping[str, Any]) -> dict[str, Any]:
         {"resources": {"limits": (c.get("resources") or {}).get("limits") or {}}}
         for c in pod.get("containers") or ()
     ]
-    job_kept = {k: job[k] for k in ("parallelism",) if k in job}
+    job_kept: dict[str, Any] = {"template": {"spec": {"containers": containers}}}
+    if "parallelism" in job:
+        job_kept["parallelism"] = job["parallelism"]
     kept = {k: rjob[k] for k in ("name", "replicas") if k in rjob}
-    return {
-        **kept,
-        "template": {"spec": {**job_kept, "template": {"spec": {"containers": containers}}}},
-    }
+    return {**kept, "template": {"spec": job_kept}}
 
 
 def _meta(pod: Mapping[str, Any], kind: str) -> Mapping[str, str]:

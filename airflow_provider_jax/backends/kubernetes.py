@@ -52,7 +52,6 @@ from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
 from airflow_provider_jax.triggers.queue_wait import QUEUE_REASONS
 
-# Airflow's own trigger timeout, this long after ours: a backstop only.
 GONE_TIMEOUT_S = 600  # longest wait for an earlier try's JobSet to be deleted
 
 

@@ -61,11 +61,12 @@ def wait_off_main_thread(work: Coroutine[Any, Any, T], name: str) -> T:
 
     thread = threading.Thread(target=run, name=name, daemon=True)
     try:
-        # Inside the try: an alarm can land while start() waits for the thread to come up
-        # (seconds on a loaded machine), and the work must still be cancelled.
+        # Blocked while the thread starts, so that it inherits the blocked set; a signal that
+        # arrives meanwhile lands as the mask is restored, inside the try, and the work is
+        # still cancelled.
         main_mask = signal.pthread_sigmask(signal.SIG_BLOCK, KEPT_ON_MAIN)
         try:
-            thread.start()  # it inherits the blocked set; one arriving now waits for us
+            thread.start()
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, main_mask)
         return answer.result()
