@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.emulated_cluster import LagProbe, cpu_between, percentile, rss_kib, self_signed
+from bench.emulated_cluster import LagProbe, cpu_between, percentile, rss_kib
 from bench.queued_jobs import print_queued, queued_scenario
 
 POLL_INTERVAL = 10.0
@@ -410,6 +410,7 @@ def main() -> int:
 
     import logging
 
+    from tests.support.certificates import self_signed
     from tests.support.k8s_emulator import Emulator
 
     logging.disable(logging.WARNING)

@@ -20,6 +20,7 @@ pytest_plugins = [
     "tests.support.airflow_home",
     "tests.support.browser",
     "tests.support.k8s_fixtures",
+    "tests.support.gke",
     "tests.support.orbax_fixtures",
     "tests.support.postgres",
 ]

@@ -2,7 +2,7 @@
 mints a fresh token through the google provider's GKE hooks for its calls (Airflow #31648).
 
 The Google side is a service-account key whose ``token_uri`` is the emulator, so the real
-google-auth JWT grant runs; only GKEHook.get_cluster (the endpoint lookup) stays unexercised.
+google-auth JWT grant runs. The endpoint lookup through Google's GKE API is ``test_cluster.py``'s.
 """
 
 from __future__ import annotations
@@ -11,12 +11,11 @@ import asyncio
 import json
 
 import pytest
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
 
 from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.gke import GKEAsyncJobSetHook, GKEJobSetHook
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
+from tests.support.gke import ServiceAccount
 from tests.support.jobsets import manifest, succeed
 from tests.support.k8s_emulator import Emulator
 
@@ -25,24 +24,8 @@ from tests.support.k8s_emulator import Emulator
 def google_connection(k8s: Emulator, monkeypatch: pytest.MonkeyPatch) -> None:
     """``google_cloud_default`` holding a service-account key that gets tokens from the
     emulator; the emulator then accepts only the tokens it minted."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    ).decode()
-    keyfile = {
-        "type": "service_account",
-        "project_id": "proj",
-        "private_key_id": "k1",
-        "private_key": pem,
-        "client_email": "airflow@proj.iam.gserviceaccount.com",
-        "client_id": "1",
-        "token_uri": f"{k8s.url}/token",
-    }
-    extra = {"keyfile_dict": json.dumps(keyfile), "project": "proj"}
-    conn = {"conn_type": "google_cloud_platform", "extra": extra}
-    monkeypatch.setenv("AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT", json.dumps(conn))
+    account = ServiceAccount(f"{k8s.url}/token", project="proj")
+    monkeypatch.setenv("AIRFLOW_CONN_GOOGLE_CLOUD_DEFAULT", account.connection)
     k8s.api.tokens.clear()
 
 

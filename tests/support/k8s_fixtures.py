@@ -12,10 +12,10 @@ from tests.support.k8s_emulator import Emulator
 from tests.support.k8s_emulator.rbac import docs_role
 
 
-@pytest.fixture(scope="session")
-def k8s_emulator() -> Iterator[Emulator]:
-    """One emulator for the session; every JobSet it receives is checked against the CRD,
-    and every request against the docs' Role."""
+def checked_emulator() -> Emulator:
+    """An emulator (not started) that checks every JobSet it receives against the CRD, and
+    every request against the docs' Role: every Kubernetes test proves that Role sufficient
+    for what the test does."""
     validator = jobset_validator()
     if validator is None:
         pytest.skip(f"JobSet CRD schema not found at {SCHEMA_PATH}; set JOBSET_CRD_SCHEMA")
@@ -26,9 +26,13 @@ def k8s_emulator() -> Iterator[Emulator]:
             for e in validator.iter_errors(body)
         ]
 
-    # RBAC on, with exactly the Role docs/kubernetes.md publishes: every Kubernetes test
-    # proves it sufficient for what that test does.
-    emulator = Emulator(validate, role=docs_role()).start()
+    return Emulator(validate, role=docs_role())
+
+
+@pytest.fixture(scope="session")
+def k8s_emulator() -> Iterator[Emulator]:
+    """One emulator for the session, served over plain HTTP."""
+    emulator = checked_emulator().start()
     yield emulator
     emulator.stop()
 
