@@ -5,23 +5,28 @@ The quickstart is started with a conf through the REST API (as the UI's trigger 
 and defers, so its wait runs in the real triggerer process. Then a headless Chromium drives
 Airflow's own React UI: the task instance's logs (progress lines), Rendered Templates (the
 submitted JobSet) and XCom pages, and a two-day backfill of the scheduled DAG made from the
-UI's backfill dialog, which gets one output_dir per day. Screenshots of each checked page go
-under the test's tmp dir.
+UI's backfill dialog, which gets one output_dir per day. A task on a GKE cluster (found through
+Google's GKE API, ``tests/support/gke.py``) shows its extra links in the task's Details tab; the
+quickstart, on a cluster named by a Kubernetes connection, shows none. Screenshots of each
+checked page go under the test's tmp dir.
 """
 
 from __future__ import annotations
 
 import re
-from urllib.parse import quote
+from pathlib import Path
+from urllib.parse import quote, unquote
 
 import pytest
 import yaml
 
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.browser import Browser
+from tests.support.gke import CLUSTER, LOCATION, PROJECT, Gke
 from tests.support.jobset_schema import REPO
-from tests.support.jobsets import matching
+from tests.support.jobsets import matching, succeed
 from tests.support.k8s_emulator import Emulator, ProcessRunner
+from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
 from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.timeout(900)
@@ -29,20 +34,35 @@ pytestmark = pytest.mark.timeout(900)
 
 @pytest.fixture(scope="module")
 def stack(
-    k8s_emulator: Emulator, tmp_path_factory: pytest.TempPathFactory, postgres: PostgresServer
+    k8s_emulator: Emulator,
+    gke: Gke,
+    tmp_path_factory: pytest.TempPathFactory,
+    postgres: PostgresServer,
 ):
     home = tmp_path_factory.mktemp("running-airflow")
     k8s_emulator.reset()
     k8s_emulator.runner = ProcessRunner(pythonpath=[str(REPO), str(REPO / "dags")])
     kubeconfig = k8s_emulator.kubeconfig(home / "kubeconfig.json")
+    # The GKE cluster runs scripted pods: its task is here for its links, not its training.
+    gke.emulator.script(succeed({"loss": 0.5}))
+    gke.emulator.queues(
+        ClusterQueue("cq", {"google.com/tpu": 8}, flavor="v5e"),
+        LocalQueue("default", "team-a", "cq"),
+    )
+    dags = home / "dags"  # the examples as shipped, and a task on the GKE cluster
+    dags.mkdir()
+    for example in (REPO / "dags").glob("*.py"):
+        (dags / example.name).symlink_to(example)
+    (dags / "gke_quickstart.py").symlink_to(Path(__file__).parent / "dags" / "gke_quickstart.py")
     env = {
         "AIRFLOW__JAX__DEFAULT_BACKEND": "kubernetes",
         "AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE": "True",
         "AIRFLOW_CONN_KUBERNETES_DEFAULT": k8s_emulator.connection(kubeconfig),
         "AIRFLOW_VAR_JAX_OUTPUT_ROOT": str(home / "outputs"),
         "PYTHONPATH": str(REPO),
+        **gke.env,
     }
-    with airflow_stack(home, REPO / "dags", postgres.migrated_database(), env) as running:
+    with airflow_stack(home, dags, postgres.migrated_database(), env) as running:
         yield running
     k8s_emulator.reset()
 
@@ -135,3 +155,52 @@ def test_a_two_day_backfill_from_the_ui_dialog_gets_one_output_dir_per_day(
     ui.wait_for_text("backfill__2026-11-01", "backfill__2026-11-02")
     ui.shot("backfill-runs")
     print("UI screenshots:", *map(str, ui.taken), sep="\n  ")
+
+
+LINKS = ("JobSet on GKE", "JobSet logs", "Kueue events")
+
+
+def test_a_gke_task_links_to_its_jobset_and_a_task_elsewhere_to_nothing(
+    stack: AirflowStack, ui: Browser, gke: Gke
+):
+    """The task page's extra links: the GKE workload page, Cloud Logging and Kueue's events
+    for a task on a GKE cluster (found through Google's API, queued by Kueue); none, and no
+    error logged for them, for the quickstart on a cluster named by a Kubernetes connection."""
+    stack.wait_for_dag("gke_quickstart")
+    run_id = stack.trigger("gke_quickstart")
+    runs = stack.wait_for_runs("gke_quickstart", 1, timeout=300)
+    assert [r["state"] for r in runs] == ["success"], stack.logs("scheduler")
+    assert stack.xcoms("gke_quickstart", "train")[run_id] == {"loss": 0.5}
+    name = stack.xcoms("gke_quickstart", "train", "jobset_name")[run_id]
+    assert gke.api.calls and all(gke.account.signed(token) for _, token in gke.api.calls)
+    assert gke.emulator.api.minted and all(r.status != 401 for r in gke.emulator.requests)
+
+    # The task's Details tab holds its extra links.
+    ui.open(f"/dags/gke_quickstart/runs/{quote(run_id, safe='')}/tasks/train/details")
+    hrefs = ui.wait_for(
+        "the task's links", lambda: _links(ui) if set(_links(ui)) >= set(LINKS) else None
+    )
+    ui.shot("gke-links")
+    assert set(hrefs) == set(LINKS)  # no TensorBoard link: no output_dir with event files
+    where = f"{LOCATION}/{CLUSTER}/default/{name}"
+    assert hrefs["JobSet on GKE"] == (
+        f"https://console.cloud.google.com/kubernetes/service/{where}/details?project={PROJECT}"
+    )
+    logs = unquote(hrefs["JobSet logs"])
+    assert f'resource.labels.cluster_name="{CLUSTER}"' in logs
+    assert f'labels."k8s-pod/jobset_sigs_k8s_io/jobset-name"="{name}"' in logs
+    assert f'jsonPayload.involvedObject.name:"jobset-{name}-"' in unquote(hrefs["Kueue events"])
+
+    (run,) = [r for r in stack.runs("quickstart") if r["state"] == "success"]
+    ui.open(f"/dags/quickstart/runs/{quote(run['run_id'], safe='')}/tasks/train/details")
+    # The heading shows once the links are fetched: the keys come, each without a URL.
+    ui.wait_for_text("Extra Links", "Run ID")
+    ui.shot("no-links")
+    assert _links(ui) == {}
+    assert "XCom not found" not in (stack.home / "api-server.log").read_text(errors="replace")
+
+
+def _links(ui: Browser) -> dict[str, str]:
+    """The page's extra links, by name: the UI shows a link only when its URL is not empty."""
+    anchors = ui.driver.find_elements("css selector", "a[href]")
+    return {a.text: a.get_attribute("href") for a in anchors if a.text in (*LINKS, "TensorBoard")}
