@@ -82,9 +82,15 @@ class GkeApi:
     def stop(self) -> None:
         self._server.stop(grace=None)
         if self._proxy is not None:
-            self._proxy.close()
+            # On its own loop: asyncio.Server is not thread-safe, and a tunnel that ends as it
+            # closes would wake its waiters twice (seen in a full run: TypeError in _wakeup).
+            asyncio.run_coroutine_threadsafe(self._close_proxy(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
+
+    async def _close_proxy(self) -> None:
+        assert self._proxy is not None
+        self._proxy.close()
 
     def _get_cluster(self, request: bytes, context: Any) -> bytes:
         import grpc
