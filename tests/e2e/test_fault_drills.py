@@ -114,10 +114,18 @@ def seconds_until_gone(
 def logged_deadline(stack: AirflowStack, dag_id: str, run_id: str, task_id: str) -> float:
     """The deadline the try says it has (epoch). It counts from the try's start as the task
     sees it: after the start date in the database by however long Airflow's supervisor took
-    to report the start (up to 8 s measured on two busy cores), but never before it."""
-    log = stack.task_log(dag_id, run_id, task_id)
-    found = re.search(r"execution_timeout runs out at (\S+?)\.\W", log)
-    assert found, log[-3000:]
+    to report the start (up to 8 s measured on two busy cores), but never before it. The
+    line is logged before the JobSet is created, but reaches the log file through the
+    supervisor, on its own time (once seen a moment after the JobSet was running)."""
+    found = stack.wait_until(
+        lambda: re.search(
+            r"execution_timeout runs out at (\S+?)\.\W", stack.task_log(dag_id, run_id, task_id)
+        ),
+        30,
+        lambda: (
+            f"the try's deadline in its log:\n{stack.task_log(dag_id, run_id, task_id)[-3000:]}"
+        ),
+    )
     deadline = datetime.fromisoformat(found[1]).timestamp()
     started = stack.task_instance(dag_id, run_id, task_id)["start_date"]
     assert started + TIMEOUT.total_seconds() <= deadline < started + TIMEOUT.total_seconds() + 30
