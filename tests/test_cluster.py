@@ -10,7 +10,7 @@ import pytest
 from google.api_core.exceptions import NotFound
 
 from airflow_provider_jax.cluster import cluster_from
-from tests.support.gke import CLUSTER, LOCATION, PROJECT, Gke
+from tests.support.gke import LOCATION, PATH, PROJECT, Gke
 from tests.support.gke_api import HOST
 from tests.support.jobsets import manifest
 
@@ -27,10 +27,10 @@ def test_a_named_gke_cluster_is_found_through_googles_api_and_reached_over_tls(g
     cluster = cluster_from(kubernetes_conn_id="kubernetes_default", **google.operator_kwargs)
     assert cluster.is_gke and cluster.conn_id is None
     assert cluster.cluster_url == google.emulator.url  # https://, its port
-    ca = google.api.clusters[f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}"]
+    ca = google.api.clusters[PATH]
     assert base64.b64decode(cluster.ssl_ca_cert) == ca.ca_pem
     ((name, token),) = google.api.calls
-    assert name == f"projects/{PROJECT}/locations/{LOCATION}/clusters/{CLUSTER}"
+    assert name == PATH
     assert google.account.signed(token)  # the Google connection's key signed it
     assert set(google.api.tunnels) == {f"{HOST}:443"}
 

@@ -20,6 +20,7 @@ from urllib.parse import quote, unquote
 import pytest
 import yaml
 
+from airflow_provider_jax.links.tensorboard import TensorBoardLink
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.browser import Browser
 from tests.support.gke import CLUSTER, LOCATION, PROJECT, Gke
@@ -203,4 +204,6 @@ def test_a_gke_task_links_to_its_jobset_and_a_task_elsewhere_to_nothing(
 def _links(ui: Browser) -> dict[str, str]:
     """The page's extra links, by name: the UI shows a link only when its URL is not empty."""
     anchors = ui.driver.find_elements("css selector", "a[href]")
-    return {a.text: a.get_attribute("href") for a in anchors if a.text in (*LINKS, "TensorBoard")}
+    return {
+        a.text: a.get_attribute("href") for a in anchors if a.text in (*LINKS, TensorBoardLink.name)
+    }

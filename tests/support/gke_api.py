@@ -4,10 +4,10 @@ google provider's ``GKEHook.get_cluster`` calls to find a cluster's endpoint and
 The real client reaches it unchanged: gRPC over TLS to ``container.googleapis.com:443``, through
 an HTTP CONNECT proxy (``grpc_proxy``, which gRPC honours) that tunnels that one host to a local
 gRPC server, whose self-signed certificate for that name the client trusts through
-``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH``. Like the real API it wants a Google OAuth bearer token
-(here: one the cluster's emulator minted), answers ``NOT_FOUND`` for a cluster it does not know,
-and returns the cluster's public endpoint, private endpoint and base64 cluster CA
-(``google.container.v1.Cluster``).
+``GRPC_DEFAULT_SSL_ROOTS_FILE_PATH``. Like the real API it wants a Google bearer credential
+(the generated client sends a JWT that the service account's key signed itself), answers
+``NOT_FOUND`` for a cluster it does not know, and returns the cluster's public endpoint, private
+endpoint and base64 cluster CA (``google.container.v1.Cluster``).
 """
 
 from __future__ import annotations
@@ -25,6 +25,11 @@ from tests.support.certificates import self_signed
 
 HOST = "container.googleapis.com"
 SERVICE = "google.container.v1.ClusterManager"
+
+
+def cluster_path(project: str, location: str, name: str) -> str:
+    """A cluster's resource name, as ``GetCluster`` is asked for it."""
+    return f"projects/{project}/locations/{location}/clusters/{name}"
 
 
 @dataclass(frozen=True)
@@ -46,7 +51,7 @@ class GkeApi:
         import grpc
 
         self.accepts = accepts
-        self.clusters: dict[str, GkeCluster] = {}  # by projects/P/locations/L/clusters/C
+        self.clusters: dict[str, GkeCluster] = {}  # by cluster_path()
         self.calls: list[tuple[str, str]] = []  # (cluster name, bearer token) per GetCluster
         self.tunnels: list[str] = []  # CONNECT targets
         self.ca_file, key_file = self_signed(directory, "container-googleapis", dns=HOST)
@@ -64,7 +69,7 @@ class GkeApi:
         self.proxy_url = ""
 
     def add(self, project: str, location: str, name: str, cluster: GkeCluster) -> None:
-        self.clusters[f"projects/{project}/locations/{location}/clusters/{name}"] = cluster
+        self.clusters[cluster_path(project, location, name)] = cluster
 
     @property
     def env(self) -> dict[str, str]:
