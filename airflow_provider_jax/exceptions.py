@@ -1,113 +1,17 @@
-"""Errors a JAX job raises in Airflow, shared by the local and Kubernetes backends."""
+"""Errors a JAX job raises in Airflow, shared by the local and Kubernetes backends. Which host
+failed and why is ``reporting/failures.py``; these only carry it to Airflow."""
 
 from __future__ import annotations
 
-import signal
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_provider_jax.runtime.exits import (
-    CODE_ERROR,
-    EXIT_SIGTERM,
-    LOST_PEER,
-    RESTARTABLE_EXIT_CODES,
-    as_reported,
-    exit_class,
-)
-from airflow_provider_jax.runtime.messages import parse_message
+from airflow_provider_jax.runtime.exits import CODE_ERROR
 
-TRACEBACK_LINES = 40
-
-
-@dataclass(frozen=True)
-class ProcessFailure:
-    """Why one JAX process (one pod) failed: its ``[slice/host]`` tag, the error, and the
-    tail of its traceback (or of its log, when it died without a word). ``log_tail``, when
-    set, adds its last log lines after a traceback (pods' logs are not in the task log)."""
-
-    tag: str
-    error: str
-    traceback: str = ""
-    log_tail: str = ""
-    kind: str = CODE_ERROR  # its class: code error, disruption, lost peer or hang
-    exit_code: int = 1  # as Kubernetes reports it: 128 + N for a death by signal N
-    reported: bool = False  # its runtime wrote a failure message (error and traceback)
-    disrupted: bool = False  # Kubernetes marked the pod DisruptionTarget (preempted, evicted)
-
-    @classmethod
-    def from_exit(
-        cls,
-        tag: str,
-        termination_message: str | None,
-        exit_code: int,
-        log_tail: str = "",
-        restartable: frozenset[int] = RESTARTABLE_EXIT_CODES,
-    ) -> ProcessFailure:
-        """From what the process left behind: its failure message if it wrote one, else its
-        exit code and the tail of its log. The class is the one its runtime reported, else
-        the exit code's (``restartable``: the codes the JobSet restarts on)."""
-        kind, code = exit_class(exit_code, restartable), as_reported(exit_code)
-        body = parse_message(termination_message)
-        if body is not None and not body["ok"]:
-            said = body.get("class")
-            kind = said if isinstance(said, str) and len(said) < 20 else kind  # a pod's word
-            error, trace = str(body.get("error", "")), str(body.get("traceback", ""))
-            return cls(tag, error, trace, kind=kind, exit_code=code, reported=True)
-        return cls(tag, describe_exit(exit_code), log_tail, kind=kind, exit_code=code)
-
-    def render(self) -> str:
-        tail = self.traceback.rstrip().splitlines()[-TRACEBACK_LINES:]
-        what = self.error if self.kind == CODE_ERROR else f"{self.kind}: {self.error}"
-        lines = [f"{self.tag} {what}", *(f"    {line}" for line in tail)]
-        if log := self.log_tail.rstrip().splitlines()[-TRACEBACK_LINES:]:
-            lines += ["  last lines of its log:", *(f"    {line}" for line in log)]
-        return "\n".join(lines)
-
-
-def restart_line(attempt: int, max_restarts: int, culprit: ProcessFailure | None) -> str:
-    """One line per slice restart, the same from both backends: ``restart 1/3 after a
-    disruption on [0/1]: killed by SIGKILL``."""
-    if culprit is None:
-        return f"restart {attempt}/{max_restarts}: its cause was not visible (pods gone)"
-    return f"restart {attempt}/{max_restarts} after a {culprit.kind} on {culprit.tag}: " + (
-        culprit.error.splitlines()[0][:300] if culprit.error else f"exit code {culprit.exit_code}"
-    )
-
-
-def culprit_rank(failure: ProcessFailure) -> int:
-    """Root causes first: a host whose own runtime reported an error (a bug, a hang), then a
-    disrupted one (preempted, evicted), then one that died on its own (SIGKILL, OOM), then
-    hosts stopped with SIGTERM (how the rest are taken down), and last hosts that only lost a
-    peer (they fail because another did)."""
-    if failure.reported:
-        return 4 if failure.kind == LOST_PEER else 0
-    if failure.disrupted:
-        return 1
-    return 3 if failure.exit_code == EXIT_SIGTERM else 2
-
-
-def culprits_first(failures: Sequence[ProcessFailure]) -> list[ProcessFailure]:
-    return sorted(failures, key=culprit_rank)
-
-
-def describe_exit(exit_code: int) -> str:
-    """``exited with code 3``, or ``killed by SIGKILL`` for a negative (local) exit code."""
-    if exit_code < 0:
-        try:
-            return f"killed by {signal.Signals(-exit_code).name}"
-        except ValueError:
-            return f"killed by signal {-exit_code}"
-    if exit_code > 128:  # how Kubernetes reports a death by signal N: 128 + N
-        try:
-            return (
-                f"exited with code {exit_code} (killed by {signal.Signals(exit_code - 128).name})"
-            )
-        except ValueError:
-            pass
-    return f"exited with code {exit_code}"
+if TYPE_CHECKING:
+    from airflow_provider_jax.reporting.failures import ProcessFailure
 
 
 class JaxJobFailed(AirflowException):

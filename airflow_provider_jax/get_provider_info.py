@@ -37,7 +37,7 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "JAX",
                 "python-modules": [
-                    "airflow_provider_jax.cluster",
+                    "airflow_provider_jax.hooks.cluster",
                     "airflow_provider_jax.hooks.jobset",
                     "airflow_provider_jax.hooks.gke",
                 ],

@@ -38,9 +38,9 @@ def _step(step: int, finalized: bool = True) -> list[tuple[str, bytes]]:
 
 
 async def _watch(emulator: Any, watchers: int, polls: int, steps: int, change: Any) -> dict:
+    from airflow_provider_jax.checkpoints.stream import cursor_key
     from airflow_provider_jax.triggers import orbax_events
     from airflow_provider_jax.triggers.orbax_events import OrbaxCheckpointEventTrigger
-    from airflow_provider_jax.triggers.orbax_stream import cursor_key
     from tests.support.event_triggerer import AssetStore, EventTriggerer, WatchedAssets
 
     orbax_events.TAKEOVER_SETTLE_SECONDS = 0.0  # no earlier owner here

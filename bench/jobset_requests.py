@@ -44,7 +44,7 @@ class Row:
 
 async def poll_reference(hook: Any, name: str) -> None:
     """The reference: GET the JobSet every 10 s until it has finished."""
-    from airflow_provider_jax.jobset_status import terminal_state
+    from airflow_provider_jax.jobset.status import terminal_state
 
     while terminal_state(await hook.get_jobset(name, "default")) is None:
         await asyncio.sleep(POLL_INTERVAL)
@@ -53,7 +53,7 @@ async def poll_reference(hook: Any, name: str) -> None:
 def measure(
     emulator: Any, scenario: str, jobs: int, spread: float, waiter: Callable, hosts: int = 2
 ) -> Row:
-    from airflow_provider_jax.cluster import KubernetesCluster
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
     from tests.support.jobsets import manifest
     from tests.support.k8s_emulator import PodScript
 
@@ -91,7 +91,7 @@ def measure(
 
 
 def trigger_waiter(stream_logs: str) -> Callable[[str, str], Awaitable[None]]:
-    from airflow_provider_jax.cluster import KubernetesCluster
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
     from airflow_provider_jax.triggers.jobset import JobSetTrigger
 
     cluster = KubernetesCluster().to_dict()
@@ -107,7 +107,7 @@ def trigger_waiter(stream_logs: str) -> Callable[[str, str], Awaitable[None]]:
 
 
 def poll_waiter() -> Callable[[str, str], Awaitable[None]]:
-    from airflow_provider_jax.cluster import KubernetesCluster
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
 
     async def wait(name: str, uid: str) -> None:
         await poll_reference(KubernetesCluster().async_hook(), name)

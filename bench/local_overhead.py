@@ -20,13 +20,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_jax.accelerators import parse_tpu
-from airflow_provider_jax.jobset import JaxJobSpec, build_jobset
-from airflow_provider_jax.launcher import python_call
-from airflow_provider_jax.local.jobset import LocalJobSet
-from airflow_provider_jax.local.localize import free_ports, localize
-from airflow_provider_jax.local.pods import plan_pods
-from airflow_provider_jax.local.processes import process_env
+from airflow_provider_jax.backends.local.localize import free_ports, localize
+from airflow_provider_jax.backends.local.pods import plan_pods
+from airflow_provider_jax.backends.local.processes import process_env
+from airflow_provider_jax.backends.local.runner import LocalJobSet
+from airflow_provider_jax.jobset.accelerators import parse_tpu
+from airflow_provider_jax.jobset.build import build_jobset
+from airflow_provider_jax.jobset.pod_command import python_call
+from airflow_provider_jax.jobset.spec import JaxJobSpec
 
 DAGS = str(Path(__file__).resolve().parents[1] / "dags")
 TARGET = 1.15

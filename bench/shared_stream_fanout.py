@@ -35,7 +35,7 @@ except ImportError:  # Airflow 3.1/3.2 have no shared streams
 
 import structlog
 
-from airflow_provider_jax.triggers.informer import ABSENT, Informer
+from airflow_provider_jax.triggers.watch.informer import ABSENT, Informer
 
 # One overflow warning per failed waiter would drown the table; the table counts them.
 structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))

@@ -68,8 +68,8 @@ def poll_trigger_class() -> type:
     plain polling deferrable operator would (defined here, so the provider does not ship it)."""
     from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-    from airflow_provider_jax import jobset_status as status
-    from airflow_provider_jax.cluster import KubernetesCluster
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
+    from airflow_provider_jax.jobset import status
 
     class JobSetPollTrigger(BaseTrigger):
         def __init__(self, *, name: str, namespace: str, cluster: dict[str, Any]) -> None:
@@ -101,7 +101,7 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
     import logging
     import resource
 
-    from airflow_provider_jax.cluster import KubernetesCluster
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
     from airflow_provider_jax.triggers.jobset import JobSetTrigger
 
     logging.disable(logging.WARNING)
@@ -242,7 +242,7 @@ def scenario(
     env: dict,
     log_lines: int = 1000,
 ) -> Row:
-    from airflow_provider_jax.cluster import KubernetesCluster
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
     from tests.support.jobsets import manifest
     from tests.support.k8s_emulator import Faults, PodScript
 

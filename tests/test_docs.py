@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from airflow_provider_jax.accelerators import parse_tpu
+from airflow_provider_jax.jobset.accelerators import parse_tpu
 
 REPO = Path(__file__).resolve().parent.parent
 PAGES = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]

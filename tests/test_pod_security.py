@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_jax.jobset import build_jobset
+from airflow_provider_jax.jobset.build import build_jobset
+from airflow_provider_jax.jobset.secret_refs import SecretRef
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
-from airflow_provider_jax.secret_refs import SecretRef
 from tests.support.pod_security import baseline_violations, restricted_violations
 
 COMMON: dict[str, Any] = {"image": "us-docker.pkg.dev/p/r/jax:1", "command": ["python3", "t.py"]}

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from airflow.triggers.base import BaseTrigger
 
 BACKENDS = ("kubernetes", "local")
+_BACKEND_MODULES = {
+    "kubernetes": "airflow_provider_jax.backends.kubernetes",
+    "local": "airflow_provider_jax.backends.local.backend",
+}
 ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
 # execution_timeout is also the cluster's own deadline for the JobSet's Jobs, this much later,
 # so Airflow's timeout (which explains itself) acts first whenever Airflow is there to act.
@@ -153,7 +157,7 @@ def get_backend(name: str, settings: JobSettings) -> Backend:
     """The backend called ``name``, imported now (a task runs), never at DAG parse."""
     if name not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}.")
-    module = importlib.import_module(f"airflow_provider_jax.backends.{name}")
+    module = importlib.import_module(_BACKEND_MODULES[name])
     return module.BACKEND(settings)
 
 

@@ -19,7 +19,6 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from airflow_provider_jax import jobset_status as status
 from airflow_provider_jax.backends import (
     Deferral,
     JobSettings,
@@ -27,13 +26,19 @@ from airflow_provider_jax.backends import (
     Started,
     log_deadline,
 )
-from airflow_provider_jax.backends.jobset_failure import explain_failure
+from airflow_provider_jax.backends.kubernetes_failure import explain_failure
 from airflow_provider_jax.backends.off_main_thread import wait_off_main_thread
 from airflow_provider_jax.backends.result import ResultReader
-from airflow_provider_jax.cluster import KubernetesCluster, cluster_from
+from airflow_provider_jax.backends.timeout_alarm import (
+    BACKSTOP_S,
+    disarm_airflows_alarm,
+    postpone_airflows_alarm,
+)
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
+from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
-from airflow_provider_jax.jobset import DEFERRED_BY_TRY_ANNOTATION, KUEUE_QUEUE_LABEL
+from airflow_provider_jax.jobset import status
+from airflow_provider_jax.jobset.api import DEFERRED_BY_TRY_ANNOTATION, KUEUE_QUEUE_LABEL
 from airflow_provider_jax.links.jobset import (
     JobSetLogsLink,
     JobSetWorkloadLink,
@@ -43,14 +48,9 @@ from airflow_provider_jax.links.jobset import (
     kueue_events_url,
 )
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
-from airflow_provider_jax.timeout_alarm import (
-    BACKSTOP_S,
-    disarm_airflows_alarm,
-    postpone_airflows_alarm,
-)
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
-from airflow_provider_jax.triggers.jobset_event import FAILED, SUCCESS, TIMEOUT, JobSetEvent
-from airflow_provider_jax.triggers.queue_wait import QUEUE_REASONS
+from airflow_provider_jax.triggers.watch.events import FAILED, SUCCESS, TIMEOUT, JobSetEvent
+from airflow_provider_jax.triggers.watch.queue_wait import QUEUE_REASONS
 
 GONE_TIMEOUT_S = 600  # longest wait for an earlier try's JobSet to be deleted
 

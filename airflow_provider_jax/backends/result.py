@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from airflow_provider_jax.backends import DEFAULT_MAX_RESULT_BYTES
 from airflow_provider_jax.exceptions import JaxJobFailed
-from airflow_provider_jax.runtime.messages import RESULT_FILE
+from airflow_provider_jax.runtime.output_paths import RESULT_FILE, result_uri
 
 
 class ResultRejected(JaxJobFailed):
@@ -30,7 +30,7 @@ class ResultRejected(JaxJobFailed):
 
 def result_location(output_dir: str) -> str:
     """``<output_dir>/result.json``: where the runtime writes a result too big for a message."""
-    return f"{output_dir.rstrip('/')}/{RESULT_FILE}"
+    return result_uri(output_dir)
 
 
 @dataclass(frozen=True)

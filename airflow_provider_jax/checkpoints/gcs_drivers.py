@@ -24,7 +24,7 @@ from airflow_provider_jax.checkpoints.query import (
     GcsLocation,
     StorageUnavailableError,
 )
-from airflow_provider_jax.retries import ExponentialJitter
+from airflow_provider_jax.hooks.retry import ExponentialJitter
 from airflow_provider_jax.runtime.orbax_steps import (
     LIST_FIELDS,
     ListedObject,

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk.bases.decorator import DecoratedOperator
 
-from airflow_provider_jax.launcher import to_json
+from airflow_provider_jax.jobset.pod_command import to_json
 from airflow_provider_jax.operators.jax_job import JaxJobOperator
 
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """What a Kubernetes API error means, from either client: its status, a short account (naming
 a missing RBAC permission plainly), whether another try may help, and the retry policy for
-our calls (the cncf provider's).
+our calls (the cncf provider's attempts and wait bounds, with ``retry.py``'s one backoff).
 """
 
 from __future__ import annotations
@@ -14,12 +14,15 @@ import tenacity
 from aiohttp import ClientPayloadError
 from airflow.providers.cncf.kubernetes.kubernetes_helper_functions import (
     API_RETRIES,
+    API_RETRY_WAIT_MAX,
+    API_RETRY_WAIT_MIN,
     TRANSIENT_CONNECTION_ERRORS,
     TRANSIENT_STATUS_CODES,
-    WaitRetryAfterOrExponential,
 )
 from kubernetes.client.rest import ApiException
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
+
+from airflow_provider_jax.hooks.retry import ExponentialJitter
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +80,11 @@ def is_transient(exc: BaseException) -> bool:
 
 
 def api_retry() -> Any:
-    """The cncf provider's policy (Retry-After on 429, else exponential), for our calls."""
+    """For one API call: the cncf provider's attempts (``[workers] api_retries``) and wait
+    bounds (``api_retry_wait_min``/``max``), with the one backoff every caller uses."""
     return tenacity.retry(
         stop=tenacity.stop_after_attempt(API_RETRIES),
-        wait=WaitRetryAfterOrExponential(),
+        wait=ExponentialJitter(API_RETRY_WAIT_MIN, API_RETRY_WAIT_MAX),
         retry=tenacity.retry_if_exception(is_transient),
         reraise=True,
         before_sleep=tenacity.before_sleep_log(log, logging.WARNING),

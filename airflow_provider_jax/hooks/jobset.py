@@ -2,7 +2,7 @@
 
 Objects travel as the API server's own JSON (dicts), never as generated client models, so the
 sync and async clients, the trigger and the operator all read them with the same helpers
-(:mod:`airflow_provider_jax.jobset_status`).
+(:mod:`airflow_provider_jax.jobset.status`).
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from kubernetes_asyncio import watch as async_watch
 from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiException
 from kubernetes_asyncio.client.rest import RESTResponse
 
-from airflow_provider_jax.coordination import COMPLETION_INDEX_ANNOTATION, JOB_INDEX_LABEL
 from airflow_provider_jax.hooks.api_errors import api_retry
 from airflow_provider_jax.hooks.resources import Resource
 from airflow_provider_jax.hooks.shared_client import SharedApiClient
-from airflow_provider_jax.jobset import (
+from airflow_provider_jax.jobset.api import (
+    COMPLETION_INDEX_ANNOTATION,
     CONTAINER_NAME,
     GROUP,
+    JOB_INDEX_LABEL,
     JOBSET_NAME_LABEL,
     PLURAL,
     VERSION,

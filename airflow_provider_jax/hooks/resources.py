@@ -12,13 +12,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_jax.jobset import GROUP, MANAGED_BY, MANAGED_BY_LABEL, PLURAL, VERSION
-from airflow_provider_jax.jobset_status import as_read
+from airflow_provider_jax.jobset.api import (
+    GROUP,
+    KUEUE_JOB_UID_LABEL,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    PLURAL,
+    VERSION,
+)
+from airflow_provider_jax.jobset.status import as_read
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
 VISIBILITY_VERSIONS = ("v1beta2", "v1beta1")
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"  # Kueue labels each Workload with its job's uid
 
 
 @dataclass(frozen=True)
@@ -71,8 +77,8 @@ WORKLOADS = Resource(
     ("v1beta2", "v1beta1"),
     "workloads",
     "Workload",
-    label_selector=JOB_UID_LABEL,
-    key_label=JOB_UID_LABEL,
+    label_selector=KUEUE_JOB_UID_LABEL,
+    key_label=KUEUE_JOB_UID_LABEL,
     as_read=_workload_as_read,
     optional=True,
 )

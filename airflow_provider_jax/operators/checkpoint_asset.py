@@ -18,7 +18,7 @@ from airflow_provider_jax.checkpoints import (
     StorageUnavailableError,
     find_newest_finalized,
 )
-from airflow_provider_jax.runtime import CHECKPOINTS
+from airflow_provider_jax.runtime.output_paths import CHECKPOINTS, checkpoints_uri
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -60,7 +60,7 @@ def announce_checkpoint(
 ) -> None:
     """Attach the newest finalized step of ``<output_dir>/checkpoints`` to ``asset``'s event:
     its step and path, the leader's last report and the JobSet's name."""
-    directory = f"{output_dir.rstrip('/')}/{CHECKPOINTS}"
+    directory = checkpoints_uri(output_dir)
     try:
         found = find_newest_finalized(CheckpointQuery(checkpoint_dir=directory))
     except (CheckpointDirError, StorageUnavailableError) as exc:

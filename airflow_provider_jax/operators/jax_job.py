@@ -10,21 +10,19 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_jax.accelerators import Accelerator
+from airflow_provider_jax.arguments import positive_seconds
 from airflow_provider_jax.backends import (
     BACKENDS,
     ON_FINISH_ACTIONS,
     get_backend,
 )
-from airflow_provider_jax.capacity import Capacity, queue_timeout_seconds
-from airflow_provider_jax.durations import positive_seconds
 from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
-from airflow_provider_jax.failure_policy import DEFAULT_MAX_RESTARTS
-from airflow_provider_jax.host_logs import STREAM_LEADER, check_stream_logs
-from airflow_provider_jax.jobset import (
-    SAFE_SECURITY_CONTEXT,
-)
-from airflow_provider_jax.launcher import split_pip_packages
+from airflow_provider_jax.jobset.accelerators import Accelerator
+from airflow_provider_jax.jobset.capacity import Capacity, queue_timeout_seconds
+from airflow_provider_jax.jobset.failure_policy import DEFAULT_MAX_RESTARTS
+from airflow_provider_jax.jobset.pod_command import split_pip_packages
+from airflow_provider_jax.jobset.secret_refs import as_secret_refs
+from airflow_provider_jax.jobset.spec import SAFE_SECURITY_CONTEXT
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
@@ -39,7 +37,7 @@ from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom ke
     OutcomePublisher,
 )
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, RenderedManifest
-from airflow_provider_jax.secret_refs import as_secret_refs
+from airflow_provider_jax.reporting.host_logs import STREAM_LEADER, check_stream_logs
 
 if TYPE_CHECKING:
     import datetime

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.backends import cluster_deadline_seconds
-from airflow_provider_jax.jobset import JaxJobSpec, airflow_labels, build_jobset
-from airflow_provider_jax.jobset_names import jobset_name
-from airflow_provider_jax.launcher import python_call
+from airflow_provider_jax.jobset.api import MANAGED_BY, MANAGED_BY_LABEL
+from airflow_provider_jax.jobset.build import build_jobset
+from airflow_provider_jax.jobset.names import jobset_name
+from airflow_provider_jax.jobset.pod_command import python_call
+from airflow_provider_jax.jobset.spec import JaxJobSpec
 from airflow_provider_jax.operators.secret_guard import refuse_masked_values
-from airflow_provider_jax.templates import is_template
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -145,3 +147,17 @@ class JobSpecBuilder:
             self.accelerator.name,
         )
         return manifest
+
+
+def airflow_labels(
+    dag_id: str, task_id: str, run_id: str, map_index: int | None, try_number: int
+) -> dict[str, str]:
+    """Label-safe Airflow identity, using the cncf provider's hashing for long values."""
+    from airflow.providers.cncf.kubernetes.pod_generator import make_safe_label_value
+
+    raw = {"dag_id": dag_id, "task_id": task_id, "run_id": run_id, "try_number": str(try_number)}
+    if map_index is not None and map_index >= 0:
+        raw["map_index"] = str(map_index)
+    return {key: make_safe_label_value(value) for key, value in raw.items()} | {
+        MANAGED_BY_LABEL: MANAGED_BY
+    }

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from airflow_provider_jax.runtime import CHECKPOINTS
+from airflow_provider_jax.runtime.output_paths import checkpoints_uri
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
@@ -55,7 +55,7 @@ class LineageReporter:
 
         outputs = []
         if self.output_dir:
-            mine = f"{self.output_dir.rstrip('/')}/{CHECKPOINTS}"
+            mine = checkpoints_uri(self.output_dir)
             outputs.append(Dataset(*dataset_name(mine)))
         own = self.output_dir.rstrip("/") if self.output_dir else None
         found = {

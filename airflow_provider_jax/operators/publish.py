@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import conf
 
-from airflow_provider_jax.goodput import GOODPUT_XCOM_KEY, summary_line
 from airflow_provider_jax.links.tensorboard import TensorBoardLink, tensorboard_url
 from airflow_provider_jax.operators.checkpoint_asset import announce_checkpoint
+from airflow_provider_jax.reporting.goodput import GOODPUT_XCOM_KEY, summary_line
 
 if TYPE_CHECKING:
     from airflow.sdk import Asset, Context

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_jax.accelerators import parse_tpu
+from airflow_provider_jax.jobset.accelerators import parse_tpu
 from airflow_provider_jax.operators.jax_job import JaxJobOperator
 
 

@@ -23,6 +23,7 @@ from airflow_provider_jax.runtime.messages import (
     report_line,
     resumed_line,
 )
+from airflow_provider_jax.runtime.output_paths import checkpoints_uri
 from airflow_provider_jax.runtime.preemption import on_preemption
 
 __all__ = [
@@ -34,7 +35,6 @@ __all__ = [
     "restart_attempt",
     "resumed_from",
 ]
-CHECKPOINTS = "checkpoints"
 
 _last_report: dict[str, Any] | None = None
 _total_steps: int | None = None  # the operator's total_steps, set by runtime.main
@@ -98,10 +98,8 @@ def restart_attempt() -> int:
 def checkpoint_dir() -> str | None:
     """``<output_dir>/checkpoints``: one place for a task instance's checkpoints, the same for
     every JobSet restart and every Airflow retry (keep ``try_number`` out of output_dir)."""
-    from airflow_provider_jax.runtime.storage import join
-
     base = output_dir()
-    return join(base, CHECKPOINTS) if base else None
+    return checkpoints_uri(base) if base else None
 
 
 _resumed: list[int | None] = []  # the answer, once asked

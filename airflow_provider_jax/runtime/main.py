@@ -36,12 +36,12 @@ from airflow_provider_jax.runtime.exits import (
     is_lost_peer,
 )
 from airflow_provider_jax.runtime.messages import (
-    RESULT_FILE,
     TERMINATION_MESSAGE_LIMIT,
     failure_message,
     success_message,
     write_termination,
 )
+from airflow_provider_jax.runtime.output_paths import RESULT_FILE, result_uri
 from airflow_provider_jax.runtime.watchdog import Watchdog
 
 SOURCE_MODULE = "__airflow_jax_source__"
@@ -190,7 +190,7 @@ def leader_message(
             f"{TERMINATION_MESSAGE_LIMIT}-byte termination message. Set output_dir on the "
             f"operator so it goes to <output_dir>/{RESULT_FILE}, or return less."
         )
-    uri = storage.join(output_dir, RESULT_FILE)
+    uri = result_uri(output_dir)
     storage.write_text(uri, text)
     for candidate in (report, None):
         try:

@@ -23,7 +23,6 @@ from typing import Any
 TERMINATION_MESSAGE_LIMIT = 4096
 REPORT_PREFIX = "::airflow-jax-report::"
 TOTAL_STEPS_KEY = "total_steps"  # in a report: the run's length, for percentage and ETA
-RESULT_FILE = "result.json"
 
 
 def _dump(value: Any) -> str:

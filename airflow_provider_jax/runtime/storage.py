@@ -21,10 +21,6 @@ _RETRIES = 4
 _TIMEOUT_S = 30.0
 
 
-def join(base: str, name: str) -> str:
-    return f"{base.rstrip('/')}/{name}"
-
-
 def write_text(uri: str, text: str) -> None:
     if uri.startswith("gs://"):
         bucket, name = _split(uri)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.checkpoints import (
     CheckpointDirError,
     CheckpointQuery,
@@ -18,7 +19,6 @@ from airflow_provider_jax.checkpoints import (
     check_checkpoint_dir,
     find_newest_finalized,
 )
-from airflow_provider_jax.templates import is_template
 from airflow_provider_jax.triggers.orbax import OrbaxCheckpointTrigger
 
 if TYPE_CHECKING:

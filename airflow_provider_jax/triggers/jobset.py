@@ -15,29 +15,33 @@ from airflow import __version__ as airflow_version
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
-from airflow_provider_jax.cluster import KubernetesCluster
-from airflow_provider_jax.host_logs import STREAM_LEADER
-from airflow_provider_jax.triggers.jobset_event import (
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.reporting.host_logs import STREAM_LEADER
+from airflow_provider_jax.triggers.watch.events import (
     ERROR,
     FAILED,
     SUCCESS,
     TIMEOUT,
     JobSetEvent,
 )
-from airflow_provider_jax.triggers.run_clock import RunClock
-from airflow_provider_jax.triggers.task_state import in_background, task_left_deferred, warm_up
+from airflow_provider_jax.triggers.watch.run_clock import RunClock
+from airflow_provider_jax.triggers.watch.task_state import (
+    in_background,
+    task_left_deferred,
+    warm_up,
+)
 
 __all__ = ["ERROR", "FAILED", "SUCCESS", "TIMEOUT", "JobSetTrigger", "load_watch"]
 # From 3.3 the triggerer calls on_kill() for user actions (and, wrongly, when a trigger moves to
 # another triggerer: see on_kill); before, cleanup() must ask.
 _TRIGGER_ON_KILL = Version(Version(airflow_version).base_version) >= Version("3.3.0")
-_WATCH = "airflow_provider_jax.triggers.jobset_watch"
+_WATCH = "airflow_provider_jax.triggers.watch.jobset_wait"
 _GKE_HOOKS = "airflow_provider_jax.hooks.gke"
 _loaded: set[str] = set()  # modules fully imported by load_watch
 
 
 async def load_watch(cluster: KubernetesCluster) -> ModuleType:
-    """The waiting machinery (:mod:`~airflow_provider_jax.triggers.jobset_watch`), imported
+    """The waiting machinery (:mod:`~airflow_provider_jax.triggers.watch.jobset_wait`), imported
     in a worker thread the first time: this module stays light because Airflow imports a
     trigger's class on the triggerer's event loop, and seconds of Kubernetes-client imports
     there stall every trigger on that triggerer (past ``[triggerer]
@@ -69,7 +73,7 @@ class JobSetTrigger(BaseTrigger):
     (``queue_until="running"``) or Kueue's admission (``"admitted"``), or when Kueue gives
     up on it, the JobSet is deleted and the task fails.
 
-    The event is a :class:`~airflow_provider_jax.triggers.jobset_event.JobSetEvent` as a dict,
+    The event is a :class:`~airflow_provider_jax.triggers.watch.events.JobSetEvent` as a dict,
     fired no earlier than ``fire_not_before`` (epoch seconds; see
     :data:`~airflow_provider_jax.backends.RESUME_SETTLE_S`).
     """

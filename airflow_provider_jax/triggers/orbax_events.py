@@ -19,9 +19,9 @@ from typing import Any
 from airflow.sdk import conf
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
+from airflow_provider_jax.arguments import positive_seconds
 from airflow_provider_jax.checkpoints import CheckpointQuery, FinalizedStep, check_checkpoint_dir
-from airflow_provider_jax.durations import positive_seconds
-from airflow_provider_jax.triggers.orbax_stream import (
+from airflow_provider_jax.checkpoints.stream import (
     RETAKEN,
     TAKEN,
     CheckpointDirStream,

@@ -9,7 +9,7 @@ from typing import Any
 
 from airflow.triggers.shared_stream import AdvanceItem, SharedStreamProducer
 
-from airflow_provider_jax.triggers.orbax_stream import (
+from airflow_provider_jax.checkpoints.stream import (
     CheckpointDirStream,
     commit_announced,
 )

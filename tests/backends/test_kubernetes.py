@@ -20,12 +20,11 @@ from airflow_provider_jax.backends import (
     ClusterSettings,
     JobSettings,
 )
-from airflow_provider_jax.backends.jobset_failure import explain_failure
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
-from airflow_provider_jax.cluster import KubernetesCluster
+from airflow_provider_jax.backends.kubernetes_failure import explain_failure
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed, JobSetConflict
-from airflow_provider_jax.failure_policy import CODE_ERROR_RULE
-from airflow_provider_jax.host_logs import SUMMARY_HEADER, SUMMARY_LINES
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.jobset.failure_policy import CODE_ERROR_RULE
 from airflow_provider_jax.links.jobset import (
     JobSetLogsLink,
     JobSetWorkloadLink,
@@ -35,8 +34,9 @@ from airflow_provider_jax.links.jobset import (
     kueue_events_url,
 )
 from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.reporting.host_logs import SUMMARY_HEADER, SUMMARY_LINES
 from airflow_provider_jax.runtime.messages import failure_message, success_message
-from airflow_provider_jax.triggers.jobset_event import JobSetEvent
+from airflow_provider_jax.triggers.watch.events import JobSetEvent
 from tests.support.jobsets import manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
 

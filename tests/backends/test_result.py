@@ -16,13 +16,13 @@ import pytest
 
 from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
-from airflow_provider_jax.backends.local import LocalBackend
+from airflow_provider_jax.backends.local.backend import LocalBackend
 from airflow_provider_jax.backends.result import ResultReader, ResultRejected
-from airflow_provider_jax.cluster import KubernetesCluster
-from airflow_provider_jax.jobset import build_jobset
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import success_message
-from airflow_provider_jax.triggers.jobset_event import JobSetEvent
+from airflow_provider_jax.triggers.watch.events import JobSetEvent
 from tests.support.jobset_schema import REPO
 from tests.support.jobsets import manifest
 from tests.support.k8s_emulator import Emulator, PodRun, PodScript

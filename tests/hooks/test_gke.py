@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from airflow_provider_jax.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.gke import GKEAsyncJobSetHook, GKEJobSetHook
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.gke import ServiceAccount

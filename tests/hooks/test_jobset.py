@@ -9,10 +9,10 @@ import time
 import pytest
 from kubernetes_asyncio.client.rest import RESTClientObject
 
-from airflow_provider_jax import jobset_status as status
-from airflow_provider_jax.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import JobSetExists
 from airflow_provider_jax.hooks.resources import JOBSETS
+from airflow_provider_jax.jobset import status
 from tests.support.jobsets import disrupt_host, manifest, succeed
 from tests.support.k8s_emulator import Emulator, Faults
 

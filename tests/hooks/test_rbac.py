@@ -12,8 +12,8 @@ import pytest
 
 from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
-from airflow_provider_jax.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.api_errors import explain
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.jobsets import fail_host, manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator

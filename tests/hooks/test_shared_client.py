@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from airflow_provider_jax.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.shared_client import SharedApiClient, pool_size
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from airflow_provider_jax.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import success_message
 from airflow_provider_jax.triggers.jobset import JobSetTrigger

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_jax.launcher import TERMINATION_PATH_ENV, python_call
+from airflow_provider_jax.jobset.pod_command import TERMINATION_PATH_ENV, python_call
 from airflow_provider_jax.runtime import storage
 from airflow_provider_jax.runtime.call import CHUNKS_ENV
 from airflow_provider_jax.runtime.messages import REPORT_PREFIX, parse_message

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_jax.exceptions import JaxCodeError
-from tests.backends.test_local import LOG, run_outcome
+from tests.backends.local.test_backend import LOG, run_outcome
 from tests.support.jobset_schema import REPO
 from tests.support.orbax_saves import save_steps
 

@@ -2,11 +2,11 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_jax.runtime import storage
+from airflow_provider_jax.runtime import output_paths, storage
 
 
 def test_local_round_trip(tmp_path):
-    uri = storage.join(str(tmp_path / "a" / "b") + "/", "result.json")
+    uri = output_paths.join(str(tmp_path / "a" / "b") + "/", "result.json")
     storage.write_text(uri, '{"x": 1}')
     assert storage.read_text(uri) == '{"x": 1}'
     assert [p.name for p in (tmp_path / "a" / "b").iterdir()] == ["result.json"]

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from airflow_provider_jax.accelerators import parse_tpu
-from airflow_provider_jax.jobset import JaxJobSpec, airflow_labels, build_jobset
+from airflow_provider_jax.jobset.accelerators import parse_tpu
+from airflow_provider_jax.jobset.build import build_jobset
+from airflow_provider_jax.jobset.spec import JaxJobSpec
+from airflow_provider_jax.operators.job_spec import airflow_labels
 from airflow_provider_jax.runtime.messages import failure_message, report_line, success_message
 from tests.support.k8s_emulator import PodRun, PodScript
 
@@ -56,7 +58,7 @@ def manifest(
 def trigger_for(created: dict[str, Any], **kwargs: Any) -> Any:
     """The ``JobSetTrigger`` that waits on JobSet ``created`` (as the API server returned it)
     in the default cluster, with trigger ``kwargs``."""
-    from airflow_provider_jax.cluster import KubernetesCluster
+    from airflow_provider_jax.hooks.cluster import KubernetesCluster
     from airflow_provider_jax.triggers.jobset import JobSetTrigger
 
     meta = created["metadata"]

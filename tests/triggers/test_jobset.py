@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from airflow_provider_jax.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers import jobset as trigger_module
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from tests.support.imports import heavy_modules_loaded_by
@@ -148,7 +148,7 @@ def test_the_triggerer_loads_the_class_without_the_kubernetes_clients():
     # partial one that sys.modules holds meanwhile (a fresh triggerer given 20 at once).
     on_first_runs = """
 import asyncio
-from airflow_provider_jax.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers.jobset import load_watch
 
 async def start(i):

@@ -12,7 +12,7 @@ from typing import Any
 
 from airflow.sdk import DAG, task
 
-from airflow_provider_jax.secret_refs import SecretRef
+from airflow_provider_jax.jobset.secret_refs import SecretRef
 from tests.support.dag_tasks import tpu
 
 

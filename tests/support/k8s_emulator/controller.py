@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_jax.coordination import COMPLETION_INDEX_ANNOTATION
-from airflow_provider_jax.failure_policy import FAIL_JOBSET_REASON, jobset_action, on_failure
-from airflow_provider_jax.local.pods import REPLICATED_JOB_LABEL, plan_pods
+from airflow_provider_jax.backends.local.pods import plan_pods
+from airflow_provider_jax.jobset.api import COMPLETION_INDEX_ANNOTATION, REPLICATED_JOB_LABEL
+from airflow_provider_jax.jobset.failure_policy import FAIL_JOBSET_REASON, jobset_action, on_failure
 from tests.support.k8s_emulator.kubelet import Exit, PodRun, Runner, killed_within
 from tests.support.k8s_emulator.scheduler import Scheduler, unschedulable
 from tests.support.k8s_emulator.store import Store, now

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
-from airflow_provider_jax.local.localize import free_ports, localize
-from airflow_provider_jax.local.pods import PodPlan, plan_pods
-from airflow_provider_jax.local.processes import PodProcess
+from airflow_provider_jax.backends.local.localize import free_ports, localize
+from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
+from airflow_provider_jax.backends.local.processes import PodProcess
 
 # Kubelet's FallbackToLogsOnError: the last 80 lines or 2048 bytes of the log, whichever is less.
 FALLBACK_LINES, FALLBACK_BYTES = 80, 2048
@@ -133,7 +133,7 @@ async def killed_within(pod: PodRun, seconds: float | None) -> bool:
 
 class ProcessRunner:
     """Run each pod's real command as a local process, through the local backend's
-    :class:`~airflow_provider_jax.local.processes.PodProcess`: the coordinator moves to
+    :class:`~airflow_provider_jax.backends.local.processes.PodProcess`: the coordinator moves to
     127.0.0.1 and the CPU poses as the pod's chips, so a JAX job's result is real.
     ``pythonpath`` makes modules importable in the pods (what the image would contain);
     ``secrets`` are the namespace's Secrets (name to data), which a kubelet reads for

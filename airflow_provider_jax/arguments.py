@@ -1,0 +1,23 @@
+"""Checks on operator arguments shared by every operator, sensor and trigger: one check and one
+message per kind of value. Pure: no Airflow, no I/O."""
+
+from __future__ import annotations
+
+import datetime
+
+
+def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) -> float:
+    """``value`` as seconds (a number, or a ``timedelta`` where ``timedelta_ok``), or a
+    ValueError naming ``name``: it must be positive, and a bool is not a number of seconds."""
+    seconds = (
+        value.total_seconds() if timedelta_ok and isinstance(value, datetime.timedelta) else value
+    )
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+        expected = "a timedelta or seconds > 0" if timedelta_ok else "seconds > 0"
+        raise ValueError(f"{name} must be {expected}, got {value!r}.")
+    return float(seconds)
+
+
+def is_template(value: object) -> bool:
+    """Whether a field still holds a Jinja template: such values are checked once rendered."""
+    return isinstance(value, str) and ("{{" in value or "{%" in value)

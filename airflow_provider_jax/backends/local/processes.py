@@ -1,0 +1,141 @@
+"""Run one pod of a JobSet as a local process, with the CPU posing as the pod's chips.
+
+Shared by the local backend and the test cluster's kubelet. The image is ignored: the process
+runs the pod's command with the worker's Python first on ``PATH`` and the pod's resolved env.
+Each process leads its own session, so killing its process group takes every child along.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from airflow_provider_jax.backends.local.pods import PodPlan
+from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
+from airflow_provider_jax.runtime.messages import TERMINATION_MESSAGE_LIMIT
+
+DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+TERMINATION_LOG = "termination-log"
+
+#: Called with (plan, stream name "stdout"/"stderr", line without its newline), from a reader
+#: thread of the process.
+LineCallback = Callable[[PodPlan, str, str], None]
+
+
+def process_env(
+    plan: PodPlan,
+    scratch: str,
+    pythonpath: Sequence[str] = (),
+    base: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The env a pod's process gets locally: the worker's env, then the pod's, then what makes
+    the CPU stand in for ``plan.chips`` accelerator chips. ``scratch`` is the pod's own
+    directory (its ``TMPDIR`` and termination message), removed when the pod is closed."""
+    base = os.environ if base is None else base
+    env = {**base, **plan.env}
+    xla_flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(DEVICE_COUNT_FLAG)]
+    python_dir = os.path.dirname(sys.executable)
+    paths = [*pythonpath, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
+    env.update(
+        {
+            "JAX_PLATFORMS": "cpu",
+            "XLA_FLAGS": " ".join([*xla_flags, f"{DEVICE_COUNT_FLAG}={plan.chips}"]),
+            TERMINATION_PATH_ENV: os.path.join(scratch, TERMINATION_LOG),
+            "TMPDIR": scratch,  # like a container's /tmp, gone with the pod
+            # `python3` in the pod's command must be the worker's Python, with its packages.
+            "PATH": os.pathsep.join([python_dir, env.get("PATH", os.defpath)]),
+            "PYTHONPATH": os.pathsep.join(dict.fromkeys(paths)),
+            "PYTHONUNBUFFERED": "1",  # lines reach the task log as they are printed
+        }
+    )
+    return env
+
+
+class PodProcess:
+    """One running pod. Start it with :meth:`start`; :meth:`close` it once it has exited."""
+
+    def __init__(self, plan: PodPlan, popen: subprocess.Popen[str], scratch: Path):
+        self.plan = plan
+        self.popen = popen
+        self.scratch = scratch
+        self.termination_path = scratch / TERMINATION_LOG
+        self._readers: list[threading.Thread] = []
+        self._message: str | None = None
+
+    @classmethod
+    def start(
+        cls, plan: PodPlan, on_line: LineCallback, pythonpath: Sequence[str] = ()
+    ) -> PodProcess:
+        scratch = tempfile.mkdtemp(prefix=f"{plan.name}-")
+        popen = subprocess.Popen(
+            plan.argv,
+            env=process_env(plan, scratch, pythonpath),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # own session and process group, like a container
+        )
+        process = cls(plan, popen, Path(scratch))
+        for name, stream in (("stdout", popen.stdout), ("stderr", popen.stderr)):
+            reader = threading.Thread(
+                target=_pump,
+                args=(stream, plan, name, on_line),
+                name=f"{plan.name}-{name}",
+                daemon=True,
+            )
+            reader.start()
+            process._readers.append(reader)
+        return process
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    def poll(self) -> int | None:
+        """The exit code (negative: killed by that signal), or None while running."""
+        return self.popen.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.popen.wait(timeout)
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        """Signal the whole process group. Never blocks, so a signal handler may call it."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
+            os.killpg(self.popen.pid, sig)
+
+    def termination_message(self) -> str | None:
+        """What the process wrote to its termination-message path, if anything."""
+        if self._message is not None:  # closed
+            return self._message or None
+        try:  # Kubernetes keeps at most this much of a termination message; so do we
+            with self.termination_path.open("rb") as f:
+                text = f.read(TERMINATION_MESSAGE_LIMIT).decode("utf-8", errors="replace")
+        except FileNotFoundError:
+            return None
+        return text or None
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Reap the exited process, kill what it left in its group, drain its output."""
+        self.popen.wait()
+        self.kill()  # a container's exit takes its children with it
+        for reader in self._readers:
+            reader.join(timeout)
+        self._message = self.termination_message() or ""
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+def _pump(stream: IO[str], plan: PodPlan, name: str, on_line: LineCallback) -> None:
+    with stream:
+        for line in stream:
+            on_line(plan, name, line.rstrip("\n"))

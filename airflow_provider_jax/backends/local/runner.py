@@ -1,0 +1,241 @@
+"""Run the JobSet the Kubernetes path would submit, as local processes.
+
+It behaves like a slice, so a DAG that works here works on GKE: one process per pod, the
+coordinator on 127.0.0.1, the leader's lines (or every host's, with ``stream_logs="all"``) in
+the task log as ``[slice/host] ...``, each host's last lines when it fails, and when one
+process fails all are stopped and the whole set restarts, up to ``failurePolicy.maxRestarts``,
+unless the manifest's failure policy says the failure was a bug (``failure_policy.py``).
+Processes are stopped with SIGKILL: once ``jax.distributed`` runs, JAX's preemption notifier
+catches SIGTERM, so a grace period would only be a delay.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk.exceptions import AirflowTaskTimeout
+
+from airflow_provider_jax.backends.local.localize import free_ports, localize
+from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
+from airflow_provider_jax.backends.local.processes import PodProcess
+from airflow_provider_jax.backends.local.secret_files import check_runs_locally, secret_files
+from airflow_provider_jax.backends.timeout_alarm import disarm_airflows_alarm
+from airflow_provider_jax.exceptions import JaxJobFailed
+from airflow_provider_jax.jobset.failure_policy import on_failure, restartable_in
+from airflow_provider_jax.reporting import host_logs
+from airflow_provider_jax.reporting.failures import ProcessFailure, culprits_first, restart_line
+from airflow_provider_jax.reporting.goodput import GoodputClock, chips
+from airflow_provider_jax.reporting.host_logs import STREAM_ALL, STREAM_LEADER, STREAM_NONE
+from airflow_provider_jax.reporting.progress import Progress
+from airflow_provider_jax.runtime.messages import (
+    format_report,
+    parse_message,
+    parse_report,
+    parse_resumed,
+)
+
+if TYPE_CHECKING:
+    from airflow.sdk.types import Logger
+
+LOG_TAIL_LINES = 40
+_TICK_S = 0.05
+
+
+class LocalJobSet:
+    """One run of a JobSet manifest as local processes, restarts included."""
+
+    def __init__(
+        self,
+        manifest: Mapping[str, Any],
+        *,
+        log: Logger,
+        pythonpath: Sequence[str] = (),
+        timeout_s: float | None = None,
+        secrets_dir: str | None = None,
+        stream_logs: str = STREAM_LEADER,
+    ) -> None:
+        self.secrets = secret_files(secrets_dir)
+        check_runs_locally(manifest, self.secrets)
+        self.manifest = manifest
+        self.name: str = manifest["metadata"]["name"]
+        self.max_restarts: int = manifest["spec"].get("failurePolicy", {}).get("maxRestarts", 0)
+        self.log = log
+        self.pythonpath = list(pythonpath)
+        self.timeout_s = timeout_s
+        self.stream_logs = stream_logs
+        self._processes: list[PodProcess] = []
+        self._killed = False
+        self._deadline: float | None = None
+        self.clock = GoodputClock(created=time.time(), chips=chips(manifest))
+        self.restarts: list[str] = []  # one line per restart, as logged
+
+    def run(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """Run to the end: the leader's parsed success message (None if it left none) and
+        its last progress report. Reading a result it names is the caller's business."""
+        if self.timeout_s is not None:
+            self._deadline = time.monotonic() + self.timeout_s
+        restarts = self.restarts
+        for attempt in range(self.max_restarts + 1):
+            outcome = _Attempt(self, attempt)
+            failures = outcome.run()
+            self.clock.end(attempt, time.time(), failures[0].kind if failures else None)
+            if self._killed:
+                raise JaxJobFailed(f"JAX job {self.name} was killed; all its processes stopped.")
+            if not failures:
+                if restarts:
+                    self.log.info("%s finished after: %s", self.name, "; ".join(restarts))
+                return outcome.result()
+            culprit = failures[0]
+            reason, rule = on_failure(self.manifest, culprit.exit_code)
+            if rule["action"] == "FailJobSet":
+                summary = f"JAX job {self.name} failed ({reason}: a {culprit.kind}, no restart)"
+                break
+            if attempt < self.max_restarts:
+                restarts.append(restart_line(attempt + 1, self.max_restarts, culprit))
+                self.log.warning("%s: %s", self.name, restarts[-1])
+                continue
+            after = f" after {self.max_restarts} restart(s)" if self.max_restarts else ""
+            summary = f"JAX job {self.name} failed{after}"
+        if restarts:
+            summary += "\n" + "\n".join(f"  {line}" for line in restarts)
+        for line in outcome.summary(failures):
+            self.log.info("%s", line)
+        raise JaxJobFailed.of(summary + ":", failures)
+
+    def kill(self) -> None:
+        """Stop every process now. Safe from a signal handler (it only sends signals); the
+        running :meth:`run` notices, reaps and raises."""
+        self._killed = True
+        for process in list(self._processes):
+            process.kill()
+
+
+class _Attempt:
+    """One start of every pod (one JobSet restart attempt)."""
+
+    def __init__(self, jobset: LocalJobSet, attempt: int) -> None:
+        self.jobset = jobset
+        coordinator_port, megascale_port = free_ports(2)
+        local = localize(jobset.manifest, coordinator_port, megascale_port)
+        self.plans = plan_pods(local, restart_attempt=attempt, secrets=jobset.secrets)
+        self.leader = next(p for p in self.plans if (p.slice_index, p.host_index) == (0, 0))
+        self.lines: queue.SimpleQueue[tuple[PodPlan, str, str, float]] = queue.SimpleQueue()
+        self.attempt = attempt
+        self.progress = Progress()  # the leader's reports, paced, with a rate and ETA
+        self.tails: dict[str, deque[str]] = {
+            p.name: deque(maxlen=LOG_TAIL_LINES) for p in self.plans
+        }
+        self.last_report: dict[str, Any] | None = None
+        self.leader_message: str | None = None
+
+    def run(self) -> list[ProcessFailure]:
+        """Start every pod and wait for them; the processes that failed on their own (not
+        those stopped because of them)."""
+        jobset, log = self.jobset, self.jobset.log
+        log.info(
+            "Starting %d local JAX process(es) for %s (restart attempt %d).",
+            len(self.plans),
+            jobset.name,
+            self.attempt,
+        )
+        processes = jobset._processes = []
+        try:
+            for plan in self.plans:
+                if jobset._killed:
+                    break
+                processes.append(PodProcess.start(plan, self._on_line, jobset.pythonpath))
+            jobset.clock.begin(self.attempt, time.time())
+            failed = self._wait(processes)
+        finally:
+            for process in processes:
+                process.kill()
+            for process in processes:
+                process.close()
+            jobset._processes = []
+            self._log_lines()
+            if (held := self.progress.flush()) is not None:  # the last report, always shown
+                log.info("%s %s", self.leader.tag, held)
+        leader = next((p for p in processes if p.plan is self.leader), None)
+        self.leader_message = leader.termination_message() if leader else None
+        restartable = restartable_in(self.jobset.manifest)
+        return culprits_first(
+            [
+                ProcessFailure.from_exit(
+                    p.plan.tag,
+                    p.termination_message(),
+                    p.popen.returncode,
+                    "\n".join(self.tails[p.plan.name]),
+                    restartable,
+                )
+                for p in failed
+            ]
+        )
+
+    def _wait(self, processes: list[PodProcess]) -> list[PodProcess]:
+        """Until all exit 0, one fails, or the job is killed or times out."""
+        jobset = self.jobset
+        while not jobset._killed:
+            self._log_lines(_TICK_S)
+            codes = {p: p.poll() for p in processes}
+            if failed := [p for p, code in codes.items() if code not in (None, 0)]:
+                return failed
+            if all(code == 0 for code in codes.values()):
+                return []
+            if jobset._deadline is not None and time.monotonic() > jobset._deadline:
+                disarm_airflows_alarm()  # before the clean-up in ``finally``
+                raise AirflowTaskTimeout(
+                    f"JAX job {jobset.name} ran past its execution_timeout of "
+                    f"{jobset.timeout_s:.0f}s; all its processes were stopped."
+                )
+        return []
+
+    def _on_line(self, plan: PodPlan, stream: str, line: str) -> None:
+        self.lines.put((plan, stream, line, time.time()))  # logged by the waiting thread
+
+    def _log_lines(self, wait_s: float = 0.0) -> None:
+        log = self.jobset.log
+        try:
+            item = self.lines.get(timeout=wait_s) if wait_s else self.lines.get_nowait()
+            while True:
+                plan, stream, line, at = item
+                report = parse_report(line) if stream == "stdout" else None
+                if report is None:
+                    self.tails[plan.name].append(line)
+                    if self.shows(plan):
+                        log.info("%s %s", plan.tag, line)
+                    if plan is self.leader and (step := parse_resumed(line)) is not None:
+                        self.jobset.clock.resumed(self.attempt, step, at)
+                elif plan is self.leader:
+                    self.last_report = report
+                    self.jobset.clock.report(self.attempt, report.get("step"), at)
+                    shown = self.progress.line(report, at)
+                    if shown is not None and self.jobset.stream_logs != STREAM_NONE:
+                        log.info("%s %s", plan.tag, shown)
+                else:  # every process reports the same; the leader speaks for them
+                    log.debug("%s %s", plan.tag, format_report(report))
+                item = self.lines.get_nowait()
+        except queue.Empty:
+            pass
+
+    def shows(self, plan: PodPlan) -> bool:
+        """Whether ``plan``'s lines go to the task log (``stream_logs``)."""
+        mode = self.jobset.stream_logs
+        return mode == STREAM_ALL or (mode == STREAM_LEADER and plan is self.leader)
+
+    def summary(self, failures: Sequence[ProcessFailure]) -> list[str]:
+        """Each host's last lines, the failed ones first (``host_logs.summary``)."""
+        rank = {f.tag: i for i, f in enumerate(failures)}
+        order = sorted(self.plans, key=lambda p: rank.get(p.tag, len(rank)))
+        return host_logs.summary((p.tag, list(self.tails[p.name])) for p in order)
+
+    def result(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The leader's success message and its last report (from the message, else from
+        its last report line)."""
+        body = parse_message(self.leader_message)
+        if body is None or not body["ok"]:
+            return None, self.last_report
+        return body, body.get("report") or self.last_report

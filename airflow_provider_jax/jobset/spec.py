@@ -1,0 +1,205 @@
+"""What a JAX job's manifest depends on, checked: :class:`JaxJobSpec`. Pure: no I/O.
+
+Every value is checked when the spec is made, so a bad one fails before anything is created,
+with a message that names the argument.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_provider_jax.jobset.accelerators import Accelerator
+from airflow_provider_jax.jobset.accelerators.tpu import check_multislice
+from airflow_provider_jax.jobset.capacity import (
+    Capacity,
+    PodFields,
+    capacity_fields,
+    placement_annotations,
+)
+from airflow_provider_jax.jobset.coordination import (
+    DEFAULT_MEGASCALE_PORT,
+    RESERVED_ENV,
+    Coordination,
+    coordinator_port_for,
+)
+from airflow_provider_jax.jobset.failure_policy import DEFAULT_MAX_RESTARTS, check_exit_codes
+from airflow_provider_jax.jobset.names import check_name, rjob_name
+from airflow_provider_jax.jobset.secret_refs import SecretRef, env_names
+
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+# An image reference as container runtimes parse it: [registry[:port]/]repo[:tag][@digest].
+_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_DOMAIN = (
+    r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+)
+_IMAGE_REFERENCE = re.compile(
+    rf"^(?:{_IMAGE_DOMAIN}(?::[0-9]+)?/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+)
+
+
+# No privilege escalation, no capabilities, the runtime's seccomp filter: the accelerators get
+# their devices from the device plugins, so JAX needs none of these (docs/security.md).
+SAFE_SECURITY_CONTEXT: Mapping[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+
+
+@dataclass(frozen=True)
+class JaxJobSpec:
+    """Everything the manifest depends on. ``command`` runs after the env prelude."""
+
+    name: str
+    accelerator: Accelerator
+    image: str
+    command: Sequence[str]
+    namespace: str = "default"
+    num_slices: int = 1
+    env: Mapping[str, str] = field(default_factory=dict)
+    resources: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    service_account_name: str | None = None
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: Sequence[Mapping[str, Any]] = ()
+    volumes: Sequence[Mapping[str, Any]] = ()
+    volume_mounts: Sequence[Mapping[str, Any]] = ()
+    max_restarts: int = DEFAULT_MAX_RESTARTS
+    restart_on_exit_codes: Sequence[int] = ()
+    termination_grace_period: int | None = None  # seconds from SIGTERM to SIGKILL
+    active_deadline_seconds: int | None = None
+    ttl_seconds_after_finished: int | None = None
+    priority_class_name: str | None = None
+    queue_name: str | None = None
+    capacity: Capacity = field(default_factory=Capacity)
+    placement: str | None = None
+    pod_template_override: Mapping[str, Any] | None = None
+    image_pull_policy: str | None = None
+    coordinator_port: int | None = None
+    megascale_port: int = DEFAULT_MEGASCALE_PORT
+    host_network: bool | None = None
+    gpu_networking: str = "auto"
+    gpu_networks: Sequence[str] = ()
+    secrets: Sequence[SecretRef] = ()
+    security_context: Mapping[str, Any] = field(default_factory=lambda: SAFE_SECURITY_CONTEXT)
+
+    def __post_init__(self) -> None:
+        _positive_int("num_slices", self.num_slices)
+        if not isinstance(self.image, str) or not self.image.strip():
+            raise ValueError(
+                "image must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
+            )
+        if not _IMAGE_REFERENCE.match(self.image):
+            raise ValueError(
+                f"image {self.image!r} is not a valid image reference (Kubernetes would stop at "
+                "InvalidImageName): use [registry/]repository[:tag][@sha256:digest], with a "
+                "lowercase repository, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
+            )
+        if isinstance(self.command, str) or not self.command:
+            raise ValueError(f"command must be a non-empty list of strings, got {self.command!r}.")
+        if not all(isinstance(a, str) for a in self.command):
+            raise ValueError(
+                f"every command argument must be a string, got {list(self.command)!r}."
+            )
+        for key, value in self.env.items():
+            if not isinstance(key, str) or not _ENV_NAME.match(key):
+                raise ValueError(f"env name {key!r} is not a valid environment variable name.")
+            if not isinstance(value, str):
+                raise ValueError(
+                    f"env value for {key!r} must be a string, got {type(value).__name__} {value!r}."
+                )
+        secret_env = env_names(self.secrets)
+        if clash := RESERVED_ENV & (set(self.env) | secret_env):
+            raise ValueError(
+                f"env sets {sorted(clash)}, which the provider sets for every process."
+            )
+        if clash := secret_env & set(self.env):
+            raise ValueError(f"{sorted(clash)} come from both env and secrets; pick one.")
+        if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int):
+            raise ValueError(f"max_restarts must be an integer >= 0, got {self.max_restarts!r}.")
+        if self.max_restarts < 0:
+            raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}.")
+        check_exit_codes(self.restart_on_exit_codes)
+        for name in ("active_deadline_seconds", "termination_grace_period"):
+            if getattr(self, name) is not None:
+                _positive_int(name, getattr(self, name))
+        for port in (self.coordinator_port, self.megascale_port):
+            if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
+                raise ValueError(f"port {port!r} is not a valid TCP port.")
+        if self.host_network not in (None, True, False):
+            raise ValueError(
+                f"host_network must be True, False or None, got {self.host_network!r}."
+            )
+        if self.gpu_networking not in ("auto", "none"):
+            raise ValueError(
+                f"gpu_networking must be 'auto' or 'none', got {self.gpu_networking!r}."
+            )
+        check_multislice(self.accelerator, self.num_slices)
+        check_name(self.name, self.accelerator, self.num_slices)
+        _ = self.capacity_fields  # raises when the capacity cannot work
+        placement_annotations(self.placement, self.accelerator, self.num_slices, self.queue_name)
+
+    @property
+    def capacity_fields(self) -> PodFields:
+        return capacity_fields(
+            self.capacity,
+            self.accelerator,
+            queue_name=self.queue_name,
+            max_run_s=self.active_deadline_seconds,
+            node_selector=self.node_selector,
+        )
+
+    @property
+    def replicated_job_name(self) -> str:
+        return rjob_name(self.accelerator)
+
+    @property
+    def num_processes(self) -> int:
+        return self.accelerator.hosts * self.num_slices
+
+    @property
+    def leader_host(self) -> str:
+        """Stable DNS name of process 0: slice 0, pod 0. It resolves under hostNetwork too:
+        JobSet sets the pods' subdomain to its headless Service whatever their network."""
+        return f"{self.name}-{self.replicated_job_name}-0-0.{self.name}"
+
+    @property
+    def gpu_direct(self) -> str | None:
+        """The GPUDirect stack this job's pods get (multi-node GPU jobs, when "auto")."""
+        acc = self.accelerator
+        wanted = self.gpu_networking == "auto" and acc.kind == "gpu" and acc.multi_host
+        return acc.gpu_direct if wanted else None
+
+    @property
+    def uses_host_network(self) -> bool:
+        """xpk's defaults: multi-host TPU slices and multi-node GPU jobs without GPUDirect
+        (whose own NICs come through multi-networking instead) use the node's network."""
+        if self.host_network is not None:
+            return self.host_network
+        return self.accelerator.multi_host and self.gpu_direct is None
+
+    @property
+    def coordination(self) -> Coordination:
+        port = coordinator_port_for(
+            self.name,
+            self.coordinator_port,
+            shared_host_network=self.uses_host_network and self.accelerator.shares_nodes,
+        )
+        return Coordination(
+            leader_host=self.leader_host,
+            port=port,
+            num_processes=self.num_processes,
+            hosts_per_slice=self.accelerator.hosts,
+            num_slices=self.num_slices,
+            megascale_port=self.megascale_port,
+        )
+
+
+def _positive_int(what: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{what} must be a positive integer, got {value!r}.")

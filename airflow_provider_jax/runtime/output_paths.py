@@ -1,0 +1,26 @@
+"""Where a task instance's files live under its ``output_dir``: one place, read by the pods'
+runtime and by the Airflow side alike, so the two can never disagree on a path.
+
+``output_dir`` is the same for every JobSet restart and every Airflow retry of a task
+instance (keep ``try_number`` out of it): a retry resumes from the same checkpoints.
+"""
+
+from __future__ import annotations
+
+RESULT_FILE = "result.json"  # the leader's result, when it is too big for a termination message
+CHECKPOINTS = "checkpoints"  # Orbax's directory (runtime.checkpoint_dir())
+
+
+def join(base: str, name: str) -> str:
+    """``base/name`` for a local path or a ``gs://`` URI, with one ``/`` between them."""
+    return f"{base.rstrip('/')}/{name}"
+
+
+def result_uri(output_dir: str) -> str:
+    """``<output_dir>/result.json``: the only place a result is ever read from."""
+    return join(output_dir, RESULT_FILE)
+
+
+def checkpoints_uri(output_dir: str) -> str:
+    """``<output_dir>/checkpoints``: one place for a task instance's checkpoints."""
+    return join(output_dir, CHECKPOINTS)

@@ -1,0 +1,314 @@
+"""The local backend running real multi-process JAX jobs, and its failure drills.
+
+JAX start-up is the cost here (seconds per process on two cores), so the programs are tiny and
+the drills that do not need JAX run with ``initialize_distributed=False``.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import signal
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from airflow.sdk.exceptions import AirflowTaskTimeout
+
+from airflow_provider_jax.backends import JobSettings, Outcome
+from airflow_provider_jax.backends.local.backend import LocalBackend
+from airflow_provider_jax.backends.local.localize import localize
+from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed
+from airflow_provider_jax.jobset.build import build_jobset
+from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.reporting.host_logs import SUMMARY_HEADER
+from tests.support.jobset_schema import REPO
+from tests.support.processes import wait_gone
+
+LOG = logging.getLogger("tests.local")
+
+
+def operator(program: str, **kwargs: Any) -> JaxTpuSliceOperator:
+    kwargs.setdefault("accelerator", "tpu-v5litepod-8")
+    return JaxTpuSliceOperator(
+        task_id="train",
+        name="job",
+        image="ignored-locally",
+        entrypoint=f"tests.support.programs:{program}",
+        **kwargs,
+    )
+
+
+def manifest(program: str, **kwargs: Any) -> dict[str, Any]:
+    return build_jobset(operator(program, **kwargs).build_spec(name="job"))
+
+
+def run(program: str, timeout_s: float | None = None, **kwargs: Any) -> tuple[Any, Any]:
+    """(result, last report) of ``program`` run by the local backend, as the operator does."""
+    outcome = run_outcome(program, timeout_s, **kwargs)
+    return outcome.result, outcome.report
+
+
+def run_outcome(
+    program: str, timeout_s: float | None = None, deadline: float | None = None, **kwargs: Any
+) -> Outcome:
+    """The whole outcome of ``program`` run by the local backend (ledger included), ending
+    ``timeout_s`` from now or at ``deadline`` (epoch seconds)."""
+    if timeout_s is not None:
+        deadline = time.time() + timeout_s
+    op = operator(program, **kwargs)
+    backend = LocalBackend(
+        JobSettings(
+            name="job",
+            namespace="default",
+            log=LOG,
+            deadline=deadline,
+            output_dir=op.output_dir,
+            pythonpath=(str(REPO),),
+            stream_logs=op.stream_logs,
+        )
+    )
+    return backend.wait(backend.start(build_jobset(op.build_spec(name="job"))))
+
+
+@pytest.fixture(autouse=True)
+def _info_logs(caplog):
+    caplog.set_level(logging.INFO, logger=LOG.name)
+
+
+@pytest.mark.parametrize(
+    ("accelerator", "num_slices", "places"),
+    [
+        ("tpu-v6e-8", 1, [[0, 0, 0], [1, 0, 1]]),  # 2x4 as xpk lays it out: 2 VMs x 4 chips
+        ("tpu7x-16", 1, [[0, 0, 0], [1, 0, 1]]),  # Ironwood 2x2x2: 2 VMs x 4 chips
+        ("tpu-v5litepod-16", 1, [[0, 0, 0], [1, 0, 1], [2, 0, 2], [3, 0, 3]]),
+        # Multislice: slice-major process ids, MEGASCALE_SLICE_ID per slice.
+        ("tpu-v5litepod-8", 2, [[0, 0, 0], [1, 0, 1], [2, 1, 0], [3, 1, 1]]),
+    ],
+    ids=["v6e-2x4", "tpu7x-2x2x2", "4-processes", "2-slices"],
+)
+def test_multi_process_jax(caplog, accelerator, num_slices, places):
+    result, report = run("collective", accelerator=accelerator, num_slices=num_slices)
+    processes, local_devices = len(places), 4
+    assert result["process_index"] == 0  # only the leader's value comes back
+    assert result["process_count"] == processes
+    assert result["device_count"] == processes * local_devices  # the slices' chips
+    assert result["local_device_count"] == local_devices
+    assert result["total"] == local_devices * processes * (processes + 1) / 2
+    assert result["places"] == places
+    assert report == {"step": 1, "total": result["total"], "process": 0}
+    assert f"[0/0] step 1: process=0 total={result['total']:g}" in caplog.messages
+    assert not any("step 1:" in m for m in caplog.messages if not m.startswith("[0/0]"))
+
+
+def test_a_failing_host_fails_the_job_with_its_traceback(caplog):
+    with pytest.raises(JaxJobFailed) as failed:
+        run("fail_on", entrypoint_kwargs={"process": 1})
+    message = str(failed.value)
+    assert "[0/1] ValueError: boom from process 1" in message
+    assert 'raise ValueError(f"boom from process {process}")' in message
+    assert [f.tag for f in failed.value.failures if "boom" in f.error] == ["[0/1]"]
+    # Each host's last lines close the task log, the failed host first.
+    summary = caplog.messages[caplog.messages.index(SUMMARY_HEADER) :]
+    tags = [m.split(" ", 1)[0] for m in summary[1:]]
+    assert tags == sorted(tags, key=lambda tag: tag != "[0/1]") and set(tags) == {"[0/0]", "[0/1]"}
+    assert "[0/1] ValueError: boom from process 1" in summary
+
+
+@pytest.mark.parametrize(
+    ("stream_logs", "shown"),
+    [("leader", ["[0/0]"]), ("all", ["[0/0]", "[0/1]"]), ("none", [])],
+)
+def test_stream_logs_picks_whose_lines_the_task_log_shows(caplog, stream_logs, shown):
+    run("hello", initialize_distributed=False, stream_logs=stream_logs)
+    hellos = sorted(m.split(" ", 1)[0] for m in caplog.messages if "hello from process" in m)
+    assert hellos == shown
+
+
+def test_a_lost_host_restarts_the_whole_set_and_is_named_as_the_cause(caplog):
+    """Host 1 is SIGKILLed; host 0 then fails in a collective (a lost peer, exit 42). The
+    restart names host 1, the one that failed first, as a disruption."""
+    result, _ = run("killed_on_first_attempt", max_restarts=1)
+    assert result["restart_attempt"] == 1
+    assert result["process_count"] == 2
+    restarted = [m for m in caplog.messages if m.startswith("job: restart")]
+    assert restarted == ["job: restart 1/1 after a disruption on [0/1]: killed by SIGKILL"]
+
+
+def test_a_code_error_fails_at_once_with_restarts_to_spare():
+    with pytest.raises(JaxCodeError) as raised:
+        run("crash_on_first_attempt", max_restarts=3)
+    assert "no restart" in raised.value.summary
+    assert str(raised.value).startswith("[0/1] RuntimeError: crash on the first attempt")
+
+
+def _pids(pid_dir: Path) -> list[int]:
+    return [int(p) for f in pid_dir.glob("*.pid") for p in f.read_text().split()]
+
+
+def test_timeout_leaves_no_process(tmp_path):
+    with pytest.raises(AirflowTaskTimeout, match="execution_timeout of 3s"):
+        run(
+            "hang",
+            timeout_s=3,
+            initialize_distributed=False,
+            entrypoint_kwargs={"pid_dir": str(tmp_path)},
+        )
+    pids = _pids(tmp_path)
+    assert len(pids) == 4  # 2 processes, each with a child
+    assert wait_gone(pids) == []
+
+
+@pytest.mark.parametrize(
+    ("ours_s", "airflows_s", "error"),
+    [
+        # Ours first (it counts from the try's start): Airflow's alarm is disarmed before the
+        # clean-up, which it would otherwise cut short.
+        (2, 60, "ran past its execution_timeout"),
+        # Airflow's first (a deadline given by someone else): it interrupts the wait.
+        (60, 2, "Timeout, PID"),
+    ],
+)
+def test_either_timeout_ends_the_wait_and_leaves_no_process(tmp_path, ours_s, airflows_s, error):
+    """Under Airflow's own ``timeout`` (as around ``execute``), whichever of the two comes
+    first ends the wait, the other never fires, and the processes go."""
+    message, left = _hang_under_airflows_alarm(tmp_path, airflows_s, timeout_s=ours_s)
+    assert re.search(error, message), message
+    if ours_s < airflows_s:
+        assert left == 0, "Airflow's alarm was left armed through the clean-up"
+    pids = _pids(tmp_path)
+    assert len(pids) == 4  # 2 processes, each with a child
+    assert wait_gone(pids) == []
+
+
+def test_airflows_alarm_due_just_after_our_deadline_never_lands_in_the_clean_up(tmp_path):
+    """As under ``airflow dags test``: Airflow's alarm for the same timeout, counted from
+    ``execute``'s start, is due a moment after our deadline. The wait notices its deadline
+    within a 50 ms tick, so the alarm would win; it is held back, and the wait ends the try."""
+    deadline = time.time() + 2
+    airflows_s = deadline + 0.001 - time.time()
+    message, left = _hang_under_airflows_alarm(tmp_path, airflows_s, deadline=deadline)
+    assert "ran past its execution_timeout" in message, message
+    assert left == 0, "Airflow's alarm was left armed through the clean-up"
+    assert wait_gone(_pids(tmp_path)) == []
+
+
+def _hang_under_airflows_alarm(tmp_path, airflows_s: float, **until: float) -> tuple[str, float]:
+    """The ``AirflowTaskTimeout`` that ends ``hang`` under Airflow's own ``timeout`` (ours
+    ending it at ``until``: ``timeout_s`` or ``deadline``), and the seconds that alarm had
+    left as the run ended (0: disarmed)."""
+    from airflow.sdk.execution_time.timeout import timeout
+
+    with pytest.raises(AirflowTaskTimeout) as raised, timeout(airflows_s):
+        try:
+            run_outcome(
+                "hang",
+                initialize_distributed=False,
+                entrypoint_kwargs={"pid_dir": str(tmp_path)},
+                **until,
+            )
+        finally:
+            left = signal.getitimer(signal.ITIMER_REAL)[0]
+    return str(raised.value), left
+
+
+def test_on_kill_from_a_signal_handler_leaves_no_process(tmp_path, monkeypatch):
+    """Airflow calls on_kill from its SIGTERM handler, on the thread that runs execute()."""
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    op = operator(
+        "hang", initialize_distributed=False, entrypoint_kwargs={"pid_dir": str(tmp_path)}
+    )
+    ti = SimpleNamespace(
+        dag_id="d", task_id="train", run_id="r", map_index=-1, try_number=1, start_date=None
+    )
+    ti.xcom_push = lambda key, value: None
+
+    def kill_once_started(*_: object) -> None:
+        # Like Airflow's SIGTERM handler, but only once the processes run: a kill that lands
+        # before the job exists has nothing to stop, and this handler does not raise.
+        if len(_pids(tmp_path)) < 4:
+            signal.setitimer(signal.ITIMER_REAL, 0.2)
+            return
+        op.on_kill()
+
+    previous = signal.signal(signal.SIGALRM, kill_once_started)
+    signal.setitimer(signal.ITIMER_REAL, 0.5)
+    try:
+        with pytest.raises(JaxJobFailed, match="was killed"):
+            op.backend = "local"
+            op.execute({"ti": ti})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    pids = _pids(tmp_path)
+    assert len(pids) == 4
+    assert wait_gone(pids) == []
+    assert op.on_kill() is None  # nothing left to kill
+
+
+def test_non_json_result_is_a_clear_error():
+    with pytest.raises(JaxJobFailed) as failed:
+        run("not_json", initialize_distributed=False)
+    assert "[0/0] TypeError: the function returned a builtins.set that is not JSON" in str(
+        failed.value
+    )
+
+
+@pytest.mark.parametrize("where", ["local", "gcs"])
+def test_large_result_comes_back_through_output_dir(tmp_path, request, where):
+    output_dir = (
+        str(tmp_path / "out")
+        if where == "local"
+        else f"gs://{request.getfixturevalue('gcs_bucket')}/run"
+    )
+    result, _ = run(
+        "large",
+        initialize_distributed=False,
+        output_dir=output_dir,
+        entrypoint_kwargs={"size": 10_000},
+    )
+    assert result == "x" * 10_000
+
+
+def test_localize_rewrites_only_the_coordinators():
+    original = manifest("collective", num_slices=2)
+    local = localize(original, 1234, 5678)
+    env = {
+        e["name"]: e.get("value")
+        for e in local["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"][
+            "containers"
+        ][0]["env"]
+    }
+    assert env["JAX_COORDINATOR_ADDRESS"] == "127.0.0.1:1234"
+    assert env["MEGASCALE_COORDINATOR_ADDRESS"] == "127.0.0.1"
+    assert env["MEGASCALE_PORT"] == "5678"
+    assert original != local and original == manifest("collective", num_slices=2)
+
+
+def test_a_hung_host_dumps_its_stack_and_the_slice_restarts(caplog):
+    """Host 1 stops reporting at step 10: after progress_timeout its stack is in the log
+    (every host's lines are, with stream_logs="all"), it exits 124, and the slice restarts
+    and finishes."""
+    result, _ = run(
+        "hang_once",
+        progress_timeout=2,
+        max_restarts=1,
+        initialize_distributed=False,
+        stream_logs="all",
+    )
+    assert result["restart_attempt"] == 1
+    restarted = [m for m in caplog.messages if m.startswith("job: restart")]
+    assert len(restarted) == 1
+    assert restarted[0].startswith("job: restart 1/1 after a hang on [0/1]: Hung: no progress")
+    log = "\n".join(caplog.messages)
+    assert "[0/1] airflow-jax: no progress report for 2s" in log
+    assert "in sleep_forever" in log  # the hung frame, named in the dumped stack
+
+
+def test_a_host_that_keeps_hanging_fails_the_task_with_its_stack():
+    with pytest.raises(JaxJobFailed) as raised:
+        run("hang_once", progress_timeout=2, max_restarts=0, initialize_distributed=False)
+    assert "[0/1] hang: Hung: no progress report" in str(raised.value)
+    assert "sleep_forever" in str(raised.value)

@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+
+from airflow_provider_jax.backends.local.pods import PodPlan
+from airflow_provider_jax.backends.local.processes import PodProcess, process_env
+from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
+from tests.support.processes import alive, wait_gone
+
+
+def plan(argv: list[str], env: dict[str, str] | None = None, chips: int = 4) -> PodPlan:
+    return PodPlan(
+        name="job-slice-0-1",
+        slice_index=0,
+        host_index=1,
+        labels={},
+        annotations={},
+        argv=argv,
+        env=env or {},
+        chips=chips,
+        termination_message_path="/dev/termination-log",
+    )
+
+
+def test_env_makes_the_cpu_pose_as_the_chips():
+    base = {
+        "PATH": "/usr/bin",
+        "PYTHONPATH": "/base",
+        "XLA_FLAGS": "--xla_force_host_platform_device_count=2 --xla_dump_to=/tmp/x",
+        "JAX_PLATFORMS": "tpu",
+        "HOME": "/home/me",
+    }
+    env = process_env(
+        plan([], {"JAX_PROCESS_ID": "1", "PYTHONPATH": "/pod"}, chips=8),
+        "/tmp/pod-1",
+        pythonpath=["/dags", "/pod"],
+        base=base,
+    )
+    assert env["HOME"] == "/home/me"  # the worker's env
+    assert env["JAX_PROCESS_ID"] == "1"  # the pod's
+    assert env["JAX_PLATFORMS"] == "cpu"
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/x --xla_force_host_platform_device_count=8"
+    assert env[TERMINATION_PATH_ENV] == "/tmp/pod-1/termination-log"
+    assert env["TMPDIR"] == "/tmp/pod-1"
+    assert env["PATH"] == f"{os.path.dirname(sys.executable)}{os.pathsep}/usr/bin"
+    assert env["PYTHONPATH"].split(os.pathsep) == ["/dags", "/pod"]
+
+
+def test_streams_lines_exit_code_and_termination_message():
+    lines: list[tuple[str, str, str]] = []
+    script = (
+        f'echo out-1; echo err-1 >&2; printf "%s" "$MSG" > "${TERMINATION_PATH_ENV}"; '
+        "echo out-2; exit 3"
+    )
+    process = PodProcess.start(
+        plan(["/bin/sh", "-c", script], {"MSG": '{"ok":false}'}),
+        lambda p, stream, line: lines.append((p.tag, stream, line)),
+    )
+    assert process.wait(10) == 3
+    process.close()
+    assert [line for line in lines if line[1] == "stdout"] == [
+        ("[0/1]", "stdout", "out-1"),
+        ("[0/1]", "stdout", "out-2"),
+    ]
+    assert ("[0/1]", "stderr", "err-1") in lines
+    assert process.termination_message() == '{"ok":false}'
+    assert not process.scratch.exists()  # cleaned up, message kept
+
+
+def test_python3_is_the_workers_python():
+    lines: list[str] = []
+    process = PodProcess.start(
+        plan(["python3", "-c", "import sys; print(sys.executable)"]),
+        lambda p, stream, line: lines.append(line),
+    )
+    assert process.wait(10) == 0
+    process.close()
+    assert os.path.realpath(lines[0]) == os.path.realpath(sys.executable)
+
+
+def test_kill_takes_the_whole_process_group():
+    pids: list[str] = []
+    ready = threading.Event()
+
+    def on_line(p, stream, line):
+        pids.extend(line.split())
+        ready.set()
+
+    # The pod's process starts a grandchild, as training code does with data loaders.
+    process = PodProcess.start(plan(["/bin/sh", "-c", "sleep 600 & echo $$ $!; wait"]), on_line)
+    assert ready.wait(10)
+    assert all(alive(int(p)) for p in pids)
+    started = time.monotonic()
+    process.kill()
+    process.close()
+    assert wait_gone(int(p) for p in pids) == []
+    assert time.monotonic() - started < 5
+    assert process.poll() == -9

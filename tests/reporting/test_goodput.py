@@ -1,0 +1,78 @@
+"""The goodput ledger's arithmetic: every second of wall time lands in one bucket."""
+
+from __future__ import annotations
+
+from airflow_provider_jax.reporting.goodput import (
+    MAX_STEP_MARKS,
+    GoodputClock,
+    chips,
+    epoch,
+    summary_line,
+)
+from tests.support.jobsets import manifest
+
+
+def test_a_disruption_splits_the_failed_attempt_at_the_step_the_next_resumed_from():
+    clock = GoodputClock(created=0.0, chips=8)
+    clock.begin(0, 10.0)  # queued 10 s
+    for step in range(1, 31):
+        clock.report(0, step, 20.0 + step)  # step 1 at 21 s, then a step a second
+    clock.end(0, 60.0, "disruption")  # step 20 (at 40 s) is the last checkpoint it kept
+    clock.begin(1, 70.0)
+    clock.resumed(1, 20, 75.0)
+    clock.report(1, 21, 80.0)
+    clock.end(1, 90.0)
+    ledger = clock.ledger(91.0)
+    assert ledger == {
+        "wall_s": 91.0,
+        "queued_s": 10.0,
+        "startup_s": 11.0 + 10.0,  # to the first reports (step 1 at 21 s; 80 s)
+        "productive_s": 19.0 + 10.0,  # steps 1-20 kept, then the resumed run
+        "lost_s": 30.0,  # from step 20's report (40 s) to the restart (70 s)
+        "restarts": {"disruption": 1},
+        "resumed_from": 20,
+        "chips": 8,
+        "chip_hours": round(8 * 81 / 3600, 4),
+        "goodput": round(29 / 91, 3),
+    }
+    assert "1 disruption" in summary_line(ledger) and "resumed from step 20" in summary_line(ledger)
+
+
+def test_an_attempt_that_saved_nothing_new_loses_all_its_work():
+    clock = GoodputClock(created=0.0, chips=4)
+    clock.begin(0, 0.0)
+    clock.resumed(0, 10, 1.0)
+    clock.report(0, 11, 2.0)
+    clock.end(0, 9.0, "hang")
+    clock.begin(1, 12.0)
+    clock.resumed(1, 10, 13.0)  # the same step: attempt 0 kept nothing
+    clock.end(1, 20.0)
+    ledger = clock.ledger(20.0)
+    assert (ledger["lost_s"], ledger["restarts"]) == (10.0, {"hang": 1})
+
+
+def test_a_program_that_never_reports_counts_as_productive_and_a_final_failure_is_no_restart():
+    clock = GoodputClock(created=0.0, chips=1)
+    clock.begin(0, 1.0)
+    clock.end(0, 5.0)
+    assert clock.ledger(5.0)["productive_s"] == 4.0
+    failed = GoodputClock(created=0.0, chips=1)
+    failed.report(0, 1, 1.0)
+    failed.end(0, 3.0, "code error")
+    assert failed.ledger(3.0)["restarts"] == {}
+
+
+def test_step_marks_stay_bounded_and_keep_the_newest():
+    clock = GoodputClock(created=0.0, chips=1)
+    for step in range(10 * MAX_STEP_MARKS):
+        clock.report(0, step, float(step))
+    marks = clock.attempts[0].marks
+    assert len(marks) <= MAX_STEP_MARKS and marks[-1] == (10 * MAX_STEP_MARKS - 1, marks[-1][1])
+    assert clock.attempts[0].reached(12345) <= 12345.0
+
+
+def test_chips_and_times_come_from_the_api_objects():
+    assert chips(manifest(hosts=2)) == 8  # two v5e hosts with four chips each
+    assert epoch("2026-11-23T10:00:00.123456789Z") == epoch("2026-11-23T10:00:00.123456Z")
+    assert epoch("2026-11-23T10:00:00Z") % 60 == 0
+    assert epoch("not a time") is None and epoch(None) is None
