@@ -48,6 +48,7 @@ def get_provider_info() -> dict[str, Any]:
                 "integration-name": "JAX",
                 "python-modules": [
                     "airflow_provider_jax.triggers.orbax",
+                    "airflow_provider_jax.triggers.orbax_events",
                     "airflow_provider_jax.triggers.jobset",
                 ],
             }

@@ -22,6 +22,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from airflow_provider_jax.triggers.watch.options import WatchOptions
+
 if TYPE_CHECKING:
     from airflow.triggers.base import BaseTrigger
 
@@ -77,14 +79,11 @@ class JobSettings:
     :param output_dir: the rendered ``output_dir``: the only place a result is read from.
     :param on_finish_action: what becomes of the JobSet once it ended.
     :param deferrable: whether the operator will defer on the started job.
-    :param poll_interval: seconds between status polls when watching is not allowed.
     :param max_result_bytes: the largest leader result that is read.
     :param cluster: which cluster (Kubernetes backend).
     :param pythonpath: folders the local processes import from (the DAG's folder).
     :param local_secrets_dir: where the local backend reads referenced Secrets.
-    :param queue_timeout: seconds from creating the JobSet to ``queue_until`` (Kubernetes).
-    :param queue_until: ``running`` (all pods) or ``admitted`` (by Kueue).
-    :param stream_logs: whose output reaches the task log: ``leader``, ``all`` or ``none``.
+    :param watch: how the job is waited on and what of it reaches the task log.
     :param resume_settle_s: a deferred trigger fires no sooner than this after the deferral.
     :param log: the task's logger.
     """
@@ -96,14 +95,11 @@ class JobSettings:
     output_dir: str | None = None
     on_finish_action: str = "delete_jobset"
     deferrable: bool = False
-    poll_interval: float = 10.0
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
     cluster: ClusterSettings = field(default_factory=ClusterSettings)
     pythonpath: tuple[str, ...] = ()
     local_secrets_dir: str | None = None
-    queue_timeout: float | None = None
-    queue_until: str = "running"
-    stream_logs: str = "leader"
+    watch: WatchOptions = field(default_factory=WatchOptions)
     resume_settle_s: float = RESUME_SETTLE_S
 
 
@@ -151,6 +147,17 @@ class Backend(Protocol):
     ) -> Outcome: ...
 
     def kill(self) -> None: ...
+
+
+def resolve_backend(name: str | None) -> str:
+    """``name``, or ``[jax] default_backend`` when None: a backend this provider has."""
+    if name is None:
+        from airflow.sdk import conf
+
+        name = conf.get("jax", "default_backend", fallback="kubernetes")
+        if name not in BACKENDS:
+            raise ValueError(f"[jax] default_backend must be one of {BACKENDS}, got {name!r}.")
+    return name
 
 
 def get_backend(name: str, settings: JobSettings) -> Backend:

@@ -95,11 +95,8 @@ class KubernetesBackend:
             uid=ref.uid or "",
             cluster=self.cluster.to_dict(),
             deadline=deadline,
-            poll_interval=self.settings.poll_interval,
-            queue_timeout=self.settings.queue_timeout,
-            queue_until=self.settings.queue_until,
-            stream_logs=self.settings.stream_logs,
             fire_not_before=self._fire_not_before(),
+            **self.settings.watch.as_row(),
         )
         deferral = None
         if self.settings.deferrable:

@@ -46,7 +46,7 @@ _BUNDLE_INIT = "__path__ = __import__('pkgutil').extend_path(__path__, __name__)
 @functools.cache
 def runtime_bundle() -> str:
     """The runtime package, zipped and base64-encoded. Deterministic, so manifests are too."""
-    package = Path(__file__).parent
+    package = Path(__file__).parents[1]  # airflow_provider_jax/, whose runtime/ is shipped
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         # Extend, not shadow: with the provider installed in the image, its other modules

@@ -15,6 +15,7 @@ from airflow_provider_jax.backends import (
     BACKENDS,
     ON_FINISH_ACTIONS,
     get_backend,
+    resolve_backend,
 )
 from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.jobset.accelerators import Accelerator
@@ -37,7 +38,8 @@ from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom ke
     OutcomePublisher,
 )
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, RenderedManifest
-from airflow_provider_jax.reporting.host_logs import STREAM_LEADER, check_stream_logs
+from airflow_provider_jax.reporting.host_logs import STREAM_LEADER
+from airflow_provider_jax.triggers.watch.options import WatchOptions
 
 if TYPE_CHECKING:
     import datetime
@@ -46,10 +48,6 @@ if TYPE_CHECKING:
 
     from airflow_provider_jax.backends import Backend
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
-
-
-def default_backend() -> str:
-    return conf.get("jax", "default_backend", fallback="kubernetes")
 
 
 class JaxJobOperator(
@@ -314,8 +312,13 @@ class JaxJobOperator(
             deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
         self.deferrable = deferrable
         self.on_finish_action = on_finish_action
-        self.poll_interval = poll_interval
-        self.stream_logs = check_stream_logs(self.task_id, stream_logs)
+        self.watch = WatchOptions.of_task(  # carried whole to the backend and the trigger
+            self.task_id,
+            poll_interval=poll_interval,
+            queue_timeout=self.queue_timeout,
+            queue_until=queue_timeout_until,
+            stream_logs=stream_logs,
+        )
         self.project_id = project_id
         self.location = location
         self.cluster_name = cluster_name
@@ -326,10 +329,7 @@ class JaxJobOperator(
 
     @property
     def resolved_backend(self) -> str:
-        backend = self.backend or default_backend()
-        if backend not in BACKENDS:
-            raise ValueError(f"[jax] default_backend must be one of {BACKENDS}, got {backend!r}.")
-        return backend
+        return resolve_backend(self.backend)
 
     def _backend(self, context: Context) -> Backend:
         return get_backend(self.resolved_backend, job_settings(self, context))

@@ -17,6 +17,7 @@ from airflow_provider_jax.backends import (
     JobSettings,
     try_deadline,
 )
+from airflow_provider_jax.triggers.watch.options import WatchOptions
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -31,10 +32,7 @@ class JaxJobFields(Protocol):
     output_dir: str | None
     on_finish_action: str
     deferrable: bool
-    poll_interval: float
-    queue_timeout: float | None
-    queue_timeout_until: str
-    stream_logs: str
+    watch: WatchOptions
     kubernetes_conn_id: str | None
     cluster_name: str | None
     project_id: str | None
@@ -60,7 +58,6 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         output_dir=op.output_dir,
         on_finish_action=op.on_finish_action,
         deferrable=op.deferrable,
-        poll_interval=op.poll_interval,
         max_result_bytes=conf.getint("jax", "max_result_bytes", fallback=DEFAULT_MAX_RESULT_BYTES),
         cluster=ClusterSettings(
             kubernetes_conn_id=op.kubernetes_conn_id,
@@ -72,9 +69,7 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         ),
         pythonpath=tuple(dag_pythonpath(op)),
         local_secrets_dir=conf.get("jax", "local_secrets_dir", fallback=None) or None,
-        queue_timeout=op.queue_timeout,
-        queue_until=op.queue_timeout_until,
-        stream_logs=op.stream_logs,
+        watch=op.watch,
         resume_settle_s=conf.getfloat("jax", "resume_settle_seconds", fallback=RESUME_SETTLE_S),
     )
 

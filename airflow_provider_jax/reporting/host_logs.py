@@ -18,13 +18,6 @@ SUMMARY_LINES = 5  # per host
 SUMMARY_HOSTS = 16  # hosts shown; a 64-host slice's summary is still one screen
 
 
-def check_stream_logs(task_id: str, value: str) -> str:
-    """``value`` if it is one of :data:`STREAM_LOGS`, else a clear error at parse."""
-    if value not in STREAM_LOGS:
-        raise ValueError(f"{task_id}: stream_logs must be one of {STREAM_LOGS}, got {value!r}.")
-    return value
-
-
 def summary(
     tails: Iterable[tuple[str, Sequence[str]]], *, hidden: int = 0, more_at: str = ""
 ) -> list[str]:

@@ -7,7 +7,7 @@ import importlib
 import sys
 import time
 from collections.abc import AsyncIterator
-from dataclasses import replace
+from dataclasses import asdict, fields, replace
 from types import ModuleType
 from typing import Any
 
@@ -16,7 +16,6 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
-from airflow_provider_jax.reporting.host_logs import STREAM_LEADER
 from airflow_provider_jax.triggers.watch.events import (
     ERROR,
     FAILED,
@@ -24,6 +23,7 @@ from airflow_provider_jax.triggers.watch.events import (
     TIMEOUT,
     JobSetEvent,
 )
+from airflow_provider_jax.triggers.watch.options import WatchOptions
 from airflow_provider_jax.triggers.watch.run_clock import RunClock
 from airflow_provider_jax.triggers.watch.task_state import (
     in_background,
@@ -64,9 +64,10 @@ class JobSetTrigger(BaseTrigger):
     waits, so running it twice is harmless. Past ``deadline`` it deletes the JobSet (by uid,
     so never a successor) before firing: the slice stops at once. Waiting costs almost
     nothing: the JobSet is watched through the informer shared by every trigger on that
-    (cluster, namespace). The leader's (``stream_logs="leader"``) or every host's
-    (``"all"``) log lines go to the task log, at most ``log_lines`` per host, and the
-    leader's progress reports, at most ``log_lines`` of them. A pod that can never start
+    (cluster, namespace). How it waits, and what of the job reaches the task log, are the
+    :class:`~airflow_provider_jax.triggers.watch.options.WatchOptions` fields, passed as
+    kwargs of the same names (the leader's or every host's log lines, at most ``log_lines``
+    per host; the queue timeout; the poll interval without watch permission). A pod that can never start
     (its image cannot be pulled) ends the wait at once. While it waits for capacity, each
     change in why (Kueue's verdict, its queue position, unschedulable pods) is logged; past
     ``queue_timeout`` seconds from its creation without all pods running
@@ -86,23 +87,15 @@ class JobSetTrigger(BaseTrigger):
         uid: str,
         cluster: dict[str, Any],
         deadline: float | None = None,
-        poll_interval: float = 10.0,
-        retry_budget: float = 600.0,
-        log_lines: int = 1000,
-        queue_timeout: float | None = None,
-        queue_until: str = "running",
-        stream_logs: str = STREAM_LEADER,
         fire_not_before: float | None = None,
+        **watch: Any,
     ) -> None:
         super().__init__()
         self.name, self.namespace, self.uid = name, namespace, uid
         self.cluster = dict(cluster)
         self.deadline = deadline
-        self.poll_interval = poll_interval
-        self.retry_budget = retry_budget
-        self.log_lines = log_lines
-        self.queue_timeout, self.queue_until = queue_timeout, queue_until
-        self.stream_logs = stream_logs
+        # Flat attributes, one per WatchOptions field: what the watchers read.
+        self.__dict__.update(asdict(WatchOptions(**watch)))
         self.fire_not_before = fire_not_before
         self._fired = False
         self.clock = RunClock()  # in memory only: the goodput ledger of what this run sees
@@ -117,16 +110,7 @@ class JobSetTrigger(BaseTrigger):
                 "uid": self.uid,
                 "cluster": self.cluster,
                 "deadline": self.deadline,
-                "poll_interval": self.poll_interval,
-                "retry_budget": self.retry_budget,
-                "log_lines": self.log_lines,
-                # Only when used: a row without them is one the previous release can load.
-                **(
-                    {"queue_timeout": self.queue_timeout, "queue_until": self.queue_until}
-                    if self.queue_timeout is not None
-                    else {}
-                ),
-                **({"stream_logs": self.stream_logs} if self.stream_logs != STREAM_LEADER else {}),
+                **self.watch.as_row(),
                 **(
                     {"fire_not_before": self.fire_not_before}
                     if self.fire_not_before is not None
@@ -134,6 +118,10 @@ class JobSetTrigger(BaseTrigger):
                 ),
             },
         )
+
+    @property
+    def watch(self) -> WatchOptions:
+        return WatchOptions(**{f.name: getattr(self, f.name) for f in fields(WatchOptions)})
 
     @property
     def kubernetes(self) -> KubernetesCluster:

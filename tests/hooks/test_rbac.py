@@ -15,6 +15,7 @@ from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
 from airflow_provider_jax.hooks.api_errors import explain
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
+from airflow_provider_jax.triggers.watch.options import WatchOptions
 from tests.support.jobsets import fail_host, manifest, run_forever, succeed
 from tests.support.k8s_emulator import Emulator
 from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
@@ -58,7 +59,12 @@ def test_the_docs_role_is_sufficient_and_minimal(k8s: Emulator, tmp_path: Path) 
     # a Kueue queue with no room: its Workload is watched, its position read, till timeout
     k8s.queues(ClusterQueue("cq", {"google.com/tpu": 0}), LocalQueue("default", "q", "cq"))
     with pytest.raises(Exception, match="queue_timeout"):
-        run(k8s, tmp_path, manifest(try_number=6, queue_name="q"), queue_timeout=3)
+        run(
+            k8s,
+            tmp_path,
+            manifest(try_number=6, queue_name="q"),
+            watch=WatchOptions(queue_timeout=3),
+        )
     k8s.script(run_forever)  # a clear while deferred, then a kill
     backend(tmp_path, deferrable=True).start(manifest(try_number=3))
     submit(CLUSTER.hook(), CLUSTER, manifest(try_number=4), LOG)

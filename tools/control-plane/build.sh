@@ -1,52 +1,69 @@
 #!/usr/bin/env bash
 # Build the real test control plane from pinned Go modules (versions.env): etcd,
 # kube-apiserver, kube-controller-manager, the JobSet controller and Kueue. Each binary is
-# built once and cached under $CONTROL_PLANE_CACHE/<name>-<version>/, so a second run is a no-op.
+# built once and cached under $CONTROL_PLANE_CACHE/<name>-<version>-<flags hash>/, so a second
+# run is a no-op, and a change of a component's flags rebuilds that component only.
 # No binary is downloaded: everything is compiled from the Go module proxy's sources.
+#
+#   build.sh [COMPONENT...]   build what is missing (default: all five)
+#   build.sh --where          print NAME=PATH for every component (builds nothing)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 cache=${CONTROL_PLANE_CACHE:-$root/.cache/control-plane}
-mkdir -p "$cache"
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:-} -trimpath -buildvcs=false"
 ldflags="-s -w"
+k8s_minor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
 
 log() { printf '[control-plane build] %s\n' "$*" >&2; }
 
-# have NAME VERSION: the cached binary exists.
-have() { [ -x "$cache/$1-$2/$1" ]; }
-
-# go_install NAME VERSION MODULE PACKAGE: a module whose go.mod has no replace lines.
-# `go install PACKAGE@VERSION` first; the proxy refuses some modules' version lists
-# (sigs.k8s.io/jobset's @v/list answers 403), which go install reads to check for a
-# deprecation notice and then fails, so fall back to the same pinned version built in a
-# module context of its own.
-go_install() {
-  local name=$1 version=$2 module=$3 pkg=$4
-  have "$name" "$version" && return 0
-  log "building $name $version (go install $pkg@$version)"
-  local tmp="$cache/.tmp-$name-$version"
-  rm -rf "$tmp" && mkdir -p "$tmp/bin"
-  if (cd "$tmp" && GOBIN="$tmp/bin" go install -ldflags "$ldflags" "$pkg@$version"); then
-    mkdir -p "$cache/$name-$version"
-    mv "$tmp"/bin/* "$cache/$name-$version/$name"
-    rm -rf "$tmp"
-    return 0
-  fi
-  rm -rf "$tmp"
-  log "go install refused $pkg@$version; building it in a module context that requires $module $version"
-  go_build_replaced "$name" "$version" "$module" "$pkg"
+version_of() {
+  case $1 in
+    etcd) echo "$ETCD_VERSION" ;;
+    kube-apiserver | kube-controller-manager) echo "$KUBERNETES_VERSION" ;;
+    jobset) echo "$JOBSET_VERSION" ;;
+    kueue) echo "$KUEUE_VERSION" ;;
+    *) echo "unknown component: $1" >&2; exit 2 ;;
+  esac
 }
 
-# go_build_replaced NAME VERSION MODULE PACKAGE EXTRA_LDFLAGS: a module whose go.mod replaces
-# its siblings with local folders; built in a generated module context (context.py).
-go_build_replaced() {
-  local name=$1 version=$2 module=$3 pkg=$4 extra=${5:-}
-  have "$name" "$version" && return 0
-  log "building $name $version ($pkg in a generated module context)"
+# The -X flags each component is built with.
+flags_of() {
+  case $1 in
+    # Without a version, /version reports v0.0.0-master, and Kueue refuses to start.
+    kube-apiserver | kube-controller-manager)
+      echo "-X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION" \
+        "-X k8s.io/component-base/version.gitMajor=1" \
+        "-X k8s.io/component-base/version.gitMinor=$k8s_minor" \
+        "-X k8s.io/component-base/version.gitTreeState=clean" ;;
+    jobset) echo "-X sigs.k8s.io/jobset/pkg/version.GitVersion=$JOBSET_VERSION" ;;
+    # Kueue's visibility server reads its certificate from a hard-coded /visibility/tls.{crt,key}
+    # (pkg/visibility/server.go, a package-level var): point it at a folder relative to
+    # Kueue's working directory instead, so nothing is written outside the run's folder.
+    kueue)
+      echo "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION" \
+        "-X sigs.k8s.io/kueue/pkg/visibility.certDir=$KUEUE_VISIBILITY_CERT_DIR" ;;
+    *) echo "" ;;
+  esac
+}
+
+dir_of() {
+  local hash
+  hash=$(printf '%s' "$ldflags $(flags_of "$1")" | sha1sum | cut -c1-8)
+  echo "$cache/$1-$(version_of "$1")-$hash"
+}
+
+# build_in_context NAME MODULE PACKAGE: build in a generated module context (context.py):
+# a main module that requires MODULE at its pinned version and, where MODULE's own go.mod
+# replaces its siblings with local folders (Kubernetes' staging modules, etcd's api/client/
+# pkg), replaces them with their published versions instead.
+build_in_context() {
+  local name=$1 module=$2 pkg=$3 version out
+  version=$(version_of "$name")
+  out=$(dir_of "$name")
   local ctx="$cache/.ctx-${module//\//_}-$version"
   if [ ! -f "$ctx/go.mod" ]; then
     local gomod
@@ -55,24 +72,45 @@ go_build_replaced() {
     python3 "$here/context.py" "$module" "$version" "$gomod" "$ctx"
   fi
   (cd "$ctx" && go get "$pkg@$version")
-  mkdir -p "$cache/$name-$version"
-  (cd "$ctx" && go build -ldflags "$ldflags $extra" -o "$cache/$name-$version/$name" "$pkg")
+  mkdir -p "$out"
+  (cd "$ctx" && go build -ldflags "$ldflags $(flags_of "$name")" -o "$out/$name" "$pkg")
 }
 
-k8s_minor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
-k8s_version_flags="-X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION \
--X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$k8s_minor \
--X k8s.io/component-base/version.gitTreeState=clean"
+# go_install NAME MODULE PACKAGE: a module whose go.mod has no replace lines.
+# `go install PACKAGE@VERSION` first; the proxy refuses some modules' version lists
+# (sigs.k8s.io/jobset's @v/list answers 403), which go install reads to check for a
+# deprecation notice and then fails, so fall back to the same pinned version built in a
+# module context of its own.
+go_install() {
+  local name=$1 module=$2 pkg=$3 version out
+  version=$(version_of "$name")
+  out=$(dir_of "$name")
+  local tmp="$cache/.tmp-$name"
+  rm -rf "$tmp" && mkdir -p "$tmp/bin"
+  if (cd "$tmp" && GOBIN="$tmp/bin" go install -ldflags "$ldflags $(flags_of "$name")" "$pkg@$version"); then
+    mkdir -p "$out" && mv "$tmp"/bin/* "$out/$name" && rm -rf "$tmp"
+    return 0
+  fi
+  rm -rf "$tmp"
+  log "go install refused $pkg@$version; building it in a module context that requires $module $version"
+  build_in_context "$name" "$module" "$pkg"
+}
 
-want=${*:-etcd kube-apiserver kube-controller-manager jobset kueue}
-for component in $want; do
+all="etcd kube-apiserver kube-controller-manager jobset kueue"
+if [ "${1:-}" = "--where" ]; then
+  for component in $all; do echo "$component=$(dir_of "$component")/$component"; done
+  exit 0
+fi
+mkdir -p "$cache"
+for component in ${*:-$all}; do
+  [ -x "$(dir_of "$component")/$component" ] && continue
+  log "building $component $(version_of "$component")"
   case $component in
-    etcd) go_build_replaced etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 ;;
+    etcd) build_in_context etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 ;;
     kube-apiserver | kube-controller-manager)
-      go_build_replaced "$component" "$KUBERNETES_VERSION" k8s.io/kubernetes \
-        "k8s.io/kubernetes/cmd/$component" "$k8s_version_flags" ;;
-    jobset) go_install jobset "$JOBSET_VERSION" sigs.k8s.io/jobset sigs.k8s.io/jobset ;;
-    kueue) go_install kueue "$KUEUE_VERSION" sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue ;;
+      build_in_context "$component" k8s.io/kubernetes "k8s.io/kubernetes/cmd/$component" ;;
+    jobset) go_install jobset sigs.k8s.io/jobset sigs.k8s.io/jobset ;;
+    kueue) go_install kueue sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue ;;
     *) echo "unknown component: $component" >&2; exit 2 ;;
   esac
 done

@@ -34,7 +34,7 @@ class LocalBackend:
             pythonpath=self.settings.pythonpath,
             timeout_s=None if deadline is None else max(deadline - time.time(), 0.0),
             secrets_dir=self.settings.local_secrets_dir,
-            stream_logs=self.settings.stream_logs,
+            watch=self.settings.watch,
         )
         if asked := described(manifest):
             self.settings.log.info("The local backend ignores capacity and placement (%s).", asked)

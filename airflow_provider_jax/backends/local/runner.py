@@ -37,6 +37,7 @@ from airflow_provider_jax.runtime.messages import (
     parse_report,
     parse_resumed,
 )
+from airflow_provider_jax.triggers.watch.options import WatchOptions
 
 if TYPE_CHECKING:
     from airflow.sdk.types import Logger
@@ -56,7 +57,7 @@ class LocalJobSet:
         pythonpath: Sequence[str] = (),
         timeout_s: float | None = None,
         secrets_dir: str | None = None,
-        stream_logs: str = STREAM_LEADER,
+        watch: WatchOptions | None = None,
     ) -> None:
         self.secrets = secret_files(secrets_dir)
         check_runs_locally(manifest, self.secrets)
@@ -66,7 +67,7 @@ class LocalJobSet:
         self.log = log
         self.pythonpath = list(pythonpath)
         self.timeout_s = timeout_s
-        self.stream_logs = stream_logs
+        self.watch = watch or WatchOptions()
         self._processes: list[PodProcess] = []
         self._killed = False
         self._deadline: float | None = None
@@ -213,7 +214,7 @@ class _Attempt:
                     self.last_report = report
                     self.jobset.clock.report(self.attempt, report.get("step"), at)
                     shown = self.progress.line(report, at)
-                    if shown is not None and self.jobset.stream_logs != STREAM_NONE:
+                    if shown is not None and self.jobset.watch.stream_logs != STREAM_NONE:
                         log.info("%s %s", plan.tag, shown)
                 else:  # every process reports the same; the leader speaks for them
                     log.debug("%s %s", plan.tag, format_report(report))
@@ -223,7 +224,7 @@ class _Attempt:
 
     def shows(self, plan: PodPlan) -> bool:
         """Whether ``plan``'s lines go to the task log (``stream_logs``)."""
-        mode = self.jobset.stream_logs
+        mode = self.jobset.watch.stream_logs
         return mode == STREAM_ALL or (mode == STREAM_LEADER and plan is self.leader)
 
     def summary(self, failures: Sequence[ProcessFailure]) -> list[str]:

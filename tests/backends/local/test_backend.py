@@ -67,7 +67,7 @@ def run_outcome(
             deadline=deadline,
             output_dir=op.output_dir,
             pythonpath=(str(REPO),),
-            stream_logs=op.stream_logs,
+            watch=op.watch,
         )
     )
     return backend.wait(backend.start(build_jobset(op.build_spec(name="job"))))

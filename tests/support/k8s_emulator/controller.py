@@ -17,9 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.backends.local.pods import plan_pods
-from airflow_provider_jax.jobset.api import COMPLETION_INDEX_ANNOTATION, REPLICATED_JOB_LABEL
+from airflow_provider_jax.jobset.api import REPLICATED_JOB_LABEL
 from airflow_provider_jax.jobset.failure_policy import FAIL_JOBSET_REASON, jobset_action, on_failure
 from tests.support.k8s_emulator.kubelet import Exit, PodRun, Runner, killed_within
+from tests.support.k8s_emulator.objects import fail_message, pod_object, set_condition
 from tests.support.k8s_emulator.scheduler import Scheduler, unschedulable
 from tests.support.k8s_emulator.store import Store, now
 
@@ -38,24 +39,6 @@ class JobSetRun:
 
 def _suffix() -> str:
     return "".join(random.choices(string.ascii_lowercase + string.digits, k=5))
-
-
-def _fail_message(job: str) -> str:
-    """JobSet's condition message when a FailJobSet rule fires."""
-    return f"applying FailJobSet failure policy action (first failed job: {job})"
-
-
-def _set_condition(status: dict[str, Any], kind: str, reason: str, message: str) -> None:
-    status["conditions"] = [
-        *[c for c in status.get("conditions", []) if c["type"] != kind],
-        {
-            "type": kind,
-            "status": "True",
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": now(),
-        },
-    ]
 
 
 class Controller:
@@ -95,7 +78,7 @@ class Controller:
         if jobset is None or run is None:
             return
         jobset["spec"]["suspend"] = True
-        _set_condition(jobset["status"], "Suspended", "SuspendedJobs", "jobset is suspended")
+        set_condition(jobset["status"], "Suspended", "SuspendedJobs", "jobset is suspended")
         self.store.update(JOBSET, jobset)
         if run.task is not None:
             run.task.cancel()
@@ -114,7 +97,7 @@ class Controller:
             return
         jobset["spec"]["suspend"] = False
         if any(c["type"] == "Suspended" for c in jobset["status"].get("conditions") or ()):
-            _set_condition(jobset["status"], "Suspended", "ResumeJobs", "jobset is resumed")
+            set_condition(jobset["status"], "Suspended", "ResumeJobs", "jobset is resumed")
             jobset["status"]["conditions"][-1]["status"] = "False"
         jobset = self.store.update(JOBSET, jobset)
         restarts = jobset["status"].get("restarts", 0)
@@ -141,7 +124,7 @@ class Controller:
                         "the emulator fails JobSets at their deadline only"
                     ) from None
                 job = f"{run.name}-{run.pods[0].plan.labels[REPLICATED_JOB_LABEL]}-0"
-                self._finish(run, "Failed", FAIL_JOBSET_REASON, _fail_message(job))
+                self._finish(run, "Failed", FAIL_JOBSET_REASON, fail_message(job))
                 return
             if failed is None:
                 self._finish(run, "Completed", "AllJobsCompleted", "jobset completed successfully")
@@ -151,7 +134,7 @@ class Controller:
             _, rule = on_failure(jobset, failed.exit.code, failed.conditions)
             if rule["action"] == "FailJobSet":
                 await self._stop_pods(run.pods, delete=False)
-                self._finish(run, "Failed", FAIL_JOBSET_REASON, _fail_message(job))
+                self._finish(run, "Failed", FAIL_JOBSET_REASON, fail_message(job))
                 return
             if restarts < max_restarts:
                 # JobSet counts the restart first; its old Jobs (and their pods) go after.
@@ -198,36 +181,7 @@ class Controller:
             )
             job_name = f"{run.name}-{rjob}-{plan.slice_index}"
             self.store.create(
-                POD,
-                {
-                    "apiVersion": "v1",
-                    "kind": "Pod",
-                    "metadata": {
-                        "name": pod.name,
-                        "namespace": run.namespace,
-                        "labels": {
-                            **plan.labels,
-                            **(
-                                {COMPLETION_INDEX_ANNOTATION: str(plan.host_index)}
-                                if self.pod_index_label
-                                else {}
-                            ),
-                            "batch.kubernetes.io/job-name": job_name,
-                        },
-                        "annotations": dict(plan.annotations),
-                        "ownerReferences": [
-                            {"apiVersion": "batch/v1", "kind": "Job", "name": job_name}
-                        ],
-                    },
-                    "spec": {
-                        "hostname": plan.name,
-                        "subdomain": run.name,
-                        "restartPolicy": "Never",
-                        "nodeSelector": pod_specs[rjob].get("nodeSelector") or {},
-                        "containers": [pod.container],
-                    },
-                    "status": {"phase": "Pending"},
-                },
+                POD, pod_object(pod, plan, job_name, pod_specs[rjob], self.pod_index_label)
             )
             self.pods[(run.namespace, pod.name)] = pod
             pods.append(pod)
@@ -388,7 +342,7 @@ class Controller:
         if jobset is None or jobset["metadata"]["uid"] != run.uid:
             return
         status = jobset.setdefault("status", {})
-        _set_condition(status, state, reason, message)
+        set_condition(status, state, reason, message)
         status["terminalState"] = state
         self.store.update(JOBSET, jobset)
         self.finished_at[run.name] = time.monotonic()

@@ -1,0 +1,62 @@
+"""How a running JobSet is watched, and what of it reaches the task log: one dataclass, carried
+whole from the operator to whichever backend runs the job and into the deferred trigger.
+
+An option of this kind is added in three places: the operator's signature and ``:param``, a
+field here, and the one module that reads it. The layers between (the operator's settings,
+both backends, the trigger's kwargs and its serialized row) carry the dataclass as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any
+
+from airflow_provider_jax.arguments import positive_seconds
+from airflow_provider_jax.reporting.host_logs import STREAM_LEADER, STREAM_LOGS
+
+# The fields every JobSetTrigger row has carried since 0.1; the others are written only when
+# they differ from their default, so a row stays one that the previous release can load.
+ALWAYS_SERIALIZED = ("poll_interval", "retry_budget", "log_lines")
+
+
+@dataclass(frozen=True)
+class WatchOptions:
+    """How a JobSet is waited on.
+
+    :param poll_interval: seconds between status reads when the identity may not watch.
+    :param retry_budget: seconds of transient API errors tolerated before the wait gives up.
+    :param log_lines: the most log lines per host (and progress reports) in the task log.
+    :param queue_timeout: seconds from creating the JobSet to ``queue_until``, or None.
+    :param queue_until: ``running`` (every pod running) or ``admitted`` (by Kueue).
+    :param stream_logs: whose output reaches the task log: ``leader``, ``all`` or ``none``.
+    """
+
+    poll_interval: float = 10.0
+    retry_budget: float = 600.0
+    log_lines: int = 1000
+    queue_timeout: float | None = None
+    queue_until: str = "running"
+    stream_logs: str = STREAM_LEADER
+
+    def __post_init__(self) -> None:
+        positive_seconds("poll_interval", self.poll_interval)
+        positive_seconds("retry_budget", self.retry_budget)
+        if self.stream_logs not in STREAM_LOGS:
+            raise ValueError(f"stream_logs must be one of {STREAM_LOGS}, got {self.stream_logs!r}.")
+
+    @classmethod
+    def of_task(cls, task_id: str, **options: Any) -> WatchOptions:
+        """``task_id``'s options, or a ValueError at parse that names the task and argument."""
+        try:
+            return cls(**options)
+        except ValueError as err:
+            raise ValueError(f"{task_id}: {err}") from None
+
+    def as_row(self) -> dict[str, Any]:
+        """The trigger kwargs that carry these options (plain JSON values)."""
+        default = WatchOptions()
+        return {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name in ALWAYS_SERIALIZED or getattr(self, f.name) != getattr(default, f.name)
+        }

@@ -1,0 +1,456 @@
+"""A real Kubernetes control plane on loopback: etcd, kube-apiserver (RBAC on, static tokens),
+kube-controller-manager (job, garbage collector, namespace, service accounts), the JobSet
+controller and Kueue with their webhooks, and a fake kubelet that runs pods as processes.
+
+Built from the pinned Go modules by ``tools/control-plane/build.sh`` (versions in
+``tools/control-plane/versions.env``); nothing is downloaded but Go modules. ``make cluster``
+starts one in ``.cache/control-plane/run``; the ``real_cluster`` fixture starts its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.support.real_cluster import manifests
+from tests.support.real_cluster.api import Api
+from tests.support.real_cluster.components import (
+    Component,
+    ControlPlaneError,
+    free_port,
+    http_ok,
+    https_ok,
+    log_tail,
+    port_in_use,
+    stop_group,
+)
+from tests.support.real_cluster.pki import Authority, service_account_keys
+
+REPO = Path(__file__).resolve().parents[3]
+TOOLS = REPO / "tools" / "control-plane"
+CACHE = Path(os.environ.get("CONTROL_PLANE_CACHE", REPO / ".cache" / "control-plane"))
+RUN_DIR = CACHE / "run"  # `make cluster`'s
+SERVICE_CIDR = "10.0.0.0/24"
+
+# token -> (user, groups). The controllers run out of cluster as cluster admins, as a
+# kind or minikube cluster's do; the test identities get only what RBAC grants them.
+IDENTITIES = {
+    "admin": ("admin", ("system:masters",)),
+    "controllers": ("system:kube-controller-manager", ("system:masters",)),
+    "airflow": ("airflow-jax", ()),
+    "nobody": ("nobody", ()),
+}
+
+
+def versions() -> dict[str, str]:
+    pairs = (line.split("=", 1) for line in (TOOLS / "versions.env").read_text().splitlines())
+    return {k.strip(): v.strip() for k, v in (p for p in pairs if len(p) == 2) if k[:1] != "#"}
+
+
+def binaries() -> dict[str, Path]:
+    """Where ``build.sh`` puts each component (keyed by its version and flags)."""
+    out = subprocess.run(
+        ["bash", str(TOOLS / "build.sh"), "--where"], capture_output=True, text=True, check=True
+    ).stdout
+    return {name: Path(path) for name, _, path in (line.partition("=") for line in out.split())}
+
+
+def build() -> dict[str, Path]:
+    """Build what is missing (a no-op when every binary is cached) and return the paths."""
+    paths = binaries()
+    if missing := [name for name, path in paths.items() if not path.exists()]:
+        if shutil.which("go") is None:
+            raise ControlPlaneError("building the control plane needs Go (`go` is not on PATH)")
+        log = CACHE / "build.log"
+        CACHE.mkdir(parents=True, exist_ok=True)
+        with log.open("ab") as out:
+            done = subprocess.run(
+                ["bash", str(TOOLS / "build.sh"), *missing], stdout=out, stderr=subprocess.STDOUT
+            )
+        if done.returncode != 0:
+            raise ControlPlaneError(
+                f"building {', '.join(missing)} failed; the end of {log}:\n{log_tail(log, 40)}"
+            )
+    return paths
+
+
+class ControlPlane:
+    """One control plane whose state (certificates, data, logs, kubeconfigs) is ``directory``."""
+
+    def __init__(self, directory: Path = RUN_DIR) -> None:
+        self.directory = directory
+        self.components: list[Component] = []
+        self.ports: dict[str, int] = {}
+
+    # -- where things are ---------------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.ports['apiserver']}"
+
+    @property
+    def ca(self) -> Path:
+        return self.directory / "pki" / "ca.crt"
+
+    def kubeconfig(self, identity: str = "admin") -> Path:
+        return self.directory / f"{identity}.kubeconfig"
+
+    def api(self, identity: str = "admin") -> Api:
+        return Api(self.url, identity, self.ca)
+
+    # -- up and down --------------------------------------------------------------------------
+
+    def up(self) -> ControlPlane:
+        started = time.monotonic()
+        paths = build()
+        if self.directory.exists():
+            shutil.rmtree(self.directory)
+        (self.directory / "logs").mkdir(parents=True)
+        v = versions()
+        try:
+            self._pki()
+            self._start_etcd(paths["etcd"])
+            self._start_apiserver(paths["kube-apiserver"])
+            api = self.api()
+            jobset_dir = manifests.module_dir("sigs.k8s.io/jobset", v["JOBSET_VERSION"])
+            kueue_dir = manifests.module_dir("sigs.k8s.io/kueue", v["KUEUE_VERSION"])
+            self._install_crds(api, jobset_dir, kueue_dir)
+            self._start_controller_manager(paths["kube-controller-manager"])
+            self._start_jobset(paths["jobset"])
+            self._start_kueue(paths["kueue"], kueue_dir)
+            self._register_webhooks(api, jobset_dir, kueue_dir)
+            self._start_kubelet()
+        except BaseException:
+            self.down()
+            raise
+        self._write_state()
+        self.started_in = time.monotonic() - started
+        return self
+
+    def down(self) -> None:
+        for component in reversed(self.components):
+            component.stop()
+        self.components.clear()
+        (self.directory / "state.json").unlink(missing_ok=True)
+
+    def _write_state(self) -> None:
+        state = {"ports": self.ports, "pids": {c.name: c.pid for c in self.components}}
+        (self.directory / "state.json").write_text(json.dumps(state))
+
+    def _run(self, component: Component, timeout: float = 60.0) -> None:
+        self.components.append(component)
+        component.start(timeout)
+
+    def _log(self, name: str) -> Path:
+        return self.directory / "logs" / f"{name}.log"
+
+    # -- the parts, in order ------------------------------------------------------------------
+
+    def _pki(self) -> None:
+        pki = self.directory / "pki"
+        self.authority = Authority(pki)
+        self.apiserver_cert = self.authority.issue(
+            "apiserver",
+            common_name="kube-apiserver",
+            dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                 "kubernetes.default.svc.cluster.local"),
+            ips=("127.0.0.1", "10.0.0.1"),
+        )  # fmt: skip
+        self.kubelet_client = self.authority.issue(
+            "apiserver-kubelet-client", common_name="kube-apiserver-kubelet-client",
+            organizations=("system:masters",), client=True,
+        )  # fmt: skip
+        self.front_proxy = self.authority.issue(
+            "front-proxy-client", common_name="front-proxy-client", client=True
+        )
+        self.sa = service_account_keys(pki)
+        self.tokens = {identity: f"{identity}-{os.urandom(12).hex()}" for identity in IDENTITIES}
+        lines = [
+            f'{self.tokens[i]},{user},{user},"{",".join(groups)}"'
+            for i, (user, groups) in IDENTITIES.items()
+        ]
+        (pki / "tokens.csv").write_text("\n".join(lines) + "\n")
+        self.ports["apiserver"] = free_port()
+        for identity in IDENTITIES:
+            self._write_kubeconfig(identity)
+
+    def _write_kubeconfig(self, identity: str) -> None:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "real", "cluster": {
+                "server": self.url, "certificate-authority": str(self.ca)}}],
+            "users": [{"name": identity, "user": {"token": self.tokens[identity]}}],
+            "contexts": [{"name": identity, "context": {
+                "cluster": "real", "user": identity, "namespace": "default"}}],
+            "current-context": identity,
+        }  # fmt: skip
+        self.kubeconfig(identity).write_text(yaml.safe_dump(config))
+        (self.directory / "pki" / f"{identity}.token").write_text(self.tokens[identity])
+
+    def _start_etcd(self, etcd: Path) -> None:
+        client, peer = free_port(), free_port()
+        self.ports["etcd"] = client
+        data = self.directory / "etcd"
+        self._run(
+            Component(
+                "etcd",
+                [
+                    str(etcd),
+                    "--name=default",
+                    f"--data-dir={data}",
+                    f"--listen-client-urls=http://127.0.0.1:{client}",
+                    f"--advertise-client-urls=http://127.0.0.1:{client}",
+                    f"--listen-peer-urls=http://127.0.0.1:{peer}",
+                    f"--initial-advertise-peer-urls=http://127.0.0.1:{peer}",
+                    f"--initial-cluster=default=http://127.0.0.1:{peer}",
+                    "--unsafe-no-fsync",
+                    "--log-level=warn",
+                ],
+                self._log("etcd"),
+                lambda: http_ok(f"http://127.0.0.1:{client}/health"),
+                ports=(client, peer),
+            )
+        )
+
+    def apiserver_argv(self, apiserver: Path) -> list[str]:
+        pki = self.directory / "pki"
+        return [
+            str(apiserver),
+            f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
+            "--bind-address=127.0.0.1", f"--secure-port={self.ports['apiserver']}",
+            "--advertise-address=127.0.0.1",
+            f"--tls-cert-file={self.apiserver_cert.cert}",
+            f"--tls-private-key-file={self.apiserver_cert.key}",
+            f"--client-ca-file={self.ca}",
+            f"--token-auth-file={pki / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+            f"--service-account-key-file={self.sa.cert}",
+            f"--service-account-signing-key-file={self.sa.key}",
+            f"--service-cluster-ip-range={SERVICE_CIDR}",
+            f"--kubelet-client-certificate={self.kubelet_client.cert}",
+            f"--kubelet-client-key={self.kubelet_client.key}",
+            "--kubelet-preferred-address-types=InternalIP",
+            # The aggregator (Kueue's visibility API) authenticates as the front proxy.
+            f"--requestheader-client-ca-file={self.ca}",
+            "--requestheader-allowed-names=front-proxy-client",
+            "--requestheader-username-headers=X-Remote-User",
+            "--requestheader-group-headers=X-Remote-Group",
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+            f"--proxy-client-cert-file={self.front_proxy.cert}",
+            f"--proxy-client-key-file={self.front_proxy.key}",
+            # The `kubernetes` Service's Endpoints may not hold a loopback address.
+            "--endpoint-reconciler-type=none",
+            "--allow-privileged=true", "--profiling=false",
+        ]  # fmt: skip
+
+    def _start_apiserver(self, apiserver: Path, timeout: float = 90.0) -> None:
+        port = self.ports["apiserver"]
+        self._run(
+            Component(
+                "kube-apiserver",
+                self.apiserver_argv(apiserver),
+                self._log("kube-apiserver"),
+                lambda: https_ok(f"{self.url}/readyz", self.tokens["admin"], self.ca),
+                ports=(port,),
+            ),
+            timeout,
+        )
+
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver and start it again on the same port (etcd keeps the state)."""
+        old = next(c for c in self.components if c.name == "kube-apiserver")
+        old.stop()
+        self.components.remove(old)
+        self._start_apiserver(binaries()["kube-apiserver"])
+
+    def _install_crds(self, api: Api, jobset_dir: Path, kueue_dir: Path) -> None:
+        self.ports["kueue-webhook"] = free_port()
+        objects = manifests.crds(jobset_dir, webhook_port=0, ca=self.ca)
+        objects += manifests.crds(kueue_dir, webhook_port=self.ports["kueue-webhook"], ca=self.ca)
+        objects.append({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": "kueue-system"}})  # fmt: skip
+        for obj in objects:
+            api.apply(obj)
+        for crd in objects[:-1]:
+            api.wait_established(crd["metadata"]["name"])
+
+    def _start_controller_manager(self, kcm: Path) -> None:
+        port = free_port()
+        self._run(
+            Component(
+                "kube-controller-manager",
+                [
+                    str(kcm),
+                    f"--kubeconfig={self.kubeconfig('controllers')}",
+                    f"--authentication-kubeconfig={self.kubeconfig('controllers')}",
+                    f"--authorization-kubeconfig={self.kubeconfig('controllers')}",
+                    "--controllers=job,garbagecollector,namespace,serviceaccount,serviceaccount-token",
+                    f"--service-account-private-key-file={self.sa.key}",
+                    f"--root-ca-file={self.ca}",
+                    "--use-service-account-credentials=false",
+                    "--leader-elect=false",
+                    "--bind-address=127.0.0.1",
+                    f"--secure-port={port}",
+                ],
+                self._log("kube-controller-manager"),
+                lambda: https_ok(f"https://127.0.0.1:{port}/healthz"),
+                ports=(port,),
+            )
+        )
+
+    def _controller_config(self, name: str, api_version: str, extra: dict[str, Any]) -> Path:
+        webhook, probe = self.ports[f"{name}-webhook"], free_port()
+        self.ports[f"{name}-probe"] = probe
+        config = {
+            "apiVersion": api_version,
+            "kind": "Configuration",
+            "leaderElection": {"leaderElect": False},
+            "internalCertManagement": {"enable": False},
+            "webhook": {
+                "port": webhook,
+                "host": "127.0.0.1",
+                "certDir": str(self.authority.server_dir(f"{name}-webhook")),
+            },
+            "metrics": {"bindAddress": "0"},
+            "health": {"healthProbeBindAddress": f"127.0.0.1:{probe}"},
+            **extra,
+        }
+        path = self.directory / f"{name}-config.yaml"
+        path.write_text(yaml.safe_dump(config))
+        return path
+
+    def _start_jobset(self, jobset: Path) -> None:
+        self.ports["jobset-webhook"] = free_port()
+        config = self._controller_config("jobset", "config.jobset.x-k8s.io/v1alpha1", {})
+        probe, webhook = self.ports["jobset-probe"], self.ports["jobset-webhook"]
+        self._run(
+            Component(
+                "jobset-controller",
+                [
+                    str(jobset),
+                    f"--config={config}",
+                    f"--kubeconfig={self.kubeconfig('controllers')}",
+                ],
+                self._log("jobset-controller"),
+                lambda: http_ok(f"http://127.0.0.1:{probe}/readyz") and port_in_use(webhook),
+                ports=(webhook, probe),
+            )
+        )
+
+    def _start_kueue(self, kueue: Path, kueue_dir: Path) -> None:
+        service = manifests.visibility_service(kueue_dir)
+        visibility = self.authority.server_dir(
+            "kueue-visibility", dns=manifests.service_dns_names(service)
+        )
+        # Kueue reads <cwd>/<KUEUE_VISIBILITY_CERT_DIR>/tls.{crt,key} (build.sh).
+        work = self.directory / "kueue"
+        work.mkdir()
+        (work / versions()["KUEUE_VISIBILITY_CERT_DIR"]).symlink_to(visibility)
+        self.ports["kueue-visibility"] = free_port()
+        config = self._controller_config(
+            "kueue",
+            "config.kueue.x-k8s.io/v1beta2",
+            {
+                "namespace": "kueue-system",
+                "manageJobsWithoutQueueName": False,
+                "integrations": {"frameworks": ["jobset.x-k8s.io/jobset"]},
+            },
+        )
+        probe = self.ports["kueue-probe"]
+        # Kueue also reads /etc/kueue/metrics/certs/tls.{crt,key} (cmd/kueue/main.go, a local
+        # constant), even with metrics off: it runs in a private mount namespace whose /etc is
+        # an overlay of the machine's with that folder added. The machine's /etc is untouched.
+        metrics = self.authority.server_dir("kueue-metrics")
+        upper, scratch = work / "etc-upper", work / "etc-work"
+        (upper / "kueue" / "metrics").mkdir(parents=True)
+        scratch.mkdir()
+        (upper / "kueue" / "metrics" / "certs").symlink_to(metrics)
+        overlay = 'mount -t overlay overlay -o lowerdir=/etc,upperdir="$0",workdir="$1" /etc'
+        self._run(
+            Component(
+                "kueue",
+                [
+                    "unshare",
+                    "--mount",
+                    "--propagation",
+                    "private",
+                    "--",
+                    "sh",
+                    "-c",
+                    f'{overlay} && shift && exec "$@"',
+                    str(upper),
+                    str(scratch),
+                    str(kueue),
+                    f"--config={config}",
+                    f"--kubeconfig={self.kubeconfig('controllers')}",
+                    f"--visibility-server-port={self.ports['kueue-visibility']}",
+                ],
+                self._log("kueue"),
+                lambda: http_ok(f"http://127.0.0.1:{probe}/readyz"),
+                ports=(self.ports["kueue-webhook"], probe, self.ports["kueue-visibility"]),
+                cwd=work,
+            ),
+            timeout=90,
+        )
+
+    def _register_webhooks(self, api: Api, jobset_dir: Path, kueue_dir: Path) -> None:
+        """After the servers are up: registered earlier, every create would wait on them."""
+        objects = manifests.webhook_configurations(
+            jobset_dir, prefix="jobset", port=self.ports["jobset-webhook"], ca=self.ca
+        )
+        objects += manifests.webhook_configurations(
+            kueue_dir, prefix="kueue", port=self.ports["kueue-webhook"], ca=self.ca
+        )
+        objects.append(manifests.visibility_service(kueue_dir))
+        objects += manifests.visibility_apiservices(
+            kueue_dir, port=self.ports["kueue-visibility"], ca=self.ca
+        )
+        for obj in objects:
+            api.apply(obj)
+        api.wait_apiservices_available()
+
+    def _start_kubelet(self) -> None:
+        self.ports["kubelet"] = free_port()
+        self._run(
+            Component(
+                "kubelet",
+                [
+                    sys.executable,
+                    "-m",
+                    "tests.support.real_cluster.kubelet",
+                    f"--kubeconfig={self.kubeconfig('admin')}",
+                    f"--port={self.ports['kubelet']}",
+                    f"--cert-dir={self.authority.server_dir('kubelet')}",
+                    f"--work-dir={self.directory / 'pods'}",
+                ],
+                self._log("kubelet"),
+                lambda: self.api().nodes_ready(),
+                ports=(self.ports["kubelet"],),
+                env={"PYTHONPATH": str(REPO)},
+            )
+        )
+
+
+def stop_recorded(directory: Path = RUN_DIR) -> list[str]:
+    """Stop the components a ``state.json`` records (``make cluster-down``)."""
+    state_file = directory / "state.json"
+    if not state_file.exists():
+        return []
+    state = json.loads(state_file.read_text())
+    stopped = []
+    for name, pid in reversed(list(state["pids"].items())):
+        if pid:
+            stop_group(pid)
+            stopped.append(name)
+    state_file.unlink()
+    return stopped

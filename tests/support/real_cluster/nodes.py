@@ -1,0 +1,115 @@
+"""The Nodes the fake kubelet registers, with GKE's labels and the device plugins' capacity,
+and the two scheduling rules it applies when binding a pod (there is no kube-scheduler):
+node selectors and required node affinity, and accelerator capacity.
+
+Pod affinity (JobSet's exclusive placement per node pool) is not evaluated: binding prefers
+the first node that fits, which keeps each slice of these tests in one pool anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+TPU, GPU = "google.com/tpu", "nvidia.com/gpu"
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    labels: Mapping[str, str]
+    capacity: Mapping[str, str] = field(default_factory=dict)
+
+
+def _tpu_v5e(pool: str, index: int) -> Node:
+    """A ct5lp-hightpu-4t host of a tpu-v5litepod-8 (2x4) slice."""
+    return Node(
+        f"gke-{pool}-{index}",
+        {
+            "cloud.google.com/gke-nodepool": pool,
+            "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
+            "cloud.google.com/gke-tpu-topology": "2x4",
+            "node.kubernetes.io/instance-type": "ct5lp-hightpu-4t",
+            "kubernetes.io/hostname": f"gke-{pool}-{index}",
+        },
+        {TPU: "4"},
+    )
+
+
+def _h100(index: int) -> Node:
+    return Node(
+        f"gke-h100-pool-{index}",
+        {
+            "cloud.google.com/gke-nodepool": "h100-pool",
+            "cloud.google.com/gke-accelerator": "nvidia-h100-80gb",
+            "node.kubernetes.io/instance-type": "a3-highgpu-8g",
+            "kubernetes.io/hostname": f"gke-h100-pool-{index}",
+        },
+        {GPU: "8"},
+    )
+
+
+NODES: tuple[Node, ...] = (
+    _tpu_v5e("tpu-v5e-a", 0),
+    _tpu_v5e("tpu-v5e-a", 1),
+    _tpu_v5e("tpu-v5e-b", 0),
+    _tpu_v5e("tpu-v5e-b", 1),
+    _h100(0),
+    _h100(1),
+    Node(
+        "gke-cpu-pool-0",
+        {
+            "cloud.google.com/gke-nodepool": "cpu-pool",
+            "node.kubernetes.io/instance-type": "n2-standard-32",
+            "kubernetes.io/hostname": "gke-cpu-pool-0",
+        },
+    ),
+)
+
+
+def _expression(labels: Mapping[str, str], expr: Mapping[str, Any]) -> bool:
+    key, op, values = expr["key"], expr["operator"], expr.get("values") or []
+    if op == "In":
+        return labels.get(key) in values
+    if op == "NotIn":
+        return labels.get(key) not in values
+    if op == "Exists":
+        return key in labels
+    if op == "DoesNotExist":
+        return key not in labels
+    return False
+
+
+def selector_matches(node: Node, pod: Mapping[str, Any]) -> bool:
+    spec = pod["spec"]
+    if any(node.labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
+        return False
+    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    terms = required.get("nodeSelectorTerms") or []
+    return not terms or any(
+        all(_expression(node.labels, e) for e in term.get("matchExpressions") or [])
+        for term in terms
+    )
+
+
+def _accelerators(pod: Mapping[str, Any]) -> dict[str, int]:
+    wanted: dict[str, int] = {}
+    for container in pod["spec"]["containers"]:
+        requests = {**(container.get("resources") or {}).get("limits", {}),
+                    **(container.get("resources") or {}).get("requests", {})}  # fmt: skip
+        for resource in (TPU, GPU):
+            if resource in requests:
+                wanted[resource] = wanted.get(resource, 0) + int(requests[resource])
+    return wanted
+
+
+def fits(node: Node, pod: Mapping[str, Any], placed: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether ``pod``'s accelerators fit beside the ``placed`` pods still running there."""
+    for resource, count in _accelerators(pod).items():
+        taken = sum(_accelerators(p).get(resource, 0) for p in placed)
+        if taken + count > int(node.capacity.get(resource, 0)):
+            return False
+    return True
