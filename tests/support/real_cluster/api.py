@@ -113,6 +113,9 @@ class Api:
         except (urllib.error.URLError, OSError):
             return False
         return bool(nodes) and all(
-            any(c["type"] == "Ready" and c["status"] == "True" for c in n["status"]["conditions"])
+            any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in n.get("status", {}).get("conditions") or []
+            )
             for n in nodes
         )

@@ -39,6 +39,8 @@ TOOLS = REPO / "tools" / "control-plane"
 CACHE = Path(os.environ.get("CONTROL_PLANE_CACHE", REPO / ".cache" / "control-plane"))
 RUN_DIR = CACHE / "run"  # `make cluster`'s
 SERVICE_CIDR = "10.0.0.0/24"
+# Kueue's integrations: JobSets, and the Jobs they own (on by default in a real install).
+KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 
 # token -> (user, groups). The controllers run out of cluster as cluster admins, as a
 # kind or minikube cluster's do; the test identities get only what RBAC grants them.
@@ -363,7 +365,7 @@ class ControlPlane:
             {
                 "namespace": "kueue-system",
                 "manageJobsWithoutQueueName": False,
-                "integrations": {"frameworks": ["jobset.x-k8s.io/jobset"]},
+                "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
             },
         )
         probe = self.ports["kueue-probe"]
@@ -409,7 +411,11 @@ class ControlPlane:
             jobset_dir, prefix="jobset", port=self.ports["jobset-webhook"], ca=self.ca
         )
         objects += manifests.webhook_configurations(
-            kueue_dir, prefix="kueue", port=self.ports["kueue-webhook"], ca=self.ca
+            kueue_dir,
+            prefix="kueue",
+            port=self.ports["kueue-webhook"],
+            ca=self.ca,
+            served=("kueue-x-k8s-io", "jobset-x-k8s-io", "batch-v1-job"),
         )
         objects.append(manifests.visibility_service(kueue_dir))
         objects += manifests.visibility_apiservices(
@@ -432,6 +438,8 @@ class ControlPlane:
                     f"--port={self.ports['kubelet']}",
                     f"--cert-dir={self.authority.server_dir('kubelet')}",
                     f"--work-dir={self.directory / 'pods'}",
+                    # What the image would hold: the example DAGs' training code.
+                    f"--pythonpath={REPO / 'dags'}",
                 ],
                 self._log("kubelet"),
                 lambda: self.api().nodes_ready(),

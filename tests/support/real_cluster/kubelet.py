@@ -276,8 +276,11 @@ class Kubelet:
             "PYTHONPATH": os.pathsep.join(self.pythonpath), "PYTHONUNBUFFERED": "1",
         }  # fmt: skip
         hosts = self._hosts(pod, folder)
-        wrapper = ["unshare", "--mount", "--propagation", "private", "--", "sh", "-c",
-                   'mount --bind "$0" /etc/hosts && exec "$@"', str(hosts), *argv]  # fmt: skip
+        # Its own mount and UTS namespaces, as a pod has: /etc/hosts and the hostname are its.
+        hostname = pod["spec"].get("hostname") or meta["name"]
+        wrapper = ["unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c",
+                   'mount --bind "$0" /etc/hosts && hostname "$1" && shift && exec "$@"',
+                   str(hosts), hostname, *argv]  # fmt: skip
         run.process = await asyncio.create_subprocess_exec(
             *wrapper, env=process_env, cwd=folder, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,

@@ -93,8 +93,15 @@ def _merge_by_name(doc: dict[str, Any], patch: dict[str, Any]) -> None:
             by_name[webhook["name"]].update(copy.deepcopy(webhook))
 
 
-def webhook_configurations(root: Path, *, prefix: str, port: int, ca: Path) -> list[dict[str, Any]]:
-    """The module's admission webhook configurations, pointed at ``127.0.0.1:<port>``."""
+def webhook_configurations(
+    root: Path, *, prefix: str, port: int, ca: Path, served: tuple[str, ...] | None = None
+) -> list[dict[str, Any]]:
+    """The module's admission webhook configurations, pointed at ``127.0.0.1:<port>``.
+
+    With ``served`` (substrings of webhook paths), only those webhooks are kept: Kueue
+    registers a handler only for the integrations its configuration enables, and a webhook
+    whose handler is missing panics on every call (a Job create fails with
+    ``admission webhook "mjob.kb.io" denied the request: panic``)."""
     folder = root / "config/components/webhook"
     kustomization = _kustomization(folder)
     objects = [
@@ -109,6 +116,11 @@ def webhook_configurations(root: Path, *, prefix: str, port: int, ca: Path) -> l
             body = yaml.safe_load(patch["patch"])
             _merge_by_name(by_name[body["metadata"]["name"]], body)
     for doc in objects:
+        if served is not None:
+            doc["webhooks"] = [
+                w for w in doc["webhooks"]
+                if any(part in w["clientConfig"]["service"]["path"] for part in served)
+            ]  # fmt: skip
         doc["metadata"]["name"] = f"{prefix}-{doc['metadata']['name']}"
         for webhook in doc["webhooks"]:
             path = webhook["clientConfig"]["service"]["path"]
