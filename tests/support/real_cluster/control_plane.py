@@ -39,6 +39,7 @@ TOOLS = REPO / "tools" / "control-plane"
 CACHE = Path(os.environ.get("CONTROL_PLANE_CACHE", REPO / ".cache" / "control-plane"))
 RUN_DIR = CACHE / "run"  # `make cluster`'s
 SERVICE_CIDR = "10.0.0.0/24"
+IMAGE_PYTHONPATH = ("dags", "tests/real_cluster/dags")  # what every pod imports from
 # Kueue's integrations: JobSets, and the Jobs they own (on by default in a real install).
 KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 
@@ -438,8 +439,8 @@ class ControlPlane:
                     f"--port={self.ports['kubelet']}",
                     f"--cert-dir={self.authority.server_dir('kubelet')}",
                     f"--work-dir={self.directory / 'pods'}",
-                    # What the image would hold: the example DAGs' training code.
-                    f"--pythonpath={REPO / 'dags'}",
+                    # What the image would hold: the example DAGs' and these tests' training code.
+                    *(f"--pythonpath={REPO / p}" for p in IMAGE_PYTHONPATH),
                 ],
                 self._log("kubelet"),
                 lambda: self.api().nodes_ready(),

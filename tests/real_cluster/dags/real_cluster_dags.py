@@ -1,0 +1,55 @@
+"""DAGs the real-control-plane tests run with ``airflow dags test``: real JAX in every pod,
+through kube-apiserver, the JobSet and Job controllers, and the fake kubelet."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import DAG, task
+
+from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
+
+IMAGE = "us-docker.pkg.dev/my-project/training/quickstart:latest"  # what the kubelet ignores
+
+
+@task
+def record(value: Any, name: str) -> Any:
+    Path(os.environ["JAX_TEST_OUT"], f"{name}.json").write_text(json.dumps(value))
+    return value
+
+
+with DAG("jax_real_cluster", schedule=None, catchup=False):
+    tpu = JaxTpuSliceOperator(
+        task_id="tpu",
+        accelerator="tpu-v5litepod-8",  # 2 hosts x 4 chips
+        image=IMAGE,
+        entrypoint="quickstart_train:train",
+        entrypoint_kwargs={"steps": 10},
+        backend="kubernetes",
+        deferrable=True,
+    )
+    record.override(task_id="use_tpu")(tpu.output, "tpu")
+    gpu = JaxGpuJobOperator(
+        task_id="gpu",
+        accelerator="h100",
+        gpus_per_node=8,
+        num_nodes=2,
+        image=IMAGE,
+        entrypoint="quickstart_train:train",
+        entrypoint_kwargs={"steps": 5},
+        gpu_networking="none",
+        backend="kubernetes",
+        deferrable=False,
+    )
+    record.override(task_id="use_gpu")(gpu.output, "gpu")
+    tpu >> JaxTpuSliceOperator(
+        task_id="fails",
+        accelerator="tpu-v5litepod-8",
+        image=IMAGE,
+        entrypoint="failing_train:fail_on_host_1",
+        backend="kubernetes",
+        deferrable=True,
+    )

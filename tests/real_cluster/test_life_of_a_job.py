@@ -1,0 +1,70 @@
+"""The life of a job through the Kubernetes backend, on the real control plane: real Airflow
+(``airflow dags test``, triggers inline), real JAX in every pod, the real JobSet and Job
+controllers and garbage collector."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.support.airflow_home import AIRFLOW, AirflowHome
+from tests.support.dag_runs import task_states
+from tests.support.real_cluster.control_plane import REPO, ControlPlane
+from tests.support.real_cluster.fixtures import connection
+
+DAGS = Path(__file__).parent / "dags"
+
+
+@pytest.fixture(scope="module")
+def run(real_cluster: ControlPlane, airflow_home: AirflowHome, tmp_path_factory) -> dict:
+    out = tmp_path_factory.mktemp("real-e2e")
+    env = airflow_home.env(
+        DAGS,
+        AIRFLOW_CONN_KUBERNETES_DEFAULT=connection(real_cluster.kubeconfig()),
+        JAX_TEST_OUT=str(out),
+    )
+    env["PYTHONPATH"] = f"{REPO}:{DAGS}"
+    proc = subprocess.run(
+        [*AIRFLOW, "dags", "test", "jax_real_cluster", "2024-01-01"],
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=280,
+    )  # fmt: skip
+    (out / "dags-test.log").write_text(proc.stdout)
+    return {"proc": proc, "out": out, "states": task_states(airflow_home, "jax_real_cluster")}
+
+
+def received(run: dict, name: str) -> object:
+    return json.loads((run["out"] / f"{name}.json").read_text())
+
+
+def test_a_two_host_tpu_slice_returns_the_leaders_value(run):
+    assert run["states"]["tpu"][0] == "success", run["proc"].stdout[-4000:]
+    result = received(run, "tpu")
+    assert (result["processes"], result["devices"], result["step"]) == (2, 8, 10)
+
+
+def test_a_two_node_gpu_job_returns_the_leaders_value(run):
+    assert run["states"]["gpu"][0] == "success", run["proc"].stdout[-4000:]
+    result = received(run, "gpu")
+    assert (result["processes"], result["devices"]) == (2, 16)
+
+
+def test_the_failing_hosts_traceback_is_the_tasks_error(run):
+    assert run["states"]["fails"][0] == "failed"
+    log = run["proc"].stdout
+    assert "[0/1] ValueError: host 1 found a NaN in its shard" in log
+    assert 'failing_train.py", line' in log  # its traceback, from its own pod
+
+
+def test_the_leaders_log_reached_the_task_log_through_pods_log(run):
+    assert "[0/0] step 10: loss=" in run["proc"].stdout
+
+
+def test_nothing_is_left_on_the_cluster(run, real_cluster: ControlPlane):
+    api = real_cluster.api()
+    jobsets = api.get("/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets")["items"]
+    pods = api.get("/api/v1/namespaces/default/pods")["items"]
+    assert [j["metadata"]["name"] for j in jobsets] == []
+    assert [p["metadata"]["name"] for p in pods] == []
