@@ -1,0 +1,136 @@
+"""What we submit passes the real JobSet and Kueue webhooks and the real CRD schema, and what
+the API server would store equals what we sent, field for field, plus the defaults it adds.
+
+Each manifest goes in with ``dryRun=All``: admission (mutating and validating webhooks),
+schema validation, pruning and defaulting all run; nothing is persisted. The fields the
+server added are listed in ``docs/testing.md``; a field it dropped or changed fails here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+
+from airflow_provider_jax import SecretRef
+from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
+from tests.support.real_cluster.control_plane import ControlPlane
+
+IMAGE = "us-docker.pkg.dev/my-project/jax/train:1"
+COMMON = {"image": IMAGE, "command": ["python3", "-c", "pass"], "backend": "kubernetes"}
+
+
+def tpu(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
+    return JaxTpuSliceOperator(
+        task_id=task_id, **{"accelerator": "tpu-v5litepod-8", **COMMON, **kwargs}
+    )
+
+
+def gpu(task_id: str, accelerator: str, **kwargs: Any) -> JaxGpuJobOperator:
+    return JaxGpuJobOperator(
+        task_id=task_id, accelerator=accelerator, gpus_per_node=8, num_nodes=2, **COMMON, **kwargs
+    )
+
+
+CASES = {
+    "tpu-v5e-2-hosts": lambda: tpu("plain"),
+    "multislice-v6e": lambda: tpu("multislice", accelerator="tpu-v6e-16", num_slices=2),
+    "spot": lambda: tpu("spot", capacity="spot"),
+    "reservation": lambda: tpu(
+        "reservation", capacity="reservation:res-a", reservation_project="shared-project"
+    ),
+    "flex-start-compact": lambda: gpu(
+        "flex",
+        "h100",
+        capacity="flex-start",
+        queue_name="dws-queue",
+        placement="compact",
+        execution_timeout=timedelta(hours=6),
+    ),
+    "secrets": lambda: tpu(
+        "secrets",
+        secrets=[
+            SecretRef("env", "WANDB_API_KEY", "wandb", "api-key"),
+            SecretRef("volume", "/var/secrets/gcs", "gcs-key"),
+        ],
+    ),
+    "gpudirect-tcpx": lambda: gpu("tcpx", "h100"),
+    "gpudirect-tcpxo": lambda: gpu("tcpxo", "h100-mega"),
+    "gpudirect-rdma": lambda: gpu("rdma", "h200"),
+    "every-pod-option": lambda: tpu(
+        "options",
+        labels={"team": "research"},
+        annotations={"example.com/owner": "ml-platform"},
+        env={"RUN_KIND": "nightly"},
+        node_selector={"cloud.google.com/gke-nodepool": "tpu-v5e-a"},
+        tolerations=[
+            {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoSchedule"}
+        ],
+        volumes=[{"name": "scratch", "emptyDir": {"medium": "Memory", "sizeLimit": "1Gi"}}],
+        volume_mounts=[{"name": "scratch", "mountPath": "/scratch"}],
+        container_resources={"requests": {"memory": "16Gi", "cpu": "4"}},
+        service_account_name="trainer",
+        priority_class_name="high",
+        ttl_seconds_after_finished=600,
+        termination_grace_period=45,
+        image_pull_policy="IfNotPresent",
+        host_network=False,
+        max_restarts=5,
+        restart_on_exit_codes=[42],
+        execution_timeout=timedelta(hours=2),
+        pod_template_override={"spec": {"dnsPolicy": "ClusterFirst"}},
+    ),
+}
+IGNORED = {"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"}
+
+
+def leaves(obj: Any, path: tuple = ()) -> Iterator[tuple[tuple, Any]]:
+    if isinstance(obj, dict) and obj:
+        for key, value in obj.items():
+            if not (len(path) == 1 and path[0] == "metadata" and key in IGNORED):
+                yield from leaves(value, (*path, key))
+    elif isinstance(obj, list) and obj:
+        for index, value in enumerate(obj):
+            yield from leaves(value, (*path, index))
+    else:
+        yield path, obj
+
+
+def at(obj: Any, path: tuple) -> Any:
+    for part in path:
+        try:
+            obj = obj[part]
+        except (KeyError, IndexError, TypeError):
+            return KeyError
+    return obj
+
+
+def pattern(path: tuple) -> str:
+    return re.sub(r"\.\d+", "[*]", ".".join(map(str, path)))
+
+
+@pytest.fixture(scope="module")
+def custom(real_cluster: ControlPlane) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(config.new_client_from_config(str(real_cluster.kubeconfig())))
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_server_keeps_every_field_we_send(case, custom, record_property):
+    sent = CASES[case]().dry_run()
+    stored = custom.create_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", "default", "jobsets", sent, dry_run="All"
+    )
+    dropped = [pattern(p) for p, v in leaves(sent) if at(stored, p) is KeyError]
+    changed = [
+        f"{pattern(p)}: {v!r} -> {at(stored, p)!r}"
+        for p, v in leaves(sent)
+        if at(stored, p) is not KeyError and at(stored, p) != v
+    ]
+    added = sorted({pattern(p) for p, _ in leaves(stored) if at(sent, p) is KeyError})
+    record_property("defaulted", added)
+    print(f"\n{case}: the server added {len(added)} fields:\n  " + "\n  ".join(added))
+    assert (dropped, changed) == ([], [])
