@@ -1,0 +1,30 @@
+"""A host that exits with a restartable code: the real JobSet controller recreates the set,
+and the provider's restart accounting agrees with the JobSet's own ``status.restarts``."""
+
+from __future__ import annotations
+
+from tests.real_cluster.jobs import logger, run
+from tests.support.real_cluster.control_plane import ControlPlane
+
+
+def test_a_lost_host_restarts_the_slice_and_the_count_agrees(real_k8s: ControlPlane):
+    log, lines = logger("restarts")
+    thread, out = run(
+        "restarts", log, entrypoint="flaky_train:lose_host_1_once", on_finish_action="keep_jobset"
+    )
+    thread.join(120)
+    outcome = out["value"]
+    assert not isinstance(outcome, BaseException), outcome
+    assert outcome.result == {"attempt": 1, "processes": 2}
+    restarts = [
+        line for line in lines.lines if "restart 1/3 after" in line and "finished" not in line
+    ]
+    assert len(restarts) == 1 and "[0/1]" in restarts[0], lines.lines
+    jobsets = real_k8s.api().get("/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets")
+    (jobset,) = [j for j in jobsets["items"] if j["metadata"]["name"].startswith("restarts-")]
+    assert jobset["status"]["restarts"] == 1
+    assert outcome.goodput["restarts"] == {"disruption": 1}
+    real_k8s.api().request(
+        "DELETE",
+        f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets/{jobset['metadata']['name']}",
+    )
