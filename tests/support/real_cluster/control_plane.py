@@ -269,11 +269,14 @@ class ControlPlane:
             timeout,
         )
 
-    def restart_apiserver(self) -> None:
-        """Stop kube-apiserver and start it again on the same port (etcd keeps the state)."""
+    def stop_apiserver(self) -> None:
+        """Stop kube-apiserver (etcd keeps the state; every client loses its watches)."""
         old = next(c for c in self.components if c.name == "kube-apiserver")
         old.stop()
         self.components.remove(old)
+
+    def start_apiserver(self) -> None:
+        """Start kube-apiserver again on the same port, with a new (empty) watch cache."""
         self._start_apiserver(binaries()["kube-apiserver"])
 
     def _install_crds(self, api: Api, jobset_dir: Path, kueue_dir: Path) -> None:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 from aiohttp import web
 from kubernetes_asyncio import client, config, watch
 
@@ -113,13 +114,13 @@ class Kubelet:
     async def _watch_pods(self) -> None:
         version = None
         while True:
-            if version is None:
-                listed = await self.core.list_pod_for_all_namespaces(_preload_content=False)
-                body = await listed.json()
-                version = body["metadata"]["resourceVersion"]
-                for pod in body["items"]:
-                    await self.changed("ADDED", pod)
             try:
+                if version is None:
+                    listed = await self.core.list_pod_for_all_namespaces(_preload_content=False)
+                    body = await listed.json()
+                    version = body["metadata"]["resourceVersion"]
+                    for pod in body["items"]:
+                        await self.changed("ADDED", pod)
                 async with watch.Watch().stream(
                     self.core.list_pod_for_all_namespaces,
                     resource_version=version,
@@ -135,7 +136,7 @@ class Kubelet:
                         version = obj["metadata"]["resourceVersion"]
                         if event["type"] != "BOOKMARK":
                             await self.changed(event["type"], obj)
-            except (TimeoutError, client.ApiException, OSError) as err:
+            except (TimeoutError, client.ApiException, aiohttp.ClientError, OSError) as err:
                 log.warning("pod watch ended (%s); listing again", err)
                 version = None
                 await asyncio.sleep(0.5)
@@ -337,10 +338,20 @@ class Kubelet:
         run.exited.set()
 
     async def _patch(self, meta: dict[str, Any], status: dict[str, Any]) -> None:
-        with contextlib.suppress(client.ApiException):  # the pod may be gone already
-            await self.core.patch_namespaced_pod_status(
-                meta["name"], meta["namespace"], {"status": status}
-            )
+        """Report ``status``, retrying while the API server is away (a restart), as a kubelet
+        does; a pod that is gone (404) or refuses the update (4xx) is left alone."""
+        while True:
+            try:
+                await self.core.patch_namespaced_pod_status(
+                    meta["name"], meta["namespace"], {"status": status}
+                )
+                return
+            except client.ApiException as err:
+                if err.status != 429 and err.status < 500:
+                    return
+            except (aiohttp.ClientError, OSError, TimeoutError):
+                pass
+            await asyncio.sleep(0.5)
 
     async def delete(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
