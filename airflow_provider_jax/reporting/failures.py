@@ -16,6 +16,7 @@ from airflow_provider_jax.runtime.exits import (
     RESTARTABLE_EXIT_CODES,
     as_reported,
     exit_class,
+    log_shows_lost_peer,
 )
 from airflow_provider_jax.runtime.messages import parse_message
 
@@ -56,6 +57,10 @@ class ProcessFailure:
             kind = said if isinstance(said, str) and len(said) < 20 else kind  # a pod's word
             error, trace = str(body.get("error", "")), str(body.get("traceback", ""))
             return cls(tag, error, trace, kind=kind, exit_code=code, reported=True)
+        # No word from its runtime: JAX may have aborted it for a peer's death (its log, or
+        # the log tail Kubernetes puts in the termination message, says so).
+        if code != 0 and log_shows_lost_peer(f"{termination_message or ''}\n{log_tail}"):
+            kind = LOST_PEER
         return cls(tag, describe_exit(exit_code), log_tail, kind=kind, exit_code=code)
 
     def render(self) -> str:
@@ -81,9 +86,11 @@ def culprit_rank(failure: ProcessFailure) -> int:
     """Root causes first: a host whose own runtime reported an error (a bug, a hang), then a
     disrupted one (preempted, evicted), then one that died on its own (SIGKILL, OOM), then
     hosts stopped with SIGTERM (how the rest are taken down), and last hosts that only lost a
-    peer (they fail because another did)."""
+    peer (they fail because another did), whether their runtime said so or JAX aborted them."""
+    if failure.kind == LOST_PEER:
+        return 4
     if failure.reported:
-        return 4 if failure.kind == LOST_PEER else 0
+        return 0
     if failure.disrupted:
         return 1
     return 3 if failure.exit_code == EXIT_SIGTERM else 2

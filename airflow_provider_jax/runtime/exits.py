@@ -33,6 +33,20 @@ _PEER_LOST = re.compile(
 )
 
 
+# What JAX's coordination service leaves in a survivor's log when it aborts the process (a
+# C++ check failure, SIGABRT) because a peer died: seen on the real control plane with host 1
+# killed, host 0's "CoordinationServiceAgent::SetError ... Shutdown barrier has failed".
+_ABORTED_BY_COORDINATION = re.compile(
+    r"CoordinationService(Agent|Error)|Shutdown barrier has failed|has likely restarted",
+)
+
+
+def log_shows_lost_peer(log: str) -> bool:
+    """Whether a process that died without a word (no failure message) was aborted by JAX's
+    coordination service for a peer's death, from the tail of its log."""
+    return bool(_ABORTED_BY_COORDINATION.search(log))
+
+
 def is_lost_peer(err: BaseException) -> bool:
     """Whether ``err`` is JAX reporting that another process went away, not a bug here."""
     names = {cls.__name__ for cls in type(err).__mro__}

@@ -68,3 +68,26 @@ def queues(real_cluster: ControlPlane) -> client.CustomObjectsApi:
     api.create_cluster_custom_object(group, version, "clusterqueues", cluster_queue)
     api.create_namespaced_custom_object(group, version, "default", "localqueues", local_queue)
     return api  # fmt: skip
+
+
+@pytest.fixture(autouse=True)
+def _leave_nothing(request: pytest.FixtureRequest):
+    """Each test gets the shared cluster without another's JobSets or pods (a failed test
+    leaves its slices running, which would hold the nodes and the queue for the next)."""
+    yield
+    if "real_cluster" not in request.fixturenames:
+        return
+    plane = request.getfixturevalue("real_cluster")
+    api = plane.api()
+    jobsets = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
+    for jobset in api.get(jobsets)["items"]:
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"}
+        api.request("DELETE", f"{jobsets}/{jobset['metadata']['name']}", body)
+    api.wait_for(
+        "every pod of the test gone",
+        lambda: (
+            not api.get("/api/v1/namespaces/default/pods")["items"]
+            and not api.get(jobsets)["items"]
+        ),
+        timeout=90,
+    )

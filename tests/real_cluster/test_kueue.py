@@ -15,8 +15,11 @@ def test_a_job_waits_on_quota_with_kueues_message_and_position_then_runs(
     first_lines.wait_for("Queue: admitted by Kueue")
     second_log, second_lines = logger("second")
     second, second_out = gated("second", tmp_path / "second-gate", second_log)
-    waiting = second_lines.wait_for("Queue: waiting: ")
-    assert "insufficient unused quota for google.com/tpu in flavor tpu-v5e" in waiting, waiting
+    # Kueue's own words, as it writes them on the Workload's QuotaReserved condition.
+    second_lines.wait_for(
+        "Queue: waiting: couldn't assign flavors to pod set slice: insufficient unused quota "
+        "for google.com/tpu in flavor tpu-v5e, 8 more needed"
+    )
     second_lines.wait_for("position 1 in queue tpu-queue")  # first in line (1-based)
     (tmp_path / "first-gate").touch()
     first.join(60)

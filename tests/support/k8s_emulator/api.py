@@ -19,6 +19,7 @@ from typing import Any
 from aiohttp import web
 
 from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
+from tests.support.k8s_emulator.defaults import defaulted_jobset
 from tests.support.k8s_emulator.kueue import Kueue
 from tests.support.k8s_emulator.kueue_api import kueue_routes
 from tests.support.k8s_emulator.rbac import Access, Role
@@ -151,9 +152,8 @@ class Api:
         body["metadata"]["namespace"] = namespace
         if self.store.get(JOBSET, namespace, name) is not None:
             return status(409, "AlreadyExists", f'jobsets.jobset.x-k8s.io "{name}" already exists')
-        body.setdefault("status", {})
-        created = self.store.create(JOBSET, body)
-        self.submitted.append(body)
+        self.submitted.append(body)  # as sent; stored as the real server stores it
+        created = self.store.create(JOBSET, {**defaulted_jobset(body), "status": {}})
         self.controller.started(created)
         self.kueue.jobset_created(created)
         return web.json_response(created, status=201)

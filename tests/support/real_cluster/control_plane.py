@@ -10,9 +10,7 @@ starts one in ``.cache/control-plane/run``; the ``real_cluster`` fixture starts 
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,67 +20,22 @@ import yaml
 
 from tests.support.real_cluster import manifests
 from tests.support.real_cluster.api import Api
+from tests.support.real_cluster.build import CACHE, REPO, binaries, build, versions
 from tests.support.real_cluster.components import (
     Component,
-    ControlPlaneError,
     free_port,
     http_ok,
     https_ok,
-    log_tail,
     port_in_use,
     stop_group,
 )
-from tests.support.real_cluster.pki import Authority, service_account_keys
+from tests.support.real_cluster.identities import make_identities
 
-REPO = Path(__file__).resolve().parents[3]
-TOOLS = REPO / "tools" / "control-plane"
-CACHE = Path(os.environ.get("CONTROL_PLANE_CACHE", REPO / ".cache" / "control-plane"))
 RUN_DIR = CACHE / "run"  # `make cluster`'s
 SERVICE_CIDR = "10.0.0.0/24"
 IMAGE_PYTHONPATH = ("dags", "tests/real_cluster/dags")  # what every pod imports from
 # Kueue's integrations: JobSets, and the Jobs they own (on by default in a real install).
 KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
-
-# token -> (user, groups). The controllers run out of cluster as cluster admins, as a
-# kind or minikube cluster's do; the test identities get only what RBAC grants them.
-IDENTITIES = {
-    "admin": ("admin", ("system:masters",)),
-    "controllers": ("system:kube-controller-manager", ("system:masters",)),
-    "airflow": ("airflow-jax", ()),
-    "nobody": ("nobody", ()),
-}
-
-
-def versions() -> dict[str, str]:
-    pairs = (line.split("=", 1) for line in (TOOLS / "versions.env").read_text().splitlines())
-    return {k.strip(): v.strip() for k, v in (p for p in pairs if len(p) == 2) if k[:1] != "#"}
-
-
-def binaries() -> dict[str, Path]:
-    """Where ``build.sh`` puts each component (keyed by its version and flags)."""
-    out = subprocess.run(
-        ["bash", str(TOOLS / "build.sh"), "--where"], capture_output=True, text=True, check=True
-    ).stdout
-    return {name: Path(path) for name, _, path in (line.partition("=") for line in out.split())}
-
-
-def build() -> dict[str, Path]:
-    """Build what is missing (a no-op when every binary is cached) and return the paths."""
-    paths = binaries()
-    if missing := [name for name, path in paths.items() if not path.exists()]:
-        if shutil.which("go") is None:
-            raise ControlPlaneError("building the control plane needs Go (`go` is not on PATH)")
-        log = CACHE / "build.log"
-        CACHE.mkdir(parents=True, exist_ok=True)
-        with log.open("ab") as out:
-            done = subprocess.run(
-                ["bash", str(TOOLS / "build.sh"), *missing], stdout=out, stderr=subprocess.STDOUT
-            )
-        if done.returncode != 0:
-            raise ControlPlaneError(
-                f"building {', '.join(missing)} failed; the end of {log}:\n{log_tail(log, 40)}"
-            )
-    return paths
 
 
 class ControlPlane:
@@ -158,46 +111,14 @@ class ControlPlane:
     # -- the parts, in order ------------------------------------------------------------------
 
     def _pki(self) -> None:
-        pki = self.directory / "pki"
-        self.authority = Authority(pki)
-        self.apiserver_cert = self.authority.issue(
-            "apiserver",
-            common_name="kube-apiserver",
-            dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
-                 "kubernetes.default.svc.cluster.local"),
-            ips=("127.0.0.1", "10.0.0.1"),
-        )  # fmt: skip
-        self.kubelet_client = self.authority.issue(
-            "apiserver-kubelet-client", common_name="kube-apiserver-kubelet-client",
-            organizations=("system:masters",), client=True,
-        )  # fmt: skip
-        self.front_proxy = self.authority.issue(
-            "front-proxy-client", common_name="front-proxy-client", client=True
-        )
-        self.sa = service_account_keys(pki)
-        self.tokens = {identity: f"{identity}-{os.urandom(12).hex()}" for identity in IDENTITIES}
-        lines = [
-            f'{self.tokens[i]},{user},{user},"{",".join(groups)}"'
-            for i, (user, groups) in IDENTITIES.items()
-        ]
-        (pki / "tokens.csv").write_text("\n".join(lines) + "\n")
         self.ports["apiserver"] = free_port()
-        for identity in IDENTITIES:
-            self._write_kubeconfig(identity)
-
-    def _write_kubeconfig(self, identity: str) -> None:
-        config = {
-            "apiVersion": "v1",
-            "kind": "Config",
-            "clusters": [{"name": "real", "cluster": {
-                "server": self.url, "certificate-authority": str(self.ca)}}],
-            "users": [{"name": identity, "user": {"token": self.tokens[identity]}}],
-            "contexts": [{"name": identity, "context": {
-                "cluster": "real", "user": identity, "namespace": "default"}}],
-            "current-context": identity,
-        }  # fmt: skip
-        self.kubeconfig(identity).write_text(yaml.safe_dump(config))
-        (self.directory / "pki" / f"{identity}.token").write_text(self.tokens[identity])
+        self.authority, self.certs, self.tokens = make_identities(
+            self.directory, self.url, self.kubeconfig
+        )
+        self.apiserver_cert = self.certs["apiserver"]
+        self.kubelet_client = self.certs["apiserver-kubelet-client"]
+        self.front_proxy = self.certs["front-proxy-client"]
+        self.sa = self.certs["sa"]
 
     def _start_etcd(self, etcd: Path) -> None:
         client, peer = free_port(), free_port()

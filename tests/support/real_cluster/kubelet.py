@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
 import contextlib
 import datetime
 import logging
 import os
-import re
 import signal
 import ssl
 import sys
@@ -35,15 +33,15 @@ import aiohttp
 from aiohttp import web
 from kubernetes_asyncio import client, config, watch
 
-from airflow_provider_jax.backends.local.pods import expand, resolve_env
+from airflow_provider_jax.backends.local.pods import expand
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 from tests.support.real_cluster.nodes import NODES, fits, selector_matches
+from tests.support.real_cluster.pod_env import container_env, hosts_file
 
 log = logging.getLogger("fake-kubelet")
 DEVICE_FLAG = "--xla_force_host_platform_device_count"
 ACCELERATORS = ("google.com/tpu", "nvidia.com/gpu")
 MESSAGE_LIMIT, FALLBACK_LINES, FALLBACK_BYTES = 4096, 80, 2048
-_FIELD = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
 
 
 def now() -> str:
@@ -208,59 +206,13 @@ class Kubelet:
 
     # -- running a pod -------------------------------------------------------------------------
 
-    async def _env(self, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
-        meta = pod["metadata"]
-        fields = {"metadata.name": meta["name"], "metadata.namespace": meta["namespace"],
-                  "metadata.uid": meta["uid"], "spec.nodeName": pod["spec"].get("nodeName", ""),
-                  "status.podIP": "127.0.0.1", "status.hostIP": "127.0.0.1"}  # fmt: skip
-        env_items = []
-        for item in container.get("env", []):
-            path = (item.get("valueFrom") or {}).get("fieldRef", {}).get("fieldPath")
-            if path in fields:
-                item = {"name": item["name"], "value": fields[path]}
-            env_items.append(item)
-        secrets: dict[str, dict[str, str]] = {}
-        names = [s["secretRef"]["name"] for s in container.get("envFrom", []) if "secretRef" in s]
-        names += [i["valueFrom"]["secretKeyRef"]["name"] for i in env_items
-                  if "secretKeyRef" in (i.get("valueFrom") or {})]  # fmt: skip
-        for name in names:
-            secret = await self.core.read_namespaced_secret(name, meta["namespace"])
-            secrets[name] = {
-                k: base64.b64decode(v).decode() for k, v in (secret.data or {}).items()
-            }
-        return resolve_env(
-            {**container, "env": env_items}, meta.get("labels", {}), meta.get("annotations", {}),
-            secrets.__getitem__,
-        )  # fmt: skip
-
-    def _hosts(self, pod: dict[str, Any], folder: Path) -> Path:
-        """``/etc/hosts`` for the pod: every pod DNS name of its JobSet, on loopback."""
-        names = {"localhost", pod["spec"].get("hostname") or pod["metadata"]["name"]}
-        subdomain = pod["spec"].get("subdomain")
-        jobset = pod["metadata"].get("labels", {}).get("jobset.sigs.k8s.io/jobset-name")
-        for other in self.pods.values():
-            if jobset and other["metadata"].get("labels", {}).get(
-                "jobset.sigs.k8s.io/jobset-name"
-            ) == jobset and (host := other["spec"].get("hostname")):  # fmt: skip
-                names.add(host)
-        ns = pod["metadata"]["namespace"]
-        entries = set()
-        for host in names:
-            entries.add(host)
-            if subdomain and host != "localhost":
-                entries |= {f"{host}.{subdomain}", f"{host}.{subdomain}.{ns}.svc",
-                            f"{host}.{subdomain}.{ns}.svc.cluster.local"}  # fmt: skip
-        path = folder / "hosts"
-        path.write_text("127.0.0.1 " + " ".join(sorted(entries)) + "\n::1 localhost\n")
-        return path
-
     async def start(self, run: Running) -> None:
         pod, folder = run.pod, run.folder
         meta = pod["metadata"]
         folder.mkdir(parents=True, exist_ok=True)
         container = pod["spec"]["containers"][0]
         try:
-            env = await self._env(pod, container)
+            env = await container_env(self.core, pod, container)
         except (client.ApiException, KeyError, ValueError) as err:
             await self._report(run, None, f"CreateContainerConfigError: {err}")
             return
@@ -276,7 +228,7 @@ class Kubelet:
             TERMINATION_PATH_ENV: str(termination), "TMPDIR": str(folder),
             "PYTHONPATH": os.pathsep.join(self.pythonpath), "PYTHONUNBUFFERED": "1",
         }  # fmt: skip
-        hosts = self._hosts(pod, folder)
+        hosts = hosts_file(pod, self.pods.values(), folder)
         # Its own mount and UTS namespaces, as a pod has: /etc/hosts and the hostname are its.
         hostname = pod["spec"].get("hostname") or meta["name"]
         wrapper = ["unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c",

@@ -1,0 +1,70 @@
+"""Who is who on the control plane: one CA and the certificates issued from it, the
+service-account keys, and a static token (with a kubeconfig) per identity.
+
+The controllers run out of cluster as cluster admins, as a kind or minikube cluster's do; the
+test identities get only what RBAC grants them.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import yaml
+
+from tests.support.real_cluster.pki import Authority, Pair, service_account_keys
+
+# token name -> (user, groups)
+IDENTITIES = {
+    "admin": ("admin", ("system:masters",)),
+    "controllers": ("system:kube-controller-manager", ("system:masters",)),
+    "airflow": ("airflow-jax", ()),
+    "nobody": ("nobody", ()),
+}
+
+
+def make_identities(
+    directory: Path, url: str, kubeconfig: Callable[[str], Path]
+) -> tuple[Authority, dict[str, Pair], dict[str, str]]:
+    """The CA, the certificates, and each identity's token (``pki/tokens.csv``, one
+    ``<identity>.kubeconfig`` each, at ``kubeconfig(identity)``)."""
+    pki = directory / "pki"
+    authority = Authority(pki)
+    certs = {
+        "apiserver": authority.issue(
+            "apiserver",
+            common_name="kube-apiserver",
+            dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                 "kubernetes.default.svc.cluster.local"),
+            ips=("127.0.0.1", "10.0.0.1"),
+        ),
+        "apiserver-kubelet-client": authority.issue(
+            "apiserver-kubelet-client", common_name="kube-apiserver-kubelet-client",
+            organizations=("system:masters",), client=True,
+        ),
+        "front-proxy-client": authority.issue(
+            "front-proxy-client", common_name="front-proxy-client", client=True
+        ),
+        "sa": service_account_keys(pki),
+    }  # fmt: skip
+    tokens = {identity: f"{identity}-{os.urandom(12).hex()}" for identity in IDENTITIES}
+    lines = [
+        f'{tokens[i]},{user},{user},"{",".join(groups)}"'
+        for i, (user, groups) in IDENTITIES.items()
+    ]
+    (pki / "tokens.csv").write_text("\n".join(lines) + "\n")
+    for identity, token in tokens.items():
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "real", "cluster": {
+                "server": url, "certificate-authority": str(authority.cert)}}],
+            "users": [{"name": identity, "user": {"token": token}}],
+            "contexts": [{"name": identity, "context": {
+                "cluster": "real", "user": identity, "namespace": "default"}}],
+            "current-context": identity,
+        }  # fmt: skip
+        kubeconfig(identity).write_text(yaml.safe_dump(config))
+        (pki / f"{identity}.token").write_text(token)
+    return authority, certs, tokens
