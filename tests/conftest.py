@@ -23,6 +23,7 @@ pytest_plugins = [
     "tests.support.gke",
     "tests.support.orbax_fixtures",
     "tests.support.postgres",
+    "tests.support.real_cluster.fixtures",
 ]
 
 

@@ -7,8 +7,6 @@ from tests.support.real_cluster.control_plane import ControlPlane
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 
-pytest_plugins = ["tests.support.real_cluster.fixtures"]
-
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
