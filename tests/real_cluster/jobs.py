@@ -34,9 +34,17 @@ class Lines(logging.Handler):
 
 
 def run(
-    name: str, log: logging.Logger, *, on_finish_action: str = "delete_jobset", **op_kwargs: Any
+    name: str,
+    log: logging.Logger,
+    *,
+    on_finish_action: str = "delete_jobset",
+    deadline: float | None = None,
+    wait: bool = True,
+    **op_kwargs: Any,
 ):
-    """Start a 2-host TPU job and wait for it in a thread: (thread, {"value": outcome})."""
+    """Start a 2-host TPU job and wait for it in a thread: (thread, {"value": outcome}).
+    Without ``wait``, only start it, as a worker that then dies would. Started twice for one
+    task, the second start is the retried worker's: it reattaches."""
     op = JaxTpuSliceOperator(
         task_id=name, accelerator="tpu-v5litepod-8", image="img:1", backend="kubernetes",
         **op_kwargs,
@@ -48,6 +56,7 @@ def run(
             namespace="default",
             log=log,
             on_finish_action=on_finish_action,
+            deadline=deadline,
         )
     )
     started = backend.start(manifest)
@@ -55,14 +64,15 @@ def run(
     started.handle._log = log
     outcome: dict[str, Outcome | BaseException] = {}
 
-    def wait() -> None:
+    def waiting() -> None:
         try:
             outcome["value"] = backend.wait(started)
         except BaseException as err:
             outcome["value"] = err
 
-    thread = threading.Thread(target=wait, daemon=True)
-    thread.start()
+    thread = threading.Thread(target=waiting, daemon=True)
+    if wait:
+        thread.start()
     return thread, outcome
 
 

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Build the real test control plane from pinned Go modules (versions.env): etcd,
 # kube-apiserver, kube-controller-manager, the JobSet controller and Kueue. Each binary is
-# built once and cached under $CONTROL_PLANE_CACHE/<name>-<version>-<flags hash>/, so a second
-# run is a no-op, and a change of a component's flags rebuilds that component only.
+# built once and cached under $CONTROL_PLANE_CACHE/<name>-<version>-<flags hash>/ (the repo's
+# ignored .cache/), so a second run is a no-op, and a change of a component's flags rebuilds
+# that component only. Each build is also kept in a per-user cache under the same key
+# ($CONTROL_PLANE_SHARED_CACHE), from which a fresh clone on the same machine (CI's) copies it.
 # No binary is downloaded: everything is compiled from the Go module proxy's sources.
 #
 #   build.sh [COMPONENT...]   build what is missing (default: all five)
@@ -13,6 +15,7 @@ root=$(cd "$here/../.." && pwd)
 # shellcheck source=versions.env
 source "$here/versions.env"
 cache=${CONTROL_PLANE_CACHE:-$root/.cache/control-plane}
+shared=${CONTROL_PLANE_SHARED_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/airflow-provider-jax/control-plane}
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:-} -trimpath -buildvcs=false"
 ldflags="-s -w"
@@ -101,9 +104,24 @@ if [ "${1:-}" = "--where" ]; then
   for component in $all; do echo "$component=$(dir_of "$component")/$component"; done
   exit 0
 fi
+# shared_copy FROM TO NAME: copy a built binary between the caches (same key on both sides).
+shared_copy() {
+  [ -x "$1/$3" ] || return 1
+  mkdir -p "$2" && cp "$1/$3" "$2/.$3.partial" && mv "$2/.$3.partial" "$2/$3"
+}
+
 mkdir -p "$cache"
 for component in ${*:-$all}; do
-  [ -x "$(dir_of "$component")/$component" ] && continue
+  built=$(dir_of "$component")
+  kept="$shared/$(basename "$built")"
+  if [ -x "$built/$component" ]; then
+    [ -x "$kept/$component" ] || shared_copy "$built" "$kept" "$component" || true
+    continue
+  fi
+  if shared_copy "$kept" "$built" "$component"; then
+    log "$component $(version_of "$component"): copied from $kept"
+    continue
+  fi
   log "building $component $(version_of "$component")"
   case $component in
     etcd) build_in_context etcd go.etcd.io/etcd/server/v3 go.etcd.io/etcd/server/v3 ;;
@@ -113,5 +131,6 @@ for component in ${*:-$all}; do
     kueue) go_install kueue sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue ;;
     *) echo "unknown component: $component" >&2; exit 2 ;;
   esac
+  shared_copy "$built" "$kept" "$component" || true
 done
 log "ready in $cache"
