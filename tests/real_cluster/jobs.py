@@ -47,7 +47,8 @@ def run(
     task, the second start is the retried worker's: it reattaches."""
     op = JaxTpuSliceOperator(
         task_id=name, accelerator="tpu-v5litepod-8", image="img:1", backend="kubernetes",
-        **op_kwargs,
+        # JAX outlives SIGTERM, so a deleted or restarted slice waits out its grace period.
+        **{"termination_grace_period": 5, **op_kwargs},
     )  # fmt: skip
     manifest = op.dry_run()
     backend = KubernetesBackend(

@@ -35,7 +35,7 @@ from kubernetes_asyncio import client, config, watch
 
 from airflow_provider_jax.backends.local.pods import expand
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
-from tests.support.real_cluster.nodes import NODES, fits, selector_matches
+from tests.support.real_cluster.nodes import NODES, affinity_allows, fits, selector_matches
 from tests.support.real_cluster.pod_env import container_env, hosts_file
 
 log = logging.getLogger("fake-kubelet")
@@ -175,7 +175,11 @@ class Kubelet:
             ):  # fmt: skip
                 used.setdefault(node, []).append(other)
         candidates = [
-            n for n in NODES if selector_matches(n, pod) and fits(n, pod, used.get(n.name, []))
+            n
+            for n in NODES
+            if selector_matches(n, pod)
+            and fits(n, pod, used.get(n.name, []))
+            and affinity_allows(n, pod, used)
         ]
         if not candidates:
             matching = sum(selector_matches(n, pod) for n in NODES)

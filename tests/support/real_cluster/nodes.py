@@ -113,3 +113,47 @@ def fits(node: Node, pod: Mapping[str, Any], placed: Sequence[Mapping[str, Any]]
         if taken + count > int(node.capacity.get(resource, 0)):
             return False
     return True
+
+
+def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    if selector is None:
+        return False
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    return all(_expression(labels, e) for e in selector.get("matchExpressions") or [])
+
+
+def _pods_in_domain(
+    node: Node, key: str, placed: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[Mapping[str, Any]]:
+    """The pods placed on every node that shares ``node``'s value of topology ``key``."""
+    value = node.labels.get(key)
+    if value is None:
+        return []
+    return [p for n in NODES if n.labels.get(key) == value for p in placed.get(n.name, ())]
+
+
+def affinity_allows(
+    node: Node, pod: Mapping[str, Any], placed: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> bool:
+    """Required pod affinity and anti-affinity, as kube-scheduler applies them (JobSet's
+    exclusive placement: one slice per node pool). ``placed``: node name -> its live pods."""
+    affinity = pod["spec"].get("affinity") or {}
+    labels = pod["metadata"].get("labels") or {}
+    required = "requiredDuringSchedulingIgnoredDuringExecution"
+    for term in (affinity.get("podAntiAffinity") or {}).get(required) or []:
+        domain = _pods_in_domain(node, term["topologyKey"], placed)
+        if any(
+            _selects(term.get("labelSelector"), p["metadata"].get("labels") or {}) for p in domain
+        ):
+            return False
+    everywhere = [p for pods in placed.values() for p in pods]
+    for term in (affinity.get("podAffinity") or {}).get(required) or []:
+        selector = term.get("labelSelector")
+        matching = [p for p in everywhere if _selects(selector, p["metadata"].get("labels") or {})]
+        if not matching and _selects(selector, labels):
+            continue  # the first pod of its group may go anywhere
+        domain = _pods_in_domain(node, term["topologyKey"], placed)
+        if not any(_selects(selector, p["metadata"].get("labels") or {}) for p in domain):
+            return False
+    return True

@@ -1,0 +1,117 @@
+"""Marking a task failed or clearing it, as the UI does, on a running Airflow (PostgreSQL,
+scheduler, triggerer, api-server) whose cluster is the real control plane: the JobSet and,
+through the real garbage collector, its Jobs and pods are gone once the pods' grace period is
+over (JAX's preemption service keeps a process alive past SIGTERM); the cleared
+task's rerun makes a JobSet of its own and succeeds (the clear-rerun race: the old JobSet,
+being deleted, must not be mistaken for the new try's)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.airflow_stack import airflow_stack
+from tests.support.postgres import PostgresServer
+from tests.support.real_cluster.control_plane import REPO, ControlPlane
+from tests.support.real_cluster.fixtures import connection
+
+pytestmark = pytest.mark.timeout(600)
+DAGS = Path(__file__).parent / "dags"
+GRACE_S = 5  # the drill's termination_grace_period (tests/real_cluster/dags/real_drills.py)
+# Seconds from the action to no JobSet or Jobs. The latency target (5 s) is the emulator's
+# drill; here two cores also run six JAX processes and the control plane, and the triggerer
+# noticed a deferred task marked failed 20 s late (measured: 25 s, 3.4-5.4 s blocking, 7 s
+# cleared, with the drill's 5 s grace period).
+GONE_WITHIN = 60.0
+PREFIXES = {
+    "JobSet": "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets",
+    "Job": "/apis/batch/v1/namespaces/default/jobs",
+    "Pod": "/api/v1/namespaces/default/pods",
+}
+
+
+def objects(plane: ControlPlane, kind: str, task: str) -> list[dict]:
+    items = plane.api().get(PREFIXES[kind])["items"]
+    return [i for i in items if i["metadata"]["name"].startswith(task.replace("_", "-") + "-")]
+
+
+def wait(what: str, check, timeout: float = 180):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"{what} did not happen within {timeout:.0f} s")
+
+
+def running(plane: ControlPlane, task: str) -> str:
+    def both_pods_run():
+        pods = objects(plane, "Pod", task)
+        ok = len(pods) == 2 and all(p["status"].get("phase") == "Running" for p in pods)
+        return ok and objects(plane, "JobSet", task)[0]["metadata"]["uid"]
+
+    return wait(f"{task}'s pods to run", both_pods_run)
+
+
+def seconds_until_gone(plane: ControlPlane, task: str, uid: str, since: float) -> float:
+    def gone() -> bool:
+        jobsets = [j for j in objects(plane, "JobSet", task) if j["metadata"]["uid"] == uid]
+        jobs = [
+            j
+            for j in objects(plane, "Job", task)
+            if any(o.get("uid") == uid for o in j["metadata"].get("ownerReferences", []))
+        ]
+        return not jobsets and not jobs  # fmt: skip
+
+    wait(f"{task}'s JobSet {uid} and its Jobs to go", gone, 60)
+    return time.time() - since
+
+
+def test_marking_failed_or_clearing_deletes_the_slice(
+    real_cluster: ControlPlane, tmp_path_factory, postgres: PostgresServer
+):
+    home, gates = tmp_path_factory.mktemp("real-actions"), tmp_path_factory.mktemp("gates")
+    env = {
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT": connection(real_cluster.kubeconfig()),
+        "AIRFLOW__CORE__PARALLELISM": "8",
+        # As the emulator's drills run it (tests/e2e/test_fault_drills.py): the triggerer
+        # and the worker learn of a user's action within a second or two.
+        "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
+        "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "3",
+        "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
+        "JAX_TEST_GATES": str(gates),
+        "PYTHONPATH": f"{REPO}:{DAGS}",
+    }
+    with airflow_stack(home, DAGS, postgres.migrated_database(), env) as stack:
+        dag_id = "real_user_actions"
+        stack.wait_for_dag(dag_id)
+        run_id = stack.trigger(dag_id)
+        tasks = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
+        uids = {
+            t: running(real_cluster, t) for t in ("failed_deferred", "failed_blocking", "cleared")
+        }
+        stack.wait_for_state(dag_id, run_id, "failed_deferred", {"deferred"})
+        stack.wait_for_state(dag_id, run_id, "cleared", {"deferred"})
+        took = {}
+        for task_id in ("failed_deferred", "failed_blocking"):
+            acted = time.time()
+            stack.api("PATCH", f"{tasks}/{task_id}", {"new_state": "failed"})
+            took[task_id] = seconds_until_gone(real_cluster, task_id, uids[task_id], acted)
+        acted = time.time()
+        stack.api(
+            "POST",
+            f"/api/v2/dags/{dag_id}/clearTaskInstances",
+            {"dry_run": False, "dag_run_id": run_id, "task_ids": ["cleared"], "only_failed": False},
+        )
+        took["cleared"] = seconds_until_gone(real_cluster, "cleared", uids["cleared"], acted)
+        print(f"seconds from the user action to no JobSet and no Jobs: {took}")
+        assert all(t <= GONE_WITHIN for t in took.values()), took
+
+        rerun = running(real_cluster, "cleared")  # a JobSet of its own
+        assert rerun != uids["cleared"]
+        (gates / "cleared").touch()
+        ti = stack.wait_for_state(dag_id, run_id, "cleared", {"success", "failed"})
+        assert (ti["state"], ti["try_number"]) == ("success", 2), stack.logs("scheduler")[-3000:]
+        wait("every pod to go", lambda: not real_cluster.api().get(PREFIXES["Pod"])["items"], 90)
