@@ -28,7 +28,6 @@ from airflow_provider_jax.jobset.accelerators import parse_tpu
 from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.jobset.pod_command import python_call
 from airflow_provider_jax.jobset.spec import JaxJobSpec
-from airflow_provider_jax.runtime.messages import parse_message
 
 DAGS = str(Path(__file__).resolve().parents[1] / "dags")
 TARGET = 1.15
@@ -73,7 +72,7 @@ def through_backend(manifest: dict[str, Any], log: logging.Logger) -> float:
     started = time.perf_counter()
     message, _ = LocalJobSet(manifest, log=log, pythonpath=[DAGS]).run()
     elapsed = time.perf_counter() - started
-    body = parse_message(message) or {}  # the leader's termination message, as the backend reads it
+    body = message or {}  # the leader's termination message, parsed (as the backend reads it)
     if not body.get("ok") or body.get("result", {}).get("processes") != 2:
         raise RuntimeError(f"the job did not return the leader's 2-process result: {message!r}")
     return elapsed
