@@ -1,0 +1,31 @@
+"""Culprit ranking when a host dies without a word: JAX's coordination service aborts the
+survivors (SIGABRT) in the same second, and the killed host must still come first."""
+
+from __future__ import annotations
+
+from airflow_provider_jax.reporting.failures import ProcessFailure, culprits_first
+from airflow_provider_jax.runtime.exits import LOST_PEER
+
+# What a survivor's log ends with on the real control plane (tests/real_cluster/test_restarts.py).
+ABORTED = (
+    "E1125 19:31:59 coordination_service_agent.cc] Use error polling to propagate the following "
+    "error to all tasks: INTERNAL: Shutdown barrier has failed.\n"
+    "    @     0x7fb83bd040ee  xla::CoordinationServiceAgent::SetError()\n"
+)
+
+
+def test_a_survivor_aborted_by_jax_is_a_lost_peer_and_the_killed_host_the_culprit():
+    killed = ProcessFailure.from_exit("[0/1]", None, 137)
+    aborted = ProcessFailure.from_exit("[0/0]", ABORTED, 134)  # FallbackToLogsOnError's tail
+    assert aborted.kind == LOST_PEER
+    assert [f.tag for f in culprits_first([aborted, killed])] == ["[0/1]", "[0/0]"]
+
+
+def test_the_log_tail_alone_tells_it_too():
+    aborted = ProcessFailure.from_exit("[0/0]", None, -6, log_tail=ABORTED)  # local: -SIGABRT
+    assert aborted.kind == LOST_PEER
+
+
+def test_a_plain_crash_is_not_a_lost_peer():
+    crashed = ProcessFailure.from_exit("[0/0]", "Segmentation fault", 139)
+    assert crashed.kind != LOST_PEER
