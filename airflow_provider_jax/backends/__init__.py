@@ -27,11 +27,12 @@ from airflow_provider_jax.triggers.watch.options import WatchOptions
 if TYPE_CHECKING:
     from airflow.triggers.base import BaseTrigger
 
-BACKENDS = ("kubernetes", "local")
+# name -> the module that holds its BACKEND class (imported only when a task runs).
 _BACKEND_MODULES = {
     "kubernetes": "airflow_provider_jax.backends.kubernetes",
     "local": "airflow_provider_jax.backends.local.backend",
 }
+BACKENDS = tuple(_BACKEND_MODULES)
 ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
 # execution_timeout is also the cluster's own deadline for the JobSet's Jobs, this much later,
 # so Airflow's timeout (which explains itself) acts first whenever Airflow is there to act.

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from tests.real_cluster.jobs import gated, logger
-from tests.support.real_cluster.control_plane import REPO, ControlPlane
+from tests.support.k8s_emulator.rbac import docs_role_manifest
+from tests.support.real_cluster.control_plane import ControlPlane
 from tests.support.real_cluster.fixtures import connection
 
 IDENTITY = "airflow-jax"  # the user the control plane's "airflow" token authenticates as
@@ -31,15 +31,6 @@ OPTIONAL = {  # (group, resource, verb) -> the task log line the docs promise wi
         "`localqueues.visibility.kueue.x-k8s.io/pendingworkloads`"
     ),
 }
-
-
-def docs_role() -> dict[str, Any]:
-    page = (REPO / "docs" / "kubernetes.md").read_text()
-    for block in re.findall(r"```yaml\n(.*?)```", page, flags=re.DOTALL):
-        for doc in yaml.safe_load_all(block):
-            if isinstance(doc, dict) and doc.get("kind") == "Role":
-                return doc
-    raise LookupError("no Role in docs/kubernetes.md")
 
 
 def without(role: dict[str, Any], group: str, resource: str, verb: str) -> dict[str, Any]:
@@ -86,7 +77,7 @@ def life(name: str, tmp_path: Path) -> list[str]:
 
 
 def test_the_docs_role_is_enough_for_a_queued_jobs_whole_life(queues, as_airflow, tmp_path):
-    grant(as_airflow, docs_role())
+    grant(as_airflow, docs_role_manifest())
     lines = life("docs-role", tmp_path)
     assert any("Queue: admitted by Kueue" in line for line in lines), lines
     assert not [line for line in lines if "lacks" in line], lines
@@ -94,7 +85,7 @@ def test_the_docs_role_is_enough_for_a_queued_jobs_whole_life(queues, as_airflow
 
 @pytest.mark.parametrize("permission", sorted(OPTIONAL), ids=lambda p: f"{p[2]}-{p[1]}")
 def test_each_optional_permission_is_optional(permission, queues, as_airflow, tmp_path):
-    grant(as_airflow, without(docs_role(), *permission))
+    grant(as_airflow, without(docs_role_manifest(), *permission))
     lines = life(re.sub(r"[^a-z]+", "-", f"no-{permission[2]}-{permission[1]}"), tmp_path)
     said = [line for line in lines if "lacks" in line]
     promised = OPTIONAL[permission]
