@@ -21,3 +21,9 @@ def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) ->
 def is_template(value: object) -> bool:
     """Whether a field still holds a Jinja template: such values are checked once rendered."""
     return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+def one_of(name: str, value: object, choices: tuple[object, ...]) -> None:
+    """A ValueError naming ``name`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")

@@ -145,6 +145,10 @@ ONCE_RENDERED = {
     "env_renders_to_int": "env value for 'STEPS' must be a string, got int 30",
     "name_renders_invalid": "'Train_Run' must be a DNS-1035 label",
     "checkpoint_dir_renders_invalid": "checkpoint_dir 's3://b/ckpt': only GCS is supported",
+    "label_renders_invalid": "labels['team'] value 'ML Team' is not a valid label value",
+    "namespace_renders_invalid": "namespace must be a DNS-1123 label",
+    "output_dir_renders_s3": "output_dir 's3://b/ckpt': only GCS is supported",
+    "env_renders_to_list": "env must be a mapping (a dict), got list",
 }
 IN_THE_PODS = {
     "result_not_json": "not JSON-serializable",

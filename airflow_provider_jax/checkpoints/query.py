@@ -3,10 +3,7 @@ count as finalized is decided in ``runtime.orbax_steps``, shared with the pods."
 
 from __future__ import annotations
 
-import os
-import re
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from airflow_provider_jax.runtime import orbax_steps
 from airflow_provider_jax.runtime.orbax_steps import (
@@ -17,6 +14,7 @@ from airflow_provider_jax.runtime.orbax_steps import (
     FinalizedStep,
     StepNameFormat,
 )
+from airflow_provider_jax.runtime.output_paths import check_storage_path
 
 __all__ = [
     "COMMIT_SUCCESS_FILE",
@@ -29,9 +27,6 @@ __all__ = [
     "StorageUnavailableError",
     "check_checkpoint_dir",
 ]
-
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
-_ANY_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 class StorageUnavailableError(Exception):
@@ -70,24 +65,7 @@ def check_checkpoint_dir(value: object) -> str:
     """``value`` if it is ``gs://<bucket>/<path>`` or an absolute local path; else a
     :class:`CheckpointDirError` that says why. A wrong path would otherwise read as "no
     checkpoint yet" until the sensor times out."""
-    expected = "gs://<bucket>/<path> or an absolute local path"
-    if not isinstance(value, str) or not value.strip():
-        raise CheckpointDirError(f"checkpoint_dir must be {expected}, got {value!r}.")
-    if value.startswith(GCS_SCHEME):
-        bucket = urlsplit(value).netloc
-        if not _BUCKET.match(bucket) or ".." in bucket:
-            raise CheckpointDirError(
-                f"checkpoint_dir {value!r}: {bucket!r} is not a valid GCS bucket name "
-                "(3-222 lowercase letters, digits, '-', '_' and '.')."
-            )
-        return value
-    if _ANY_SCHEME.match(value):
-        raise CheckpointDirError(
-            f"checkpoint_dir {value!r}: only GCS is supported; use {expected}."
-        )
-    if not os.path.isabs(value):
-        raise CheckpointDirError(
-            f"checkpoint_dir {value!r} is relative, so it would depend on the worker's "
-            f"working directory; use {expected}."
-        )
-    return value
+    try:
+        return check_storage_path("checkpoint_dir", value)
+    except ValueError as exc:
+        raise CheckpointDirError(str(exc)) from None

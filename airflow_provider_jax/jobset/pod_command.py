@@ -138,14 +138,20 @@ def split_pip_packages(packages: list[str]) -> tuple[list[str], list[str]]:
     from packaging.utils import canonicalize_name
 
     kept, dropped = [], []
-    for spec in packages:
+    for i, spec in enumerate(packages):
         if not isinstance(spec, str):
             raise ValueError(f"pip_packages entries must be strings, got {spec!r}")
         try:
             name = canonicalize_name(Requirement(spec).name)
         except InvalidRequirement:
-            name = None  # a path or URL: pip decides
-        (
-            dropped if name in ACCELERATOR_MATCHED or (name or "").startswith("jax-cuda") else kept
-        ).append(spec)
+            # pip would take "--index-url=..." or "-r file" as an option: only requirements go.
+            raise ValueError(
+                f"pip_packages[{i}] {spec!r} is not a requirement specifier (PEP 508, e.g. "
+                "'optax>=0.2' or 'pkg @ https://host/pkg.whl'); pip options are not passed. To "
+                "install from another index, set PIP_INDEX_URL or PIP_EXTRA_INDEX_URL in env, "
+                "or through secrets= when the URL holds a credential."
+            ) from None
+        (dropped if name in ACCELERATOR_MATCHED or name.startswith("jax-cuda") else kept).append(
+            spec
+        )
     return kept, dropped

@@ -11,6 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_jax.arguments import is_template
+from airflow_provider_jax.jobset import kubernetes_syntax as syntax
 from airflow_provider_jax.jobset.accelerators import Accelerator
 from airflow_provider_jax.jobset.accelerators.tpu import check_multislice
 from airflow_provider_jax.jobset.capacity import (
@@ -29,6 +31,10 @@ from airflow_provider_jax.jobset.failure_policy import DEFAULT_MAX_RESTARTS, che
 from airflow_provider_jax.jobset.names import check_name, rjob_name
 from airflow_provider_jax.jobset.secret_refs import SecretRef, env_names
 
+# GKE's largest clusters: 65,000 nodes (https://cloud.google.com/kubernetes-engine/quotas).
+MAX_HOSTS = 65_000
+MAX_ENV_STRING = 128 * 1024 - 1  # Linux's MAX_ARG_STRLEN, "NAME=value" and its NUL
+MAX_ENV_TOTAL = 1024 * 1024
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 # An image reference as container runtimes parse it: [registry[:port]/]repo[:tag][@digest].
 _IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
@@ -87,9 +93,19 @@ class JaxJobSpec:
     gpu_networks: Sequence[str] = ()
     secrets: Sequence[SecretRef] = ()
     security_context: Mapping[str, Any] = field(default_factory=lambda: SAFE_SECURITY_CONTEXT)
+    # Made at parse, before Jinja runs: a value that is still a template is checked once
+    # rendered, when the task builds its spec again.
+    unrendered: bool = field(default=False, compare=False)
 
     def __post_init__(self) -> None:
         _positive_int("num_slices", self.num_slices)
+        if self.num_processes > MAX_HOSTS:
+            raise ValueError(
+                f"this job needs {self.num_processes} hosts (num_slices x hosts per slice, or "
+                f"num_nodes); a GKE cluster has at most {MAX_HOSTS} nodes "
+                "(https://cloud.google.com/kubernetes-engine/quotas)."
+            )
+        self._check_kubernetes_syntax()
         if not isinstance(self.image, str) or not self.image.strip():
             raise ValueError(
                 "image must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
@@ -113,6 +129,19 @@ class JaxJobSpec:
                 raise ValueError(
                     f"env value for {key!r} must be a string, got {type(value).__name__} {value!r}."
                 )
+            if len(f"{key}={value}".encode()) > MAX_ENV_STRING:
+                raise ValueError(
+                    f"env value for {key!r} is {len(value.encode())} bytes; a process's "
+                    f"environment holds at most {MAX_ENV_STRING} bytes per variable (Linux's "
+                    "MAX_ARG_STRLEN). Put large data in output_dir or GCS and pass its path."
+                )
+        if (total := sum(len(f"{k}={v}".encode()) for k, v in self.env.items())) > MAX_ENV_TOTAL:
+            raise ValueError(
+                f"env and the function's arguments come to {total} bytes of environment; a "
+                f"process can be given at most {MAX_ENV_TOTAL} here (Linux's ARG_MAX is 2 MiB "
+                "for argv and env together, and the JobSet must stay under the API server's "
+                "object limit). Put large data in output_dir or GCS and pass its path."
+            )
         secret_env = env_names(self.secrets)
         if clash := RESERVED_ENV & (set(self.env) | secret_env):
             raise ValueError(
@@ -143,6 +172,31 @@ class JaxJobSpec:
         check_name(self.name, self.accelerator, self.num_slices)
         _ = self.capacity_fields  # raises when the capacity cannot work
         placement_annotations(self.placement, self.accelerator, self.num_slices, self.queue_name)
+
+    def _check_kubernetes_syntax(self) -> None:
+        """What Kubernetes would refuse (or Kueue ignore), refused first with the argument's
+        name. Jinja templates are skipped while ``unrendered``."""
+
+        def real(value: Any) -> bool:
+            return not (self.unrendered and is_template(value))
+
+        def literal(values: Mapping[Any, Any]) -> dict[Any, Any]:
+            return {k: v for k, v in values.items() if real(k) and real(v)}
+
+        if real(self.namespace):
+            syntax.dns1123_label("namespace", self.namespace)
+        syntax.labels("labels", literal(self.labels))
+        syntax.labels("node_selector", literal(self.node_selector))
+        syntax.annotations("annotations", literal(self.annotations))
+        syntax.container_resources(self.resources)
+        syntax.tolerations(self.tolerations)
+        syntax.image_pull_policy(self.image_pull_policy)
+        syntax.non_negative_int("ttl_seconds_after_finished", self.ttl_seconds_after_finished)
+        for argument in ("service_account_name", "priority_class_name"):
+            if (value := getattr(self, argument)) is not None and real(value):
+                syntax.dns1123_subdomain(argument, value)
+        if self.queue_name is not None and real(self.queue_name):  # Kueue's queue-name label
+            syntax.label_value("queue_name", self.queue_name)
 
     @property
     def capacity_fields(self) -> PodFields:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_jax.arguments import positive_seconds
+from airflow_provider_jax.arguments import one_of, positive_seconds
 from airflow_provider_jax.backends import (
     BACKENDS,
     ON_FINISH_ACTIONS,
@@ -26,6 +26,7 @@ from airflow_provider_jax.jobset.secret_refs import as_secret_refs
 from airflow_provider_jax.jobset.spec import SAFE_SECURITY_CONTEXT
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
+from airflow_provider_jax.operators.argument_types import as_list, as_mapping
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
 from airflow_provider_jax.operators.job_settings import job_settings
 from airflow_provider_jax.operators.job_spec import JobSpecBuilder
@@ -244,25 +245,21 @@ class JaxJobOperator(
             raise ValueError(f"{self.task_id}: give exactly one of command or entrypoint.")
         if command is not None and pip_packages:
             raise ValueError(f"{self.task_id}: pip_packages needs entrypoint, not command.")
-        if backend is not None and backend not in BACKENDS:
-            raise ValueError(f"{self.task_id}: backend must be one of {BACKENDS}, got {backend!r}.")
-        if on_finish_action not in ON_FINISH_ACTIONS:
-            raise ValueError(
-                f"{self.task_id}: on_finish_action must be one of {ON_FINISH_ACTIONS}, "
-                f"got {on_finish_action!r}."
-            )
+        if backend is not None:
+            one_of("backend", backend, BACKENDS)
+        one_of("on_finish_action", on_finish_action, ON_FINISH_ACTIONS)
         self.jobset_manifest: str | None = None  # see RenderedManifest
         self.accelerator = accelerator
         self.image = image
         self.command = command
         self.entrypoint = entrypoint
-        self.entrypoint_kwargs = dict(entrypoint_kwargs or {})
+        self.entrypoint_kwargs = as_mapping("entrypoint_kwargs", entrypoint_kwargs, templated=True)
         self.num_slices = num_slices
-        self.env = dict(env or {})
+        self.env = as_mapping("env", env, templated=True)
         self.output_dir = output_dir
         self.checkpoint_asset = checkpoint_asset
         self.initialize_distributed = initialize_distributed
-        self.pip_packages, dropped = split_pip_packages(list(pip_packages))
+        self.pip_packages, dropped = split_pip_packages(as_list("pip_packages", pip_packages, str))
         if dropped:
             self.log.warning(
                 "%s: not installing %s at process start; the image's accelerator-matched JAX "
@@ -273,16 +270,18 @@ class JaxJobOperator(
         self.python = python
         self.name = name
         self.namespace = namespace
-        self.labels = dict(labels or {})
-        self.annotations = dict(annotations or {})
-        self.container_resources = dict(container_resources or {})
+        self.labels = as_mapping("labels", labels, templated=True)
+        self.annotations = as_mapping("annotations", annotations, templated=True)
+        self.container_resources = as_mapping("container_resources", container_resources)
         self.service_account_name = service_account_name
-        self.node_selector = dict(node_selector or {})
-        self.tolerations = list(tolerations)
-        self.volumes = list(volumes)
-        self.volume_mounts = list(volume_mounts)
+        self.node_selector = as_mapping("node_selector", node_selector)
+        self.tolerations = as_list("tolerations", tolerations, Mapping)
+        self.volumes = as_list("volumes", volumes, Mapping)
+        self.volume_mounts = as_list("volume_mounts", volume_mounts, Mapping)
         self.max_restarts = max_restarts
-        self.restart_on_exit_codes = tuple(restart_on_exit_codes)
+        self.restart_on_exit_codes = tuple(
+            as_list("restart_on_exit_codes", restart_on_exit_codes, int)
+        )
         self.termination_grace_period = termination_grace_period
         self.retry_on_code_error = retry_on_code_error
         if progress_timeout is not None:
@@ -296,15 +295,18 @@ class JaxJobOperator(
         self.queue_timeout_until = queue_timeout_until
         self.capacity = Capacity.parse(capacity, reservation_project)
         self.placement = placement
-        self.pod_template_override = pod_template_override
+        self.pod_template_override = as_mapping(
+            "pod_template_override", pod_template_override, optional=True
+        )
         self.image_pull_policy = image_pull_policy
         self.coordinator_port = coordinator_port
         self.host_network = host_network
         self.gpu_networking = gpu_networking
-        self.gpu_networks = tuple(gpu_networks)
+        self.gpu_networks = tuple(as_list("gpu_networks", gpu_networks, str))
         self.secrets = as_secret_refs(secrets)
-        self.security_context = dict(
-            SAFE_SECURITY_CONTEXT if security_context is None else security_context
+        self.security_context = as_mapping(
+            "security_context",
+            SAFE_SECURITY_CONTEXT if security_context is None else security_context,
         )
         self.backend = backend
         self.kubernetes_conn_id = kubernetes_conn_id

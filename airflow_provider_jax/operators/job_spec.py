@@ -13,7 +13,9 @@ from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.jobset.names import jobset_name
 from airflow_provider_jax.jobset.pod_command import python_call
 from airflow_provider_jax.jobset.spec import JaxJobSpec
+from airflow_provider_jax.operators.argument_types import as_mapping
 from airflow_provider_jax.operators.secret_guard import refuse_masked_values
+from airflow_provider_jax.runtime.output_paths import check_storage_path
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -26,6 +28,7 @@ class JobSpecBuilder:
 
     # Set by the operator.
     name: str | None
+    output_dir: str | None
     image: str
     command: Sequence[str] | str | None
 
@@ -39,6 +42,8 @@ class JobSpecBuilder:
         self, *, name: str, labels: Mapping[str, str] | None = None, rendered: bool = True
     ) -> JaxJobSpec:
         """The job spec from this operator's (rendered) fields."""
+        if self.output_dir is not None and (rendered or not is_template(self.output_dir)):
+            check_storage_path("output_dir", self.output_dir)  # as the sensor and the pods do
         command, env = self._program(rendered)
         image = self.image
         if not rendered and is_template(image):
@@ -50,10 +55,10 @@ class JobSpecBuilder:
             command=command,
             namespace=self.namespace,
             num_slices=self.num_slices,
-            env={**self.env, **env},
+            env={**self._mapping("env", rendered), **env},
             resources=self.container_resources,
-            labels={**self.labels, **(labels or {})},
-            annotations=self.annotations,
+            labels={**self._mapping("labels", rendered), **(labels or {})},
+            annotations=self._mapping("annotations", rendered),
             service_account_name=self.service_account_name,
             node_selector=self.node_selector,
             tolerations=self.tolerations,
@@ -76,6 +81,7 @@ class JobSpecBuilder:
             gpu_networks=self.gpu_networks,
             secrets=self.secrets,
             security_context=self.security_context,
+            unrendered=not rendered,
         )
         if rendered:  # the values are real now: none may be one Airflow masks
             refuse_masked_values(self.env, self._call_arguments(rendered))
@@ -94,7 +100,14 @@ class JobSpecBuilder:
                         "entrypoint= or @task.jax_tpu/@task.jax_gpu, not command=."
                     )
             return list(self.command), {}
-        return self._python_call(entrypoint=self.entrypoint, kwargs=self.entrypoint_kwargs)
+        kwargs = self._mapping("entrypoint_kwargs", rendered)
+        return self._python_call(entrypoint=self.entrypoint, kwargs=kwargs)
+
+    def _mapping(self, field: str, rendered: bool) -> dict[str, Any]:
+        """A templated mapping field: checked again once rendered (a template can render to
+        anything); before, a field that is one template string is still unknown."""
+        value = as_mapping(field, getattr(self, field), templated=not rendered)
+        return value if isinstance(value, dict) else {}
 
     def _python_call(self, **call: Any) -> tuple[list[str], dict[str, str]]:
         return python_call(

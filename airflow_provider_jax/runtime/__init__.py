@@ -23,7 +23,7 @@ from airflow_provider_jax.runtime.messages import (
     report_line,
     resumed_line,
 )
-from airflow_provider_jax.runtime.output_paths import checkpoints_uri
+from airflow_provider_jax.runtime.output_paths import check_storage_path, checkpoints_uri
 from airflow_provider_jax.runtime.preemption import on_preemption
 
 __all__ = [
@@ -81,8 +81,11 @@ def _plain(name: str, value: Any) -> Any:
 
 
 def output_dir() -> str | None:
-    """The run's output directory (``gs://...`` or a local path), as the operator set it."""
-    return os.environ.get(OUTPUT_DIR_ENV) or None
+    """The run's output directory (``gs://...`` or an absolute path), as the operator set it.
+    Anything else is refused here too: a relative path would be written into whatever
+    directory the process runs in, and another scheme taken for a local folder."""
+    value = os.environ.get(OUTPUT_DIR_ENV) or None
+    return check_storage_path("output_dir", value) if value else None
 
 
 def process_index() -> int:

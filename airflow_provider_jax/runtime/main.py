@@ -53,6 +53,7 @@ def main() -> int:
     distributed = None
     try:
         call = decode_call(os.environ)
+        runtime.output_dir()  # refuses a path it could not write, before any work is done
         install_packages(call.get("pip_packages") or [])
         if call.get("initialize", True):
             distributed = initialize_distributed()
@@ -110,7 +111,10 @@ def install_packages(packages: list[str]) -> None:
     target = tempfile.mkdtemp(prefix="airflow-jax-packages-")
     print(f"airflow-jax: pip install {' '.join(packages)}", flush=True)
     command = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
-    done = subprocess.run([*command, "--no-input", "--target", target, *packages], check=False)
+    # "--" ends pip's options: an entry is a requirement, never an option such as --index-url.
+    done = subprocess.run(
+        [*command, "--no-input", "--target", target, "--", *packages], check=False
+    )
     if done.returncode:
         raise RuntimeError(
             f"pip install {packages} failed with exit code {done.returncode} (its output is "

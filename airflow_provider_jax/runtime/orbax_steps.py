@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from airflow_provider_jax.runtime.output_paths import GCS_SCHEME
+
 log = logging.getLogger(__name__)
 
 COMMIT_SUCCESS_FILE = "commit_success.txt"
 TMP_DIR_SUFFIX = ".orbax-checkpoint-tmp"
-GCS_SCHEME = "gs://"
 # Only what the search reads from an ``objects.list`` reply: keeps a 1,000-entry page small.
 LIST_FIELDS = "items(name,updated),prefixes,nextPageToken"
 

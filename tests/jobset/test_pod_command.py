@@ -33,10 +33,26 @@ def test_bundle_is_deterministic():
 
 def test_accelerator_matched_packages_are_dropped():
     kept, dropped = split_pip_packages(
-        ["einops>=0.8", "jax[tpu]==0.6", "JAXLIB", "libtpu", "jax-cuda12-plugin", "./wheels/x.whl"]
+        [
+            "einops>=0.8",
+            "jax[tpu]==0.6",
+            "JAXLIB",
+            "libtpu",
+            "jax-cuda12-plugin",
+            "x @ file:///x.whl",
+        ]
     )
-    assert kept == ["einops>=0.8", "./wheels/x.whl"]
+    assert kept == ["einops>=0.8", "x @ file:///x.whl"]
     assert dropped == ["jax[tpu]==0.6", "JAXLIB", "libtpu", "jax-cuda12-plugin"]
+
+
+@pytest.mark.parametrize(
+    "entry", ["--index-url=http://evil/simple", "-r requirements.txt", "./wheels/x.whl", "a b c"]
+)
+def test_pip_options_and_paths_are_refused(entry):
+    """pip would read a leading '-' as an option (another index, a requirements file)."""
+    with pytest.raises(ValueError, match=r"pip_packages\[1\] .*PEP 508.* PIP_INDEX_URL"):
+        split_pip_packages(["einops", entry])
 
 
 @pytest.mark.parametrize("entrypoint", ["module", "module:", ":fn", "a.b"])

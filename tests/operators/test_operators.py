@@ -74,7 +74,7 @@ def test_templates_render_into_the_manifest():
             entrypoint="trainer:{{ params.fn }}",
             entrypoint_kwargs={"date": "{{ ds }}", "steps": 5},
             env={"RUN": "{{ ds }}"},
-            output_dir="gs://b/{{ ds }}",
+            output_dir="gs://bucket/{{ ds }}",
             labels={"team": "{{ params.team }}"},
             params={"tag": "v2", "fn": "train", "team": "ml"},
         )
@@ -86,7 +86,7 @@ def test_templates_render_into_the_manifest():
     assert call["entrypoint"] == "trainer:train"
     assert call["kwargs"] == {"date": "2026-11-22", "steps": 5}
     assert env["RUN"] == "2026-11-22"
-    assert env[OUTPUT_DIR_ENV] == "gs://b/2026-11-22"
+    assert env[OUTPUT_DIR_ENV] == "gs://bucket/2026-11-22"
     assert manifest["metadata"]["labels"]["team"] == "ml"
 
 

@@ -46,14 +46,24 @@ def test_environment(monkeypatch):
         0,
         0,
     )
-    monkeypatch.setenv("AIRFLOW_JAX_OUTPUT_DIR", "gs://b/run")
+    monkeypatch.setenv("AIRFLOW_JAX_OUTPUT_DIR", "gs://bucket/run")
     monkeypatch.setenv("JAX_PROCESS_ID", "3")
     monkeypatch.setenv("AIRFLOW_JAX_RESTART_ATTEMPT", "2")
     assert (runtime.output_dir(), runtime.process_index(), runtime.restart_attempt()) == (
-        "gs://b/run",
+        "gs://bucket/run",
         3,
         2,
     )
+
+
+@pytest.mark.parametrize("value", ["s3://bucket/x", "relative/x", "file:///tmp/x", "gs:///x"])
+def test_the_runtime_writes_nowhere_but_gcs_or_an_absolute_path(monkeypatch, value):
+    """Whatever launched it, the leader never writes ./s3:/bucket/x/result.json."""
+    monkeypatch.setenv("AIRFLOW_JAX_OUTPUT_DIR", value)
+    with pytest.raises(ValueError, match="output_dir"):
+        runtime.output_dir()
+    with pytest.raises(ValueError, match="output_dir"):
+        runtime.checkpoint_dir()
 
 
 def test_importing_the_runtime_is_light():

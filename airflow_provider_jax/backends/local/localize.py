@@ -33,17 +33,22 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
-def localize(
-    manifest: Mapping[str, Any], coordinator_port: int, megascale_port: int
-) -> dict[str, Any]:
-    """A copy of ``manifest`` whose coordinators are on 127.0.0.1, at the given ports."""
-    rewrites = {
+def local_coordinates(coordinator_port: int, megascale_port: int) -> dict[str, str]:
+    """The coordination env a process on 127.0.0.1 is given, at the given ports."""
+    return {
         COORDINATOR_ADDRESS_ENV: f"{LOCALHOST}:{coordinator_port}",
         COORDINATOR_IP_ENV: LOCALHOST,
         COORDINATOR_PORT_ENV: str(coordinator_port),
         MEGASCALE_COORDINATOR_ADDRESS_ENV: LOCALHOST,
         MEGASCALE_PORT_ENV: str(megascale_port),
     }
+
+
+def localize(
+    manifest: Mapping[str, Any], coordinator_port: int, megascale_port: int
+) -> dict[str, Any]:
+    """A copy of ``manifest`` whose coordinators are on 127.0.0.1, at the given ports."""
+    rewrites = local_coordinates(coordinator_port, megascale_port)
     local = copy.deepcopy(dict(manifest))
     for rjob in local["spec"]["replicatedJobs"]:
         for container in rjob["template"]["spec"]["template"]["spec"]["containers"]:

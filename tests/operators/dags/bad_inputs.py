@@ -27,12 +27,17 @@ with DAG(
     schedule=None,
     catchup=False,
     render_template_as_native_obj=True,
-    params={"image": "Jax:Latest", "steps": 30, "name": "Train_Run", "ckpt": "s3://b/ckpt"},
-):
+    params={"image": "Jax:Latest", "steps": 30, "name": "Train_Run", "ckpt": "s3://b/ckpt",
+            "team": "ML Team", "ns": "Team_A", "env": ["STEPS=30"]},
+):  # fmt: skip
     # Rendered: checked before any call to the cluster.
     tpu("image_renders_invalid", image="{{ params.image }}")
     tpu("env_renders_to_int", env={"STEPS": "{{ params.steps }}"})
     tpu("name_renders_invalid", name="{{ params.name }}")
+    tpu("label_renders_invalid", labels={"team": "{{ params.team }}"})
+    tpu("namespace_renders_invalid", namespace="{{ params.ns }}")
+    tpu("output_dir_renders_s3", output_dir="{{ params.ckpt }}")
+    tpu("env_renders_to_list", env="{{ params.env }}")
     OrbaxCheckpointSensor(
         task_id="checkpoint_dir_renders_invalid",
         checkpoint_dir="{{ params.ckpt }}",

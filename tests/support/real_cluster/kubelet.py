@@ -33,8 +33,9 @@ import aiohttp
 from aiohttp import web
 from kubernetes_asyncio import client, config, watch
 
+from airflow_provider_jax.backends.local.localize import free_ports, local_coordinates
 from airflow_provider_jax.backends.local.pods import expand
-from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
+from airflow_provider_jax.runtime.env import COORDINATOR_PORT_ENV, TERMINATION_PATH_ENV
 from tests.support.real_cluster.nodes import NODES, affinity_allows, fits, selector_matches
 from tests.support.real_cluster.pod_env import container_env, hosts_file
 
@@ -72,6 +73,10 @@ class Kubelet:
         self.bound: dict[str, str] = {}  # pod uid -> node
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> the pod as last seen
         self.tasks: set[asyncio.Task[Any]] = set()
+        # (namespace, JobSet) -> its coordinator and MegaScale ports: every Node here shares
+        # this machine's network, where on GKE each host has an address of its own, so two
+        # slices at the same default port would join each other's coordination service.
+        self.ports: dict[tuple[str, str], list[int]] = {}
 
     async def run(self, kubeconfig: str, port: int, cert_dir: Path) -> None:
         await config.load_kube_config(kubeconfig)
@@ -208,6 +213,13 @@ class Kubelet:
             self.bound.pop(meta["uid"], None)
             log.warning("binding %s failed: %s", meta["name"], err.reason)
 
+    def _ports_of(self, meta: dict[str, Any]) -> list[int]:
+        jobset = meta.get("labels", {}).get("jobset.sigs.k8s.io/jobset-name", meta["name"])
+        key = (meta["namespace"], jobset)
+        if key not in self.ports:
+            self.ports[key] = free_ports(2)
+        return self.ports[key]
+
     # -- running a pod -------------------------------------------------------------------------
 
     async def start(self, run: Running) -> None:
@@ -217,6 +229,8 @@ class Kubelet:
         container = pod["spec"]["containers"][0]
         try:
             env = await container_env(self.core, pod, container)
+            if COORDINATOR_PORT_ENV in env:
+                env.update(local_coordinates(*self._ports_of(meta)))
         except (client.ApiException, KeyError, ValueError) as err:
             await self._report(run, None, f"CreateContainerConfigError: {err}")
             return

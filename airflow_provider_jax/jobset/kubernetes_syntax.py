@@ -1,0 +1,179 @@
+"""Kubernetes' own syntax rules for what a user hands us to put in a pod or JobSet: label keys
+and values, annotations, object and namespace names, resource names and quantities,
+tolerations, the image pull policy. Checked here, with the argument's name in the message, so
+a bad value fails at parse (or once rendered) instead of as a 422 from the API server after
+the task has started, or never (a label the API server accepts but Kueue cannot use).
+
+The rules are apimachinery's (``k8s.io/apimachinery/pkg/util/validation``) and
+``k8s.io/kubernetes/pkg/apis/core/validation``: IsQualifiedName, IsValidLabelValue,
+IsDNS1123Label/Subdomain, ValidateAnnotations (256 KiB in all), the Quantity grammar, and
+validateTolerations. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow_provider_jax.arguments import one_of
+
+_NAME_PART = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_QUALIFIED_NAME = re.compile(f"^{_NAME_PART}$")
+_LABEL_VALUE = re.compile(f"^({_NAME_PART})?$")
+_DNS1123_LABEL = re.compile(f"^{_DNS_LABEL}$")
+_DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
+# A Quantity: a non-negative decimal with a binary (Ki..Ei), decimal (n..E) or exponent suffix.
+_QUANTITY = re.compile(r"^\+?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
+_STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+ANNOTATIONS_LIMIT = 256 * 1024  # TotalAnnotationSizeLimitB
+PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+TOLERATION_OPERATORS = ("Equal", "Exists")
+TOLERATION_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
+TOLERATION_FIELDS = ("key", "operator", "value", "effect", "tolerationSeconds")
+RESOURCE_KINDS = ("limits", "requests")
+
+
+def dns1123_label(argument: str, value: object) -> str:
+    """A namespace (or any DNS-1123 label): at most 63 lowercase letters, digits and '-'."""
+    if not isinstance(value, str) or len(value) > 63 or not _DNS1123_LABEL.match(value):
+        raise ValueError(
+            f"{argument} must be a DNS-1123 label (at most 63 lowercase letters, digits and "
+            f"'-', starting and ending with a letter or digit), got {value!r}."
+        )
+    return value
+
+
+def dns1123_subdomain(argument: str, value: object) -> str:
+    """An object name such as a service account or PriorityClass: at most 253 characters."""
+    if not isinstance(value, str) or len(value) > 253 or not _DNS1123_SUBDOMAIN.match(value):
+        raise ValueError(
+            f"{argument} must be a DNS-1123 subdomain (at most 253 lowercase letters, digits, "
+            f"'-' and '.', starting and ending with a letter or digit), got {value!r}."
+        )
+    return value
+
+
+def qualified_name(argument: str, value: object) -> str:
+    """A label or annotation key, or a resource name: ``[prefix/]name``, the name at most 63
+    characters, the optional prefix a DNS-1123 subdomain."""
+    ok = isinstance(value, str)
+    if ok:
+        prefix, _, name = value.rpartition("/")
+        ok = len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
+        if ok and "/" in value:
+            ok = 0 < len(prefix) <= 253 and bool(_DNS1123_SUBDOMAIN.match(prefix))
+    if not ok:
+        raise ValueError(
+            f"{argument} key {value!r} is not a qualified name: [prefix/]name, the name at most "
+            "63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, "
+            "and the prefix a DNS subdomain such as 'example.com'."
+        )
+    return value
+
+
+def label_value(argument: str, value: object) -> str:
+    if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise ValueError(
+            f"{argument} value {value!r} is not a valid label value: a string of at most 63 "
+            "letters, digits, '-', '_' and '.', starting and ending with a letter or digit "
+            "(or empty)."
+        )
+    return value
+
+
+def labels(argument: str, values: Mapping[Any, Any]) -> None:
+    """Label (or node selector) keys and values."""
+    for key, value in values.items():
+        qualified_name(argument, key)
+        label_value(f"{argument}[{key!r}]", value)
+
+
+def annotations(argument: str, values: Mapping[Any, Any]) -> None:
+    """Annotation keys are qualified names; values are strings, 256 KiB in all."""
+    total = 0
+    for key, value in values.items():
+        qualified_name(argument, key)
+        if not isinstance(value, str):
+            raise ValueError(
+                f"{argument}[{key!r}] must be a string, got {type(value).__name__} {value!r}: "
+                "Kubernetes keeps annotations as strings (json.dumps it if it is structured)."
+            )
+        total += len(key) + len(value)
+    if total > ANNOTATIONS_LIMIT:
+        raise ValueError(
+            f"{argument} are {total} bytes; Kubernetes allows {ANNOTATIONS_LIMIT} in all. Put "
+            "large data in output_dir or GCS, and its path in the annotation."
+        )
+
+
+def image_pull_policy(value: object) -> None:
+    if value is not None:
+        one_of("image_pull_policy", value, PULL_POLICIES)
+
+
+def container_resources(values: Mapping[Any, Any]) -> None:
+    """``{"limits"|"requests": {resource name: quantity}}``, as a container's ``resources``."""
+    for kind, amounts in values.items():
+        if kind not in RESOURCE_KINDS:
+            raise ValueError(
+                f"container_resources keys must be {RESOURCE_KINDS}, got {kind!r}: e.g. "
+                "{'requests': {'cpu': '8', 'memory': '32Gi'}}."
+            )
+        if not isinstance(amounts, Mapping):
+            raise ValueError(
+                f"container_resources[{kind!r}] must map resource names to quantities, got "
+                f"{amounts!r}."
+            )
+        for resource, amount in amounts.items():
+            argument = f"container_resources[{kind!r}]"
+            qualified_name(argument, resource)
+            standard = resource in _STANDARD_RESOURCES or resource.startswith("hugepages-")
+            if "/" not in resource and not standard:
+                raise ValueError(
+                    f"{argument}: {resource!r} is not a container resource: use one of "
+                    f"{_STANDARD_RESOURCES}, hugepages-<size>, or a prefixed name such as "
+                    "'nvidia.com/gpu'."
+                )
+            quantity(f"{argument}[{resource!r}]", amount)
+
+
+def quantity(argument: str, value: object) -> None:
+    number = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    if not number and not (isinstance(value, str) and _QUANTITY.match(value)):
+        raise ValueError(
+            f"{argument} must be a non-negative Kubernetes quantity such as '8', '500m', "
+            f"'32Gi' or '1e3', got {value!r}."
+        )
+
+
+def tolerations(values: Sequence[Any]) -> None:
+    for i, toleration in enumerate(values):
+        argument = f"tolerations[{i}]"
+        if not isinstance(toleration, Mapping):
+            raise ValueError(f"{argument} must be a mapping, got {toleration!r}.")
+        if unknown := sorted(set(toleration) - set(TOLERATION_FIELDS)):
+            raise ValueError(f"{argument} has unknown fields {unknown}; use {TOLERATION_FIELDS}.")
+        operator = toleration.get("operator", "Equal")
+        one_of(f"{argument}.operator", operator, TOLERATION_OPERATORS)
+        if toleration.get("key"):
+            qualified_name(f"{argument}.key", toleration["key"])
+        elif operator != "Exists":
+            raise ValueError(f"{argument}: operator must be 'Exists' when key is empty.")
+        value = toleration.get("value", "")
+        if operator == "Exists" and value:
+            raise ValueError(f"{argument}: value must be empty when operator is 'Exists'.")
+        label_value(f"{argument}.value", value)
+        effect = toleration.get("effect", "")
+        one_of(f"{argument}.effect", effect, TOLERATION_EFFECTS)
+        if (seconds := toleration.get("tolerationSeconds")) is not None:
+            if isinstance(seconds, bool) or not isinstance(seconds, int):
+                raise ValueError(f"{argument}.tolerationSeconds must be an integer.")
+            if effect != "NoExecute":
+                raise ValueError(f"{argument}: tolerationSeconds needs effect 'NoExecute'.")
+
+
+def non_negative_int(argument: str, value: object) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(f"{argument} must be an integer >= 0 (seconds), got {value!r}.")
