@@ -243,3 +243,23 @@ def names_its_own_result(result_uri: str) -> None:
     Path(path).write_text(success_message(result_uri=result_uri))
     sys.stdout.flush()
     os._exit(0)
+
+
+def chatty(lines: int, width: int) -> str:
+    """Print ``lines`` short lines and one of ``width`` characters: a log flood."""
+    import sys
+
+    for i in range(lines):
+        sys.stdout.write(f"line {i}\n")
+    sys.stdout.write("x" * width + "\n")
+    sys.stdout.flush()
+    return "done"
+
+
+def leaves_a_child(pid_file: str) -> str:
+    """Start a process in a session of its own (it escapes process-group kills), and return."""
+    import subprocess
+
+    child = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    Path(pid_file).write_text(str(child.pid))
+    return "returned at once"

@@ -2,7 +2,9 @@
 
 Shared by the local backend and the test cluster's kubelet. The image is ignored: the process
 runs the pod's command with the worker's Python first on ``PATH`` and the pod's resolved env.
-Each process leads its own session, so killing its process group takes every child along.
+Each pod runs under its own init (``pod_init``), in a session of its own: when the command
+exits or the pod is killed, every process it started goes too, even one that left the
+session.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
+from airflow_provider_jax.backends.local import pod_init
+from airflow_provider_jax.backends.local.pod_init import kill_tree
 from airflow_provider_jax.backends.local.pods import PodPlan
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 from airflow_provider_jax.runtime.messages import TERMINATION_MESSAGE_LIMIT
 
+POD_INIT = pod_init.__file__  # run as a script: no package imports in every pod
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 TERMINATION_LOG = "termination-log"
 
@@ -77,7 +82,7 @@ class PodProcess:
     ) -> PodProcess:
         scratch = tempfile.mkdtemp(prefix=f"{plan.name}-")
         popen = subprocess.Popen(
-            plan.argv,
+            [sys.executable, POD_INIT, *plan.argv],
             env=process_env(plan, scratch, pythonpath),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -110,7 +115,11 @@ class PodProcess:
         return self.popen.wait(timeout)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        """Signal the whole process group. Never blocks, so a signal handler may call it."""
+        """Signal the whole process group; SIGKILL takes every descendant too, whatever its
+        session (the pod's init keeps them in its tree). Never blocks, so a signal handler
+        may call it."""
+        if sig == signal.SIGKILL and self.popen.returncode is None:  # not reaped: still its pid
+            kill_tree(self.popen.pid)
         with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is gone
             os.killpg(self.popen.pid, sig)
 

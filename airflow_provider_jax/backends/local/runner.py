@@ -30,6 +30,7 @@ from airflow_provider_jax.reporting import host_logs
 from airflow_provider_jax.reporting.failures import ProcessFailure, culprits_first, restart_line
 from airflow_provider_jax.reporting.goodput import GoodputClock, chips
 from airflow_provider_jax.reporting.host_logs import STREAM_ALL, STREAM_LEADER, STREAM_NONE
+from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress
 from airflow_provider_jax.runtime.messages import (
     format_report,
@@ -44,6 +45,11 @@ if TYPE_CHECKING:
 
 LOG_TAIL_LINES = 40
 _TICK_S = 0.05
+
+
+LOCAL_NOTICE = (
+    "(log output stops here in the task log; a failure still shows each process's last lines)"
+)
 
 
 class LocalJobSet:
@@ -68,6 +74,8 @@ class LocalJobSet:
         self.pythonpath = list(pythonpath)
         self.timeout_s = timeout_s
         self.watch = watch or WatchOptions()
+        # As in the triggerer: bounded per process per try, across restarts.
+        self.budget = LineBudget(self.watch.log_lines, LOCAL_NOTICE)
         self._processes: list[PodProcess] = []
         self._killed = False
         self._deadline: float | None = None
@@ -206,8 +214,9 @@ class _Attempt:
                 report = parse_report(line) if stream == "stdout" else None
                 if report is None:
                     self.tails[plan.name].append(line)
-                    if self.shows(plan):
-                        log.info("%s %s", plan.tag, line)
+                    shown = self.jobset.budget.take(plan.tag, line) if self.shows(plan) else None
+                    if shown is not None:
+                        log.info("%s %s", plan.tag, shown)
                     if plan is self.leader and (step := parse_resumed(line)) is not None:
                         self.jobset.clock.resumed(self.attempt, step, at)
                 elif plan is self.leader:

@@ -24,10 +24,10 @@ from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transi
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.jobset import status
 from airflow_provider_jax.reporting.host_logs import STREAM_ALL
+from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress, kubelet_time
 from airflow_provider_jax.runtime.messages import host_tag, parse_report
 
-MAX_LINE = 1000  # characters of one log line shown in the task log
 RETRY_DELAYS = (2, 5, 10, 30, 60)  # waits while a container is not up yet
 STREAM_RECHECK = 10  # seconds after a log stream ends before looking whether it only dropped
 BROKEN_RECHECK = 1  # seconds after a stream broke off (or was refused) before trying again
@@ -91,7 +91,7 @@ class PodLogs:
         self.log = log
         self.on_line = on_line
         self.progress = Progress()
-        self._lines_left: dict[str, int] = {}  # per [slice/host], across restarts
+        self._budget = LineBudget(max_lines)  # per [slice/host], across restarts
         self._streams: dict[str, _Stream] = {}  # by pod name
         self._starting = False  # a wanted pod was not up at the last look
         self._wanted_now: list[str] = []  # the pods wanted at the last look
@@ -234,7 +234,7 @@ class PodLogs:
             tag = status.tag(pod)
             stream = self._streams[name] = _Stream(name, tag, tag == LEADER_TAG)
         stream.phase = phase
-        if self._lines_left.get(stream.tag, self.max_lines) <= 0:
+        if self._budget.spent(stream.tag):
             stream.spent = stream.spent or not (stream.leader and self.reports_left > 0)
         if stream.active or stream.spent:
             return
@@ -288,16 +288,10 @@ class PodLogs:
             return True  # every host reports the same; the leader speaks for them
         if stream.leader and self.on_line is not None:
             self.on_line(pod, stamp, text, None)
-        left = self._lines_left[stream.tag] = self._lines_left.get(stream.tag, self.max_lines) - 1
-        if left > 0:
-            self.log.info("%s %s", stream.tag, text[:MAX_LINE])
-        elif left == 0:
-            self.log.info(
-                "%s (log output stops here in the task log; the pod's log has the rest)",
-                stream.tag,
-            )
+        if (shown := self._budget.take(stream.tag, text)) is not None:
+            self.log.info("%s %s", stream.tag, shown)
         # The leader's stream goes on for its progress reports.
-        return left > 0 or (stream.leader and self.reports_left > 0)
+        return not self._budget.spent(stream.tag) or (stream.leader and self.reports_left > 0)
 
 
 def _phase(pod: Mapping[str, Any]) -> str | None:

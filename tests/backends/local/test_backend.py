@@ -312,3 +312,35 @@ def test_a_host_that_keeps_hanging_fails_the_task_with_its_stack():
         run("hang_once", progress_timeout=2, max_restarts=0, initialize_distributed=False)
     assert "[0/1] hang: Hung: no progress report" in str(raised.value)
     assert "sleep_forever" in str(raised.value)
+
+
+def test_the_task_log_is_capped_as_on_kubernetes(caplog):
+    """1,000 lines per process per try, each cut at 1,000 characters, as the triggerer does."""
+    result, _ = run(
+        "chatty",
+        initialize_distributed=False,
+        entrypoint_kwargs={"lines": 200_000, "width": 100_000},
+    )
+    assert result == "done"
+    shown = [m for m in caplog.messages if m.startswith("[0/0] ")]
+    assert 999 <= len(shown) <= 1001, len(shown)
+    assert max(len(m) for m in shown) <= 1000 + len("[0/0] ")
+    assert "log output stops here in the task log" in shown[-1]
+    assert sum(len(m) for m in caplog.messages) < 100_000  # against 44 MB uncapped
+
+
+def test_a_process_that_left_its_session_ends_with_the_pod(tmp_path):
+    """A child started with start_new_session=True escapes process-group kills; the pod's
+    init still takes it, and the task does not wait on the pipe it holds."""
+    pid_file = tmp_path / "child.pid"
+    started = time.monotonic()
+    result, _ = run(
+        "leaves_a_child",
+        initialize_distributed=False,
+        accelerator="tpu-v5litepod-4",
+        entrypoint_kwargs={"pid_file": str(pid_file)},
+    )
+    took = time.monotonic() - started
+    assert result == "returned at once"
+    assert wait_gone([int(pid_file.read_text())]) == []
+    assert took < 10, f"{took:.1f} s for a function that returns at once"

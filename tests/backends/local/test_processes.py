@@ -99,3 +99,21 @@ def test_kill_takes_the_whole_process_group():
     assert wait_gone(int(p) for p in pids) == []
     assert time.monotonic() - started < 5
     assert process.poll() == -9
+
+
+def test_kill_takes_a_descendant_that_left_the_session():
+    pids: list[str] = []
+    ready = threading.Event()
+
+    def on_line(p, stream, line):
+        pids.extend(line.split())
+        ready.set()
+
+    argv = ["/bin/sh", "-c", "setsid sleep 600 & sleep 0.2; pgrep -n -x sleep; wait"]
+    process = PodProcess.start(plan(argv), on_line)
+    assert ready.wait(10)
+    (escaped,) = (int(p) for p in pids)
+    assert os.getsid(escaped) != os.getsid(process.pid)  # out of the pod's session
+    process.kill()
+    process.close()
+    assert wait_gone([escaped]) == []

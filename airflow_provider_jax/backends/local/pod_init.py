@@ -1,0 +1,83 @@
+"""A local pod's init process: what a container's PID 1 does for the processes in it.
+
+Run as a script (``python pod_init.py ARGV...``), stdlib only, so it costs no package
+imports. It makes itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so whatever the
+command starts stays in its process tree even after leaving its session
+(``start_new_session=True``), where killing a process group cannot reach it. It runs the
+command, and once the command exits it kills every process left in the tree, reaps them, and
+exits as the command did. :func:`descendants` lets the backend kill the whole tree from
+outside too, when the pod is killed before its command returns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+
+PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (by ``/proc/<pid>/stat``'s parent), nearest first."""
+    children: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # gone meanwhile
+            continue
+        # pid (comm) state ppid ...: comm may hold spaces and parentheses, so split after it
+        parent = int(stat[stat.rindex(b")") + 2 :].split()[1])
+        children.setdefault(parent, []).append(int(entry))
+    found, queue = [], [pid]
+    while queue:
+        for child in children.get(queue.pop(0), []):
+            found.append(child)
+            queue.append(child)
+    return found
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL every process below ``pid``, whatever its session."""
+    for child in descendants(pid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(child, signal.SIGKILL)
+
+
+def main(argv: list[str]) -> int:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    # A SIGTERM to the pod's process group reaches the command directly; the init waits for
+    # it to act on it, as a container's init does.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        command = subprocess.Popen(argv, preexec_fn=_default_signals)
+    except OSError as err:  # as a container runtime reports a missing executable
+        print(f"cannot run {argv[0]!r}: {err.strerror}", file=sys.stderr, flush=True)
+        return 127
+    code = command.wait()
+    kill_tree(os.getpid())
+    with contextlib.suppress(ChildProcessError):
+        while True:
+            os.waitpid(-1, 0)  # reap what was killed
+    if code < 0:  # killed by a signal: die by it too, so the backend sees the same
+        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP have no handler
+            signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    return code
+
+
+def _default_signals() -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
