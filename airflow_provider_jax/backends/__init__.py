@@ -77,6 +77,7 @@ class JobSettings:
     :param name: the JobSet's name (one per task instance, across tries).
     :param namespace: its namespace.
     :param deadline: when this try's ``execution_timeout`` runs out (epoch seconds), or None.
+    :param execution_timeout_s: the task's ``execution_timeout`` as configured, for messages.
     :param output_dir: the rendered ``output_dir``: the only place a result is read from.
     :param on_finish_action: what becomes of the JobSet once it ended.
     :param deferrable: whether the operator will defer on the started job.
@@ -93,6 +94,7 @@ class JobSettings:
     namespace: str
     log: Any
     deadline: float | None = None
+    execution_timeout_s: float | None = None
     output_dir: str | None = None
     on_finish_action: str = "delete_jobset"
     deferrable: bool = False

@@ -19,6 +19,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from airflow.sdk.exceptions import AirflowFailException
+
 from airflow_provider_jax.backends import (
     Deferral,
     JobSettings,
@@ -85,8 +87,13 @@ class KubernetesBackend:
         return self._cluster
 
     def start(self, manifest: Mapping[str, Any]) -> Started:
-        hook = self.cluster.hook()
-        ref = self._ref = submit(hook, self.cluster, manifest, self.log)
+        from kubernetes.config import ConfigException
+
+        try:
+            hook = self.cluster.hook()
+            ref = self._ref = submit(hook, self.cluster, manifest, self.log)
+        except ConfigException as err:  # no kubeconfig, not in a pod: nothing was created
+            raise AirflowFailException(no_cluster_configured(self.cluster, err)) from err
         deadline = self.settings.deadline
         log_deadline(self.log, deadline)
         trigger = JobSetTrigger(
@@ -230,6 +237,18 @@ class KubernetesBackend:
             self.cluster, self.settings.name, self.settings.namespace, None
         )
         _delete(ref.cluster.hook(), ref, self.log)
+
+
+def no_cluster_configured(cluster: KubernetesCluster, err: Exception) -> str:
+    """What a first-time user sees instead of the client's "Service host/port is not set"."""
+    return (
+        f"No Kubernetes cluster is configured for backend='kubernetes' (the client says: "
+        f"{err}). To run on this machine instead, pass backend='local' to the operator or set "
+        "[jax] default_backend = local (AIRFLOW__JAX__DEFAULT_BACKEND=local). To run on GKE, "
+        "give cluster_name with project_id and location (and gcp_conn_id), or point the "
+        f"{cluster.conn_id or 'kubernetes_default'!r} connection (kubernetes_conn_id) at a "
+        "cluster: in_cluster, or a kube_config. docs/local-backend.md and docs/gke-prerequisites.md say more."
+    )
 
 
 def submit(

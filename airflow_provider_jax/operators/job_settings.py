@@ -55,6 +55,9 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         namespace=op.namespace,
         log=op.log,
         deadline=try_deadline(op.execution_timeout, ti.start_date, time.time()),
+        execution_timeout_s=(
+            op.execution_timeout.total_seconds() if op.execution_timeout is not None else None
+        ),
         output_dir=op.output_dir,
         on_finish_action=op.on_finish_action,
         deferrable=op.deferrable,

@@ -33,6 +33,7 @@ class LocalBackend:
             log=self.settings.log,
             pythonpath=self.settings.pythonpath,
             timeout_s=None if deadline is None else max(deadline - time.time(), 0.0),
+            execution_timeout_s=self.settings.execution_timeout_s,
             secrets_dir=self.settings.local_secrets_dir,
             watch=self.settings.watch,
         )

@@ -62,6 +62,7 @@ class LocalJobSet:
         log: Logger,
         pythonpath: Sequence[str] = (),
         timeout_s: float | None = None,
+        execution_timeout_s: float | None = None,
         secrets_dir: str | None = None,
         watch: WatchOptions | None = None,
     ) -> None:
@@ -72,7 +73,9 @@ class LocalJobSet:
         self.max_restarts: int = manifest["spec"].get("failurePolicy", {}).get("maxRestarts", 0)
         self.log = log
         self.pythonpath = list(pythonpath)
-        self.timeout_s = timeout_s
+        self.timeout_s = timeout_s  # what is left of the try's execution_timeout
+        # As configured; the try has used (execution_timeout_s - timeout_s) before this run.
+        self.execution_timeout_s = execution_timeout_s if execution_timeout_s else timeout_s
         self.watch = watch or WatchOptions()
         # As in the triggerer: bounded per process per try, across restarts.
         self.budget = LineBudget(self.watch.log_lines, LOCAL_NOTICE)
@@ -114,6 +117,17 @@ class LocalJobSet:
         for line in outcome.summary(failures):
             self.log.info("%s", line)
         raise JaxJobFailed.of(summary + ":", failures)
+
+    def timed_out(self) -> str:
+        """The message for a run past its deadline: the configured value and the time used
+        (the try's, from its start, so the two can be compared)."""
+        assert self._deadline is not None and self.timeout_s is not None
+        configured = self.execution_timeout_s or self.timeout_s
+        used = configured - self.timeout_s + time.monotonic() - (self._deadline - self.timeout_s)
+        return (
+            f"JAX job {self.name} ran past its execution_timeout of {configured:.4g} s "
+            f"({used:.1f} s used by this try); all its processes were stopped."
+        )
 
     def kill(self) -> None:
         """Stop every process now. Safe from a signal handler (it only sends signals); the
@@ -196,10 +210,7 @@ class _Attempt:
                 return []
             if jobset._deadline is not None and time.monotonic() > jobset._deadline:
                 disarm_airflows_alarm()  # before the clean-up in ``finally``
-                raise AirflowTaskTimeout(
-                    f"JAX job {jobset.name} ran past its execution_timeout of "
-                    f"{jobset.timeout_s:.0f}s; all its processes were stopped."
-                )
+                raise AirflowTaskTimeout(jobset.timed_out())
         return []
 
     def _on_line(self, plan: PodPlan, stream: str, line: str) -> None:

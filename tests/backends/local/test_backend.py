@@ -65,6 +65,7 @@ def run_outcome(
             namespace="default",
             log=LOG,
             deadline=deadline,
+            execution_timeout_s=timeout_s,
             output_dir=op.output_dir,
             pythonpath=(str(REPO),),
             watch=op.watch,
@@ -149,7 +150,9 @@ def _pids(pid_dir: Path) -> list[int]:
 
 
 def test_timeout_leaves_no_process(tmp_path):
-    with pytest.raises(AirflowTaskTimeout, match="execution_timeout of 3s"):
+    with pytest.raises(
+        AirflowTaskTimeout, match=r"execution_timeout of 3 s \(3\.\d s used by this try\)"
+    ):
         run(
             "hang",
             timeout_s=3,
