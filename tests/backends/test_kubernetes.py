@@ -13,7 +13,6 @@ from types import SimpleNamespace
 from urllib.parse import unquote
 
 import pytest
-from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_jax.backends import (
     CLUSTER_DEADLINE_GRACE_S,
@@ -405,18 +404,3 @@ def test_the_leaders_last_report_is_logged_and_returned(k8s, tmp_path, caplog):
     outcome = backend(tmp_path).complete(finished(k8s, manifest()), CLUSTER.to_dict())
     assert (outcome.result, outcome.report) == (1, {"step": 30, "loss": 0.5})
     assert "Leader's last report: step 30: loss=0.5" in caplog.messages
-
-
-def test_no_cluster_configured_says_how_to_run_locally_or_on_gke(tmp_path, monkeypatch):
-    """A newcomer who forgot backend="local": not the client's "Service host/port is not set"."""
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", '{"conn_type": "kubernetes"}')
-    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "no-such-kubeconfig"))
-    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.kube/config either
-    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
-    body = manifest("no-cluster")
-    with pytest.raises(AirflowFailException) as caught:
-        backend(tmp_path).start(body)
-    message = str(caught.value)
-    for advice in ("backend='local'", "[jax] default_backend = local", "cluster_name",
-                   "'kubernetes_default' connection"):  # fmt: skip
-        assert advice in message, message
