@@ -1,14 +1,18 @@
 """``make bench``: every benchmark in one report, each in a fresh interpreter.
 
-Each prints its own table next to its reference and target; ``python -m bench NAME ...``
-runs only the named ones.
+Each prints its own table, and each figure next to its target with "met" or "NOT MET"
+(``bench.targets``); the run fails when a bench crashes or misses a target.
+``python -m bench NAME ...`` runs only the named ones; ``--quick`` runs each at a small size
+in seconds, to show it still runs (``make test`` does; no verdict on the figures then).
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 BENCHES = [
@@ -22,21 +26,45 @@ BENCHES = [
 ]
 
 
-def main(names: list[str]) -> int:
+def main(argv: list[str]) -> int:
+    """Run the named benches (all by default); ``--quick`` runs each at a small size, two at
+    a time (a quick run's figures are no verdict, so they may share the machine)."""
     root = Path(__file__).resolve().parent.parent
-    failed = []
-    for name in names or BENCHES:
-        if not (root / "bench" / f"{name}.py").exists():
-            print(f"\n== {name}: not present, skipped")
-            continue
-        print(f"\n== {name}", flush=True)
-        started = time.monotonic()
-        if subprocess.run([sys.executable, "-m", f"bench.{name}"], cwd=root).returncode:
-            failed.append(name)
-        print(f"({name}: {time.monotonic() - started:.0f} s)", flush=True)
+    quick = "--quick" in argv
+    names = [a for a in argv if a != "--quick"] or BENCHES
+    missing = [n for n in names if not (root / "bench" / f"{n}.py").exists()]
+    for name in missing:
+        print(f"\n== {name}: not present, skipped")
+    names = [n for n in names if n not in missing]
+    if not quick:
+        codes = [run(root, name, capture=False) for name in names]
+    else:
+        with ThreadPoolExecutor(2) as pool:
+            codes = list(pool.map(lambda name: run(root, name, capture=True), names))
+    failed = [name for name, code in zip(names, codes, strict=True) if code]
     if failed:
         print(f"\nfailed: {', '.join(failed)}")
     return 1 if failed else 0
+
+
+def run(root: Path, name: str, *, capture: bool) -> int:
+    """One bench in a fresh interpreter; with ``capture``, its output printed once it ends."""
+    started = time.monotonic()
+    if not capture:
+        print(f"\n== {name}", flush=True)
+    env = {**os.environ, "BENCH_QUICK": "1"} if capture else None
+    done = subprocess.run(
+        [sys.executable, "-m", f"bench.{name}"],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE if capture else None,
+        stderr=subprocess.STDOUT if capture else None,
+        text=True,
+    )
+    if capture:
+        print(f"\n== {name}\n{done.stdout}", end="", flush=True)
+    print(f"({name}: {time.monotonic() - started:.0f} s)", flush=True)
+    return done.returncode
 
 
 if __name__ == "__main__":

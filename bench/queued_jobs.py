@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bench.emulated_cluster import cpu_between
+from bench.targets import Targets
 
 TARGET_REQUESTS = 0.2  # requests per job per minute of waiting
 TPU = "google.com/tpu"
@@ -100,7 +101,7 @@ def queued_scenario(emulator: Any, jobs: int, wait: float, env: dict) -> QueuedR
     )
 
 
-def print_queued(row: QueuedRow) -> None:
+def print_queued(row: QueuedRow, targets: Targets) -> None:
     print(
         f"\nKueue: {row.jobs} JobSets queued on quota for {row.wall:.0f} s (none admitted).\n"
         f"requests: {row.requests} (JobSets {row.jobset_requests}, Workloads "
@@ -108,7 +109,5 @@ def print_queued(row: QueuedRow) -> None:
         f"{row.other_requests}) = {row.rate:.4f} per job per minute\n"
         f"triggerer CPU: {row.cpu:.1f} s = {row.cpu / row.wall:.1%} of a core; fired: {row.fired}"
     )
-    verdict = "ok" if row.rate <= TARGET_REQUESTS and not row.fired else "MISSED"
-    print(
-        f"  N={row.jobs:<5} requests/job/min {row.rate:7.4f}  target <= {TARGET_REQUESTS} {verdict}"
-    )
+    targets.at_most(f"queued N={row.jobs}: requests per job per minute", row.rate, TARGET_REQUESTS)
+    targets.at_most(f"queued N={row.jobs}: triggers fired while queued", row.fired, 0)

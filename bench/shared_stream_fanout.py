@@ -36,6 +36,7 @@ except ImportError:  # Airflow 3.1/3.2 have no shared streams
 import structlog
 
 from airflow_provider_jax.triggers.watch.informer import ABSENT, Informer
+from bench.targets import Targets, quick
 
 # One overflow warning per failed waiter would drown the table; the table counts them.
 structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.ERROR))
@@ -168,7 +169,8 @@ def main() -> None:
         f"{'waiters':>8} {'events':>7} {'arrival':>7}  {'mechanism':<13} {'CPU s':>6} "
         f"{'µs/event':>8} {'finished':>8} {'failed':>6}  late waiter sees the end"
     )
-    for n in (100, 1000):
+    targets = Targets()  # ours: every waiter finishes, none is failed, a late one sees the end
+    for n in quick((100, 1000), (100,)):
         feed = events(n, updates=3)
         for paced in (True, False):
             for label, run in (("informer", via_informer), ("shared stream", via_shared_stream)):
@@ -178,6 +180,12 @@ def main() -> None:
                     f"{r['cpu']:>6.2f} {r['cpu'] / len(feed) * 1e6:>8.0f} {r['done']:>8} "
                     f"{r['failed']:>6}  {'yes' if r['late_seen'] else 'NO'}"
                 )
+                if label == "informer":
+                    what = f"informer, {n} waiters, {'paced' if paced else 'burst'}"
+                    targets.at_least(f"{what}: waiters finished", r["done"], n)
+                    targets.at_most(f"{what}: waiters failed", r["failed"], 0)
+                    targets.at_least(f"{what}: a late waiter sees the end", r["late_seen"], 1)
+    targets.exit()
 
 
 if __name__ == "__main__":

@@ -195,6 +195,8 @@ def test_rejected_in_the_pods_and_the_jobset_deleted(bad_run: Run, task_id: str)
 
 
 def test_no_cluster_object_is_left(bad_run: Run, k8s_emulator: Emulator):
+    # ...and no noise about the links a task that never made a JobSet has none of
+    assert "XCom not found" not in bad_run.proc.stdout
     assert bad_run.left == []
     assert k8s_emulator.pods() == []
 

@@ -79,8 +79,14 @@ class StoredLink(BaseOperatorLink):
     empty outside GKE."""
 
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
+        """Airflow asks at the end of every try. The process that ran ``execute()`` knows what
+        it stored (nothing, when the task failed before a JobSet existed: reading would log
+        "XCom not found"); a resumed deferred task reads what the first leg stored."""
         from airflow.sdk.execution_time.xcom import XCom
 
+        known: dict[str, str] | None = getattr(operator, "stored_links", None)
+        if known is not None:
+            return known.get(self.xcom_key, "")
         return XCom.get_value(ti_key=ti_key, key=self.xcom_key) or ""
 
 

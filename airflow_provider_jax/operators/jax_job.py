@@ -337,6 +337,7 @@ class JaxJobOperator(
         return get_backend(self.resolved_backend, job_settings(self, context))
 
     def execute(self, context: Context) -> Any:
+        self.stored_links = {}  # none yet: see StoredLink.get_link
         try:
             manifest = self.build_manifest(context)
         except (ValueError, TypeError) as err:

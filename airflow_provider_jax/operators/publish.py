@@ -33,6 +33,8 @@ class OutcomePublisher:
     checkpoint_asset: Asset | None
     operator_extra_links: Any
     log: Any
+    # The links this process stored, by XCom key: set when execute() starts (see StoredLink).
+    stored_links: dict[str, str] | None = None
 
     def _announce(self, context: Context, started: Started) -> None:
         """XCom the JobSet's name and namespace, and its links, before waiting on it. Every
@@ -43,7 +45,12 @@ class OutcomePublisher:
         ti.xcom_push(key=JOBSET_NAMESPACE_XCOM_KEY, value=started.namespace)
         declared = {link.xcom_key: "" for link in self.operator_extra_links}
         for key, url in {**declared, **started.links}.items():
-            ti.xcom_push(key=key, value=url)
+            self._push_link(context, key, url)
+
+    def _push_link(self, context: Context, key: str, url: str) -> None:
+        context["ti"].xcom_push(key=key, value=url)
+        if self.stored_links is not None:
+            self.stored_links[key] = url
 
     def _publish(self, context: Context, outcome: Outcome) -> Any:
         """The leader's return value is the XCom; its last report, the step it resumed from
@@ -78,7 +85,7 @@ class OutcomePublisher:
             )
             return
         if url:
-            context["ti"].xcom_push(key=TensorBoardLink().xcom_key, value=url)
+            self._push_link(context, TensorBoardLink().xcom_key, url)
 
     def _publish_goodput(self, context: Context, ledger: dict[str, Any]) -> None:
         self.log.info("%s: %s", self.task_id, summary_line(ledger))

@@ -1,12 +1,13 @@
 """The kubernetes backend end to end: real Airflow (``airflow dags test``, triggers run inline)
-against the Kubernetes API emulator, through the provider's own hooks and connection."""
+against the Kubernetes API emulator, through the provider's own hooks and connection: scripted
+pods, API faults, a worker killed mid-wait. A job's plain life with real JAX pods, and a
+kill that deletes the slice, are the real control plane's (``tests/real_cluster``)."""
 
 from __future__ import annotations
 
 import json
 import math
 import os
-import re
 import signal
 import sqlite3
 import subprocess
@@ -16,11 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.airflow_home import AIRFLOW, AirflowHome
+from tests.support.airflow_home import AirflowHome
 from tests.support.dag_runs import DAGS, Run, env, run_dag
-from tests.support.jobset_schema import REPO
 from tests.support.jobsets import fail_host, run_forever, succeed
-from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript, ProcessRunner
+from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
 
 DAG_FILE = DAGS / "kubernetes_dags.py"
 
@@ -106,36 +106,6 @@ def test_nothing_is_left_behind(e2e: Run, k8s_emulator: Emulator):
     assert all(m["metadata"]["labels"]["app.kubernetes.io/managed-by"] for m in e2e.submitted)
 
 
-def test_the_quickstart_trains_for_real_through_kubernetes(
-    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path
-):
-    """The quickstart DAG, unchanged, on the kubernetes backend: its two pods run as real JAX
-    processes (a sharded batch, an all-reduce every step) and the leader's result comes back
-    through its termination message to the downstream task. (Blocking mode shares every step
-    but the wait, which the scripted runs cover.)"""
-    dags = REPO / "dags"
-    k8s.runner = ProcessRunner(pythonpath=[str(dags)])  # the image would hold the module
-    run = run_dag(
-        airflow_home,
-        k8s,
-        tmp_path,
-        "quickstart",
-        "2026-01-01",  # on or after its start_date
-        dags=dags,
-        AIRFLOW__JAX__DEFAULT_BACKEND="kubernetes",
-        AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE="True",
-    )
-    assert run.states.get("train", (None,))[0] == "success", run.proc.stdout[-6000:]
-    # Streamed from the leader's pod log, timed by the kubelet's stamps.
-    assert re.search(r"\[0/0\] step 60/60 \(100%\) · [\d.]+ steps/s: loss=", run.proc.stdout)
-    banner = re.search(
-        r"QUICKSTART RESULT: loss=(\S+) at step 60 \(2 processes, 8 devices\)", run.proc.stdout
-    )
-    assert banner, run.proc.stdout[-6000:]
-    assert float(banner[1]) < 0.1
-    assert len(run.submitted) == 1 and run.left == []
-
-
 def test_api_faults_at_20_percent_fail_no_task(
     k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path
 ):
@@ -152,28 +122,6 @@ def test_api_faults_at_20_percent_fail_no_task(
     assert run.created_for("deferred") == run.created_for("blocking") == 1
     faults = [r for r in k8s.requests if r.status != "ok"]
     assert len(faults) >= 3, f"{len(faults)} faults in {len(k8s.requests)} requests"
-
-
-def test_kill_while_blocking_deletes_the_jobset(
-    k8s: Emulator, airflow_home: AirflowHome, tmp_path: Path
-):
-    k8s.script(run_forever)
-    proc = subprocess.Popen(
-        [*AIRFLOW, "dags", "test", "jax_k8s_one", "2024-01-01"],
-        env=env(airflow_home, k8s, tmp_path, JAX_TEST_DEFERRABLE="0"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        k8s.wait_for(lambda: k8s.running_pods() == 2, 120, "the slice to run")
-        proc.send_signal(signal.SIGTERM)  # what the supervisor sends a task it kills
-        k8s.wait_for(lambda: not k8s.jobsets(), 5, "the JobSet to be deleted")
-        assert k8s.running_pods() == 0
-        assert k8s.controller.deletions[0][1] == "Foreground"
-    finally:
-        proc.kill()
-        proc.communicate()
 
 
 def test_a_retry_after_a_worker_crash_reattaches(

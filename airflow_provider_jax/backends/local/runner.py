@@ -12,6 +12,7 @@ catches SIGTERM, so a grace period would only be a delay.
 from __future__ import annotations
 
 import queue
+import re
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -47,6 +48,9 @@ LOG_TAIL_LINES = 40
 _TICK_S = 0.05
 
 
+# Gloo (JAX's CPU collectives, which stand in for the chips' interconnect here) reports each
+# connection at start-up: a line per rank and peer group that says nothing is wrong.
+GLOO_CONNECTED = re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks")
 LOCAL_NOTICE = (
     "(log output stops here in the task log; a failure still shows each process's last lines)"
 )
@@ -225,7 +229,8 @@ class _Attempt:
                 report = parse_report(line) if stream == "stdout" else None
                 if report is None:
                     self.tails[plan.name].append(line)
-                    shown = self.jobset.budget.take(plan.tag, line) if self.shows(plan) else None
+                    shows = self.shows(plan) and not GLOO_CONNECTED.match(line)
+                    shown = self.jobset.budget.take(plan.tag, line) if shows else None
                     if shown is not None:
                         log.info("%s %s", plan.tag, shown)
                     if plan is self.leader and (step := parse_resumed(line)) is not None:

@@ -1,0 +1,71 @@
+"""Every shell block in docs/ and the README runs as written, in a fresh shell: no variable
+from the test's environment, the repository root as the working directory. The blocks that
+need a GKE project (``kubectl``, ``gcloud``) are listed by what they call, so a new block is
+either run here or shows up in that list. ``make test`` is this run itself; ``make demo`` is
+run, with what it must print, by ``tests/dags/test_quickstart.py``."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+
+import pytest
+
+from tests.test_docs import PAGES, REPO
+
+SHELL = ("bash", "sh", "shell")
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
+NEEDS_GKE = re.compile(r"^\s*(kubectl|gcloud)\b", re.M)
+THIS_RUN = re.compile(r"^make (test|demo)\b.*$", re.M)  # this run; tests/dags/test_quickstart
+FRESH_ENV = {"PATH": "/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME": os.environ["HOME"]}
+
+
+def blocks() -> dict[str, list[str]]:
+    """Each distinct shell block (without ``make test``) -> the pages that show it."""
+    found: dict[str, list[str]] = {}
+    for page in PAGES:
+        for n, (lang, code) in enumerate(FENCE.findall(page.read_text())):
+            if lang in SHELL:
+                code = THIS_RUN.sub("", code).strip()
+                found.setdefault(code, []).append(f"{page.relative_to(REPO)}#{n}")
+    return found
+
+
+BLOCKS = blocks()
+RUNNABLE = {code: where for code, where in BLOCKS.items() if code and not NEEDS_GKE.search(code)}
+
+
+def test_make_dags_test_runs_the_named_dag_as_make_demo_runs_the_quickstart():
+    """The docs name it with a placeholder; ``make demo`` is the same script, run for real."""
+    shown = subprocess.run(
+        ["make", "-n", "dags-test", "DAG=multislice_tpu"],
+        cwd=REPO,
+        env=FRESH_ENV,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "bash scripts/demo.sh multislice_tpu" in shown, shown
+
+
+def test_the_blocks_that_need_gke_are_only_kubectl_and_gcloud():
+    """Those blocks need a GKE project; every other one runs below."""
+    gke = [where for code, where in BLOCKS.items() if NEEDS_GKE.search(code)]
+    assert len(gke) == 3, gke  # gke-prerequisites.md: JobSet, a node pool, a bucket binding
+    assert len(RUNNABLE) >= 2, RUNNABLE
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("code", RUNNABLE, ids=lambda code: RUNNABLE[code][0])
+def test_a_documented_command_runs_as_written_in_a_fresh_shell(code: str):
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", code],
+        cwd=REPO,
+        env=FRESH_ENV,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-5000:]
