@@ -37,20 +37,21 @@ RESOURCE_KINDS = ("limits", "requests")
 
 def dns1123_label(argument: str, value: object) -> str:
     """A namespace (or any DNS-1123 label): at most 63 lowercase letters, digits and '-'."""
-    if not isinstance(value, str) or len(value) > 63 or not _DNS1123_LABEL.match(value):
-        raise ValueError(
-            f"{argument} must be a DNS-1123 label (at most 63 lowercase letters, digits and "
-            f"'-', starting and ending with a letter or digit), got {value!r}."
-        )
-    return value
+    return _dns_name(argument, value, _DNS1123_LABEL, 63, "label", " and '-'")
 
 
 def dns1123_subdomain(argument: str, value: object) -> str:
     """An object name such as a service account or PriorityClass: at most 253 characters."""
-    if not isinstance(value, str) or len(value) > 253 or not _DNS1123_SUBDOMAIN.match(value):
+    return _dns_name(argument, value, _DNS1123_SUBDOMAIN, 253, "subdomain", ", '-' and '.'")
+
+
+def _dns_name(
+    argument: str, value: object, pattern: re.Pattern[str], limit: int, kind: str, marks: str
+) -> str:
+    if not isinstance(value, str) or len(value) > limit or not pattern.match(value):
         raise ValueError(
-            f"{argument} must be a DNS-1123 subdomain (at most 253 lowercase letters, digits, "
-            f"'-' and '.', starting and ending with a letter or digit), got {value!r}."
+            f"{argument} must be a DNS-1123 {kind} (at most {limit} lowercase letters, "
+            f"digits{marks}, starting and ending with a letter or digit), got {value!r}."
         )
     return value
 
