@@ -6,19 +6,17 @@ run, with what it must print, by ``tests/dags/test_quickstart.py``."""
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
 
 import pytest
 
+from tests.support.fresh_shell import fresh_shell
 from tests.test_docs import PAGES, REPO
 
 SHELL = ("bash", "sh", "shell")
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 NEEDS_GKE = re.compile(r"^\s*(kubectl|gcloud)\b", re.M)
 THIS_RUN = re.compile(r"^make (test|demo)\b.*$", re.M)  # this run; tests/dags/test_quickstart
-FRESH_ENV = {"PATH": "/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME": os.environ["HOME"]}
 
 
 def blocks() -> dict[str, list[str]]:
@@ -38,14 +36,8 @@ RUNNABLE = {code: where for code, where in BLOCKS.items() if code and not NEEDS_
 
 def test_make_dags_test_runs_the_named_dag_as_make_demo_runs_the_quickstart():
     """The docs name it with a placeholder; ``make demo`` is the same script, run for real."""
-    shown = subprocess.run(
-        ["make", "-n", "dags-test", "DAG=multislice_tpu"],
-        cwd=REPO,
-        env=FRESH_ENV,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    status, shown = fresh_shell("make -n dags-test DAG=multislice_tpu")
+    assert status == 0, shown
     assert "bash scripts/demo.sh multislice_tpu" in shown, shown
 
 
@@ -59,13 +51,5 @@ def test_the_blocks_that_need_gke_are_only_kubectl_and_gcloud():
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("code", RUNNABLE, ids=lambda code: RUNNABLE[code][0])
 def test_a_documented_command_runs_as_written_in_a_fresh_shell(code: str):
-    done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", code],
-        cwd=REPO,
-        env=FRESH_ENV,
-        capture_output=True,
-        text=True,
-        timeout=540,
-    )
-    out = done.stdout + done.stderr
-    assert done.returncode == 0, out[-5000:]
+    status, out = fresh_shell(code)
+    assert status == 0, out[-5000:]

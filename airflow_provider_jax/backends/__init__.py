@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from airflow_provider_jax.arguments import one_of
 from airflow_provider_jax.triggers.watch.options import WatchOptions
 
 if TYPE_CHECKING:
@@ -158,15 +159,13 @@ def resolve_backend(name: str | None) -> str:
         from airflow.sdk import conf
 
         name = conf.get("jax", "default_backend", fallback="kubernetes")
-        if name not in BACKENDS:
-            raise ValueError(f"[jax] default_backend must be one of {BACKENDS}, got {name!r}.")
+        one_of("[jax] default_backend", name, BACKENDS)
     return name
 
 
 def get_backend(name: str, settings: JobSettings) -> Backend:
     """The backend called ``name``, imported now (a task runs), never at DAG parse."""
-    if name not in BACKENDS:
-        raise ValueError(f"backend must be one of {BACKENDS}, got {name!r}.")
+    one_of("backend", name, BACKENDS)
     module = importlib.import_module(_BACKEND_MODULES[name])
     return module.BACKEND(settings)
 

@@ -247,7 +247,8 @@ def no_cluster_configured(cluster: KubernetesCluster, err: Exception) -> str:
         "[jax] default_backend = local (AIRFLOW__JAX__DEFAULT_BACKEND=local). To run on GKE, "
         "give cluster_name with project_id and location (and gcp_conn_id), or point the "
         f"{cluster.conn_id or 'kubernetes_default'!r} connection (kubernetes_conn_id) at a "
-        "cluster: in_cluster, or a kube_config. docs/local-backend.md and docs/gke-prerequisites.md say more."
+        "cluster: in_cluster, or a kube_config. docs/local-backend.md and "
+        "docs/gke-prerequisites.md say more."
     )
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_jax.arguments import positive_seconds
+from airflow_provider_jax.arguments import one_of, positive_seconds
 from airflow_provider_jax.jobset.accelerators import Accelerator
 
 ON_DEMAND, SPOT, RESERVATION, FLEX_START = "on-demand", "spot", "reservation", "flex-start"
@@ -181,8 +181,7 @@ def queue_timeout_seconds(
 ) -> float | None:
     """``queue_timeout`` as seconds, or a ValueError: it must be positive, and waiting for
     Kueue's admission needs a Kueue queue."""
-    if until not in QUEUE_UNTIL:
-        raise ValueError(f"queue_timeout_until must be one of {QUEUE_UNTIL}, got {until!r}.")
+    one_of("queue_timeout_until", until, QUEUE_UNTIL)
     if until == "admitted" and not queue_name:
         raise ValueError("queue_timeout_until='admitted' waits for Kueue: set queue_name.")
     if timeout is None:

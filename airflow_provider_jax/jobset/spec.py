@@ -122,6 +122,7 @@ class JaxJobSpec:
             raise ValueError(
                 f"every command argument must be a string, got {list(self.command)!r}."
             )
+        env_bytes = 0
         for key, value in self.env.items():
             if not isinstance(key, str) or not _ENV_NAME.match(key):
                 raise ValueError(f"env name {key!r} is not a valid environment variable name.")
@@ -129,15 +130,17 @@ class JaxJobSpec:
                 raise ValueError(
                     f"env value for {key!r} must be a string, got {type(value).__name__} {value!r}."
                 )
-            if len(f"{key}={value}".encode()) > MAX_ENV_STRING:
+            size = len(f"{key}={value}".encode())
+            env_bytes += size
+            if size > MAX_ENV_STRING:
                 raise ValueError(
                     f"env value for {key!r} is {len(value.encode())} bytes; a process's "
                     f"environment holds at most {MAX_ENV_STRING} bytes per variable (Linux's "
                     "MAX_ARG_STRLEN). Put large data in output_dir or GCS and pass its path."
                 )
-        if (total := sum(len(f"{k}={v}".encode()) for k, v in self.env.items())) > MAX_ENV_TOTAL:
+        if env_bytes > MAX_ENV_TOTAL:
             raise ValueError(
-                f"env and the function's arguments come to {total} bytes of environment; a "
+                f"env and the function's arguments come to {env_bytes} bytes of environment; a "
                 f"process can be given at most {MAX_ENV_TOTAL} here (Linux's ARG_MAX is 2 MiB "
                 "for argv and env together, and the JobSet must stay under the API server's "
                 "object limit). Put large data in output_dir or GCS and pass its path."

@@ -27,9 +27,7 @@ def as_mapping(
     return dict(value)
 
 
-def as_list(
-    argument: str, value: Any, item: type | tuple[type, ...], *, templated: bool = False
-) -> Any:
+def as_list(argument: str, value: Any, item: type, *, templated: bool = False) -> Any:
     """``value`` as a list whose items are ``item``; a string is not a list of strings."""
     if value is None:
         return []
@@ -45,7 +43,6 @@ def as_list(
     items = list(value)
     for i, entry in enumerate(items):
         if not isinstance(entry, item) or (isinstance(entry, bool) and item is int):
-            raise TypeError(
-                f"{argument}[{i}] must be of type {item.__name__}, got {type(entry).__name__} {entry!r}."
-            )
+            got = f"{type(entry).__name__} {entry!r}"
+            raise TypeError(f"{argument}[{i}] must be of type {item.__name__}, got {got}.")
     return items

@@ -50,7 +50,6 @@ def check_storage_path(argument: str, value: object) -> str:
         if (
             not _BUCKET.match(bucket)
             or any(not 0 < len(part) <= 63 for part in parts)
-            or (len(parts) == 1 and len(bucket) > 63)
             or bucket.startswith("goog")
             or "google" in bucket
         ):

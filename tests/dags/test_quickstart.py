@@ -6,21 +6,17 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
-import subprocess
 
 import pytest
 
+from tests.support.fresh_shell import fresh_shell
 from tests.support.jobset_schema import REPO
-from tests.test_docs_commands import FRESH_ENV
 
 
 @pytest.mark.timeout(600)
 def test_make_demo_trains_across_two_processes():
-    done = subprocess.run(
-        ["bash", "-c", "make demo"], cwd=REPO, env=FRESH_ENV, capture_output=True, text=True
-    )
-    out = done.stdout + done.stderr
-    assert done.returncode == 0, out[-6000:]
+    status, out = fresh_shell("make demo")
+    assert status == 0, out[-6000:]
 
     # A newcomer reads [error] and [warning] lines as something to fix: there are none.
     noise = [line for line in out.splitlines() if re.search(r"\[(error|warning)\s*\]", line)]

@@ -78,8 +78,8 @@ class LocalJobSet:
         self.log = log
         self.pythonpath = list(pythonpath)
         self.timeout_s = timeout_s  # what is left of the try's execution_timeout
-        # As configured; the try has used (execution_timeout_s - timeout_s) before this run.
-        self.execution_timeout_s = execution_timeout_s if execution_timeout_s else timeout_s
+        # As configured; the try had used (execution_timeout_s - timeout_s) before this run.
+        self.execution_timeout_s = execution_timeout_s or timeout_s
         self.watch = watch or WatchOptions()
         # As in the triggerer: bounded per process per try, across restarts.
         self.budget = LineBudget(self.watch.log_lines, LOCAL_NOTICE)
@@ -125,11 +125,12 @@ class LocalJobSet:
     def timed_out(self) -> str:
         """The message for a run past its deadline: the configured value and the time used
         (the try's, from its start, so the two can be compared)."""
-        assert self._deadline is not None and self.timeout_s is not None
-        configured = self.execution_timeout_s or self.timeout_s
-        used = configured - self.timeout_s + time.monotonic() - (self._deadline - self.timeout_s)
+        assert self._deadline is not None and self.execution_timeout_s is not None
+        overrun = time.monotonic() - self._deadline  # past the end of the time left
+        used = self.execution_timeout_s + overrun
         return (
-            f"JAX job {self.name} ran past its execution_timeout of {configured:.4g} s "
+            f"JAX job {self.name} ran past its execution_timeout of "
+            f"{self.execution_timeout_s:.4g} s "
             f"({used:.1f} s used by this try); all its processes were stopped."
         )
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from airflow_provider_jax.arguments import positive_seconds
+from airflow_provider_jax.arguments import one_of, positive_seconds
 from airflow_provider_jax.reporting.host_logs import STREAM_LEADER, STREAM_LOGS
 
 # The fields every JobSetTrigger row has carried since 0.1; the others are written only when
@@ -41,8 +41,7 @@ class WatchOptions:
     def __post_init__(self) -> None:
         positive_seconds("poll_interval", self.poll_interval)
         positive_seconds("retry_budget", self.retry_budget)
-        if self.stream_logs not in STREAM_LOGS:
-            raise ValueError(f"stream_logs must be one of {STREAM_LOGS}, got {self.stream_logs!r}.")
+        one_of("stream_logs", self.stream_logs, STREAM_LOGS)
 
     @classmethod
     def of_task(cls, task_id: str, **options: Any) -> WatchOptions:

@@ -87,7 +87,7 @@ class PodLogs:
     ) -> None:
         self.hook, self.name, self.namespace = hook, name, namespace
         self.every_host = hosts == STREAM_ALL
-        self.max_lines = self.reports_left = max_lines
+        self.reports_left = max_lines
         self.log = log
         self.on_line = on_line
         self.progress = Progress()
