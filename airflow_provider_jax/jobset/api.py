@@ -18,10 +18,13 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+REPLICAS_LABEL = "jobset.sigs.k8s.io/replicatedjob-replicas"
+COORDINATOR_LABEL = "jobset.sigs.k8s.io/coordinator"  # from spec.coordinator (Pathways)
 EXCLUSIVE_TOPOLOGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 # Set by the Job controller on an Indexed Job's pods.
 COMPLETION_INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
 # Kueue: the queue a JobSet asks for; the job uid it labels each Workload with.
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 KUEUE_JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"

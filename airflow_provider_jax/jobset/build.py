@@ -7,7 +7,6 @@ JAX process id in a tiny ``sh`` prelude, because Kubernetes cannot do arithmetic
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,7 +18,6 @@ from airflow_provider_jax.jobset.api import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
     NODEPOOL_LABEL,
-    TERMINATION_MESSAGE_PATH,
 )
 from airflow_provider_jax.jobset.capacity import placement_annotations
 from airflow_provider_jax.jobset.coordination import (
@@ -29,48 +27,27 @@ from airflow_provider_jax.jobset.coordination import (
 )
 from airflow_provider_jax.jobset.failure_policy import CODE_ERROR_RULE, pod_failure_policy
 from airflow_provider_jax.jobset.gpu_direct import decorations
-from airflow_provider_jax.jobset.pod_override import merge_override
-from airflow_provider_jax.jobset.secret_refs import render_env, secret_mounts, secret_volumes
+from airflow_provider_jax.jobset.pathways_build import build_pathways_jobset
+from airflow_provider_jax.jobset.program import DEADLINE_RULE, app_container, apply_override
+from airflow_provider_jax.jobset.secret_refs import secret_volumes
 from airflow_provider_jax.jobset.spec import JaxJobSpec
-
-# A child Job past activeDeadlineSeconds fails the JobSet outright: no restart.
-DEADLINE_RULE = {
-    "name": "FailAtDeadline",
-    "action": "FailJobSet",
-    "onJobFailureReasons": ["DeadlineExceeded"],
-}
 
 
 def _container(spec: JaxJobSpec, gpu_direct: Mapping[str, Any] | None) -> dict[str, Any]:
     acc = spec.accelerator
     requests = {acc.resource_name: str(acc.chips_per_host), **spec.resources.get("requests", {})}
     limits = {acc.resource_name: str(acc.chips_per_host), **spec.resources.get("limits", {})}
-    secret_env, env_from = render_env(spec.secrets)
     coordination = spec.coordination
-    container: dict[str, Any] = {
-        "name": CONTAINER_NAME,
-        "image": spec.image,
-        "command": ["/bin/sh", "-c", PROCESS_ID_PRELUDE, PRELUDE_ARGV0, *spec.command],
-        "env": coordination_env(coordination)
-        + [{"name": k, "value": v} for k, v in spec.env.items()]
-        + secret_env,
-        "resources": {"requests": requests, "limits": limits},
-        "ports": [{"name": "jax-coord", "containerPort": coordination.port}],
-        "terminationMessagePath": TERMINATION_MESSAGE_PATH,
-        "terminationMessagePolicy": "FallbackToLogsOnError",
-    }
-    if spec.image_pull_policy:
-        container["imagePullPolicy"] = spec.image_pull_policy
-    if spec.security_context:
-        container["securityContext"] = copy.deepcopy(dict(spec.security_context))
-    if env_from:
-        container["envFrom"] = env_from
-    mounts = [dict(m) for m in spec.volume_mounts] + secret_mounts(spec.secrets)
+    container = app_container(
+        spec,
+        ["/bin/sh", "-c", PROCESS_ID_PRELUDE, PRELUDE_ARGV0, *spec.command],
+        coordination_env(coordination),
+        {"requests": requests, "limits": limits},
+        [{"name": "jax-coord", "containerPort": coordination.port}],
+    )
     if gpu_direct:
         container["env"] += gpu_direct["env"]
-        mounts += gpu_direct["volume_mounts"]
-    if mounts:
-        container["volumeMounts"] = mounts
+        container["volumeMounts"] = container.get("volumeMounts", []) + gpu_direct["volume_mounts"]
     return container
 
 
@@ -117,18 +94,13 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
     template = {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec}
     if annotations:
         template["metadata"]["annotations"] = annotations
-    if spec.pod_template_override:
-        overrides = (spec.pod_template_override.get("spec") or {}).get("containers") or []
-        if any(c.get("name") == CONTAINER_NAME and "securityContext" in c for c in overrides):
-            # Replaced, not merged: privileged=true beside our allowPrivilegeEscalation=false
-            # is a pod the API server rejects.
-            template["spec"]["containers"][0].pop("securityContext", None)
-        template = merge_override(template, spec.pod_template_override)
-    return template
+    return apply_override(template, spec)
 
 
 def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
     """Render the JobSet manifest for ``spec``."""
+    if spec.pathways is not None:
+        return build_pathways_jobset(spec)
     acc = spec.accelerator
     # Always ours: the trigger's shared watch selects on this label, so a JobSet without it
     # would never be seen finishing.

@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow_provider_jax.arguments import one_of, positive_seconds
 from airflow_provider_jax.jobset.accelerators import Accelerator
+from airflow_provider_jax.jobset.api import HOSTNAME_LABEL
 
 ON_DEMAND, SPOT, RESERVATION, FLEX_START = "on-demand", "spot", "reservation", "flex-start"
 CAPACITIES = (ON_DEMAND, SPOT, f"{RESERVATION}:<name>", FLEX_START)
@@ -37,7 +38,7 @@ TOPOLOGY_LEVELS = {
     "block": "cloud.google.com/gce-topology-block",
     "subblock": "cloud.google.com/gce-topology-subblock",
     "host": "cloud.google.com/gce-topology-host",
-    "node": "kubernetes.io/hostname",
+    "node": HOSTNAME_LABEL,
 }
 # A3 High with fewer than 8 GPUs comes only as Spot or flex-start VMs: it cannot be reserved.
 SPOT_OR_FLEX_ONLY = frozenset({"a3-highgpu-1g", "a3-highgpu-2g", "a3-highgpu-4g"})

@@ -29,6 +29,7 @@ from airflow_provider_jax.jobset.coordination import (
 )
 from airflow_provider_jax.jobset.failure_policy import DEFAULT_MAX_RESTARTS, check_exit_codes
 from airflow_provider_jax.jobset.names import check_name, rjob_name
+from airflow_provider_jax.jobset.pathways import Pathways
 from airflow_provider_jax.jobset.secret_refs import SecretRef, env_names
 
 # GKE's largest clusters: 65,000 nodes (https://cloud.google.com/kubernetes-engine/quotas).
@@ -93,6 +94,7 @@ class JaxJobSpec:
     gpu_networks: Sequence[str] = ()
     secrets: Sequence[SecretRef] = ()
     security_context: Mapping[str, Any] = field(default_factory=lambda: SAFE_SECURITY_CONTEXT)
+    pathways: Pathways | None = None  # single controller (pathways.py); None: one per host
     # Made at parse, before Jinja runs: a value that is still a template is checked once
     # rendered, when the task builds its spec again.
     unrendered: bool = field(default=False, compare=False)
@@ -172,7 +174,9 @@ class JaxJobSpec:
                 f"gpu_networking must be 'auto' or 'none', got {self.gpu_networking!r}."
             )
         check_multislice(self.accelerator, self.num_slices)
-        check_name(self.name, self.accelerator, self.num_slices)
+        if self.pathways is not None:
+            self.pathways.check(self.accelerator, self.num_slices)
+        check_name(self.name, self.accelerator, self.num_slices, self.pathways is not None)
         _ = self.capacity_fields  # raises when the capacity cannot work
         placement_annotations(self.placement, self.accelerator, self.num_slices, self.queue_name)
 

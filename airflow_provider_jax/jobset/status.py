@@ -17,10 +17,12 @@ from airflow_provider_jax.jobset.api import (
     JOB_INDEX_LABEL,
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    REPLICATED_JOB_LABEL,
     RESTART_ATTEMPT_LABEL,
     TRY_NUMBER_LABEL,
 )
 from airflow_provider_jax.jobset.failure_policy import DISRUPTION_TARGET
+from airflow_provider_jax.jobset.pathways import HEAD
 from airflow_provider_jax.reporting.failures import ProcessFailure, culprit_rank
 from airflow_provider_jax.runtime.exits import DISRUPTION
 from airflow_provider_jax.runtime.messages import host_tag
@@ -201,9 +203,11 @@ def latest_attempt(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]
 
 
 def leader_pod(pods: Iterable[Mapping[str, Any]]) -> Mapping[str, Any] | None:
-    """Process 0: job-index 0, completion index 0, of the latest restart attempt."""
+    """Process 0: job-index 0, completion index 0, of the latest restart attempt; under
+    Pathways, the head (its workers run no program of ours)."""
     current = latest_attempt(pods)
-    return next((p for p in current if position(p) == (0, 0)), None)
+    heads = [p for p in current if _meta(p, "labels").get(REPLICATED_JOB_LABEL) == HEAD]
+    return next((p for p in heads or current if position(p) == (0, 0)), None)
 
 
 def container_status(

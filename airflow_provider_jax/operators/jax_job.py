@@ -3,8 +3,7 @@ leader's result."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator, conf
@@ -17,7 +16,6 @@ from airflow_provider_jax.backends import (
     get_backend,
     resolve_backend,
 )
-from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.jobset.accelerators import Accelerator
 from airflow_provider_jax.jobset.capacity import Capacity, queue_timeout_seconds
 from airflow_provider_jax.jobset.failure_policy import DEFAULT_MAX_RESTARTS
@@ -48,6 +46,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Asset, Context
 
     from airflow_provider_jax.backends import Backend
+    from airflow_provider_jax.jobset.pathways import Pathways
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
 
 
@@ -73,7 +72,9 @@ class JaxJobOperator(
     :param checkpoint_asset: an ``Asset`` that gets an event when the task succeeds, with the
         newest finalized step of ``<output_dir>/checkpoints``, the leader's last report and the
         JobSet's name in its ``extra``; no event when there is no finalized step.
-    :param initialize_distributed: call ``jax.distributed.initialize()`` before the entrypoint.
+    :param initialize_distributed: call ``jax.distributed.initialize()`` first (not under Pathways).
+    :param pathways: TPU only: run under Pathways, one process driving every chip of every
+        slice: ``True`` or ``Pathways(...)`` (``docs/pathways.md``).
     :param pip_packages: packages to ``pip install`` in each process before the call.
     :param python: the interpreter in the image.
     :param name: the JobSet's name (default: derived from the task instance). (templated)
@@ -188,7 +189,8 @@ class JaxJobOperator(
         env: Mapping[str, str] | None = None,
         output_dir: str | None = None,
         checkpoint_asset: Asset | None = None,
-        initialize_distributed: bool = True,
+        initialize_distributed: bool | None = None,
+        pathways: bool | Pathways = False,
         pip_packages: Sequence[str] = (),
         python: str = "python3",
         name: str | None = None,
@@ -258,7 +260,7 @@ class JaxJobOperator(
         self.env = as_mapping("env", env, templated=True)
         self.output_dir = output_dir
         self.checkpoint_asset = checkpoint_asset
-        self.initialize_distributed = initialize_distributed
+        self.set_controller(pathways, initialize_distributed)
         self.pip_packages, dropped = split_pip_packages(as_list("pip_packages", pip_packages, str))
         if dropped:
             self.log.warning(
@@ -360,21 +362,6 @@ class JaxJobOperator(
             outcome = backend.wait(started)
         self._running = None
         return self._publish(context, outcome)
-
-    @contextlib.contextmanager
-    def _failures(self, context: Context) -> Iterator[None]:
-        """A failed run still tells its goodput; and a bug is a bug on every try: with
-        ``retry_on_code_error=False`` it fails the task."""
-        try:
-            yield
-        except JaxJobFailed as err:
-            if err.goodput is not None:
-                self._publish_goodput(context, err.goodput)
-            if not isinstance(err, JaxCodeError):
-                raise
-            if self.retry_on_code_error or isinstance(err, AirflowFailException):
-                raise
-            raise JaxCodeErrorNoRetry(err.summary, err.failures) from err
 
     def execute_complete(
         self, context: Context, event: dict[str, Any], cluster: dict[str, Any] | None = None

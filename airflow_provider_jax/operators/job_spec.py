@@ -3,6 +3,7 @@ literal values), for a dry run, and for each try once templates are rendered."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from airflow_provider_jax.backends import cluster_deadline_seconds
 from airflow_provider_jax.jobset.api import MANAGED_BY, MANAGED_BY_LABEL
 from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.jobset.names import jobset_name
+from airflow_provider_jax.jobset.pathways import Pathways, check_scratch
 from airflow_provider_jax.jobset.pod_command import python_call
 from airflow_provider_jax.jobset.spec import JaxJobSpec
 from airflow_provider_jax.operators.argument_types import as_mapping
@@ -31,6 +33,21 @@ class JobSpecBuilder:
     output_dir: str | None
     image: str
     command: Sequence[str] | str | None
+    pathways: Pathways | None
+    resolved_backend: str
+
+    def set_controller(self, pathways: object, initialize_distributed: bool | None) -> None:
+        """``pathways=`` and ``initialize_distributed``: under Pathways one process drives
+        every chip, so there is no ``jax.distributed`` to join."""
+        self.pathways = Pathways.of(pathways)
+        if self.pathways is not None and initialize_distributed:
+            raise ValueError(
+                "initialize_distributed=True does not go with pathways=: under Pathways one "
+                "process drives every chip and joins no jax.distributed. Leave it unset."
+            )
+        if initialize_distributed is None:
+            initialize_distributed = self.pathways is None
+        self.initialize_distributed = initialize_distributed
 
     def _check_static_spec(self) -> None:
         if self.name is not None and not is_template(self.name):
@@ -81,11 +98,31 @@ class JobSpecBuilder:
             gpu_networks=self.gpu_networks,
             secrets=self.secrets,
             security_context=self.security_context,
+            pathways=self._pathways(rendered),
             unrendered=not rendered,
         )
         if rendered:  # the values are real now: none may be one Airflow masks
             refuse_masked_values(self.env, self._call_arguments(rendered))
         return spec
+
+    def _pathways(self, rendered: bool) -> Pathways | None:
+        """``pathways`` with its scratch location: as given, else under a ``gs://``
+        output_dir. Kubernetes needs one; the local backend runs no Pathways server."""
+        pathways, output_dir = self.pathways, self.output_dir
+        if pathways is None or pathways.scratch_location is not None:
+            return pathways
+        if output_dir is not None and not rendered and is_template(output_dir):
+            return pathways  # checked once rendered
+        if output_dir and output_dir.startswith("gs://"):
+            return dataclasses.replace(pathways, scratch_location=pathways.scratch(output_dir))
+        if self.resolved_backend == "kubernetes":
+            if output_dir is None:
+                raise ValueError(
+                    "pathways= on Kubernetes needs a gs:// scratch location: give a gs:// "
+                    "output_dir, or Pathways(scratch_location='gs://bucket/pathways')."
+                )
+            check_scratch(output_dir)  # raises: Pathways shares its scratch data through GCS
+        return pathways
 
     def _program(self, rendered: bool) -> tuple[Sequence[str], dict[str, str]]:
         """Command and env of the program. Before rendering, Jinja strings are still strings,
@@ -135,6 +172,7 @@ class JobSpecBuilder:
             ti.map_index if ti.map_index is not None else -1,
             self.accelerator,
             self.num_slices,
+            self.pathways is not None,
         )
 
     def build_manifest(self, context: Context) -> dict[str, Any]:
@@ -148,7 +186,13 @@ class JobSpecBuilder:
         """The manifest this task would submit, without touching a cluster."""
         dag_id = self.dag_id if self.has_dag() else "dry_run"
         name = self.name or jobset_name(
-            dag_id, self.task_id, "dry_run", -1, self.accelerator, self.num_slices
+            dag_id,
+            self.task_id,
+            "dry_run",
+            -1,
+            self.accelerator,
+            self.num_slices,
+            self.pathways is not None,
         )
         labels = airflow_labels(dag_id, self.task_id, "dry_run", -1, 0)
         manifest = build_jobset(self.build_spec(name=name, labels=labels, rendered=False))

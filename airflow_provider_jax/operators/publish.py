@@ -4,11 +4,14 @@ its extra links."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import conf
+from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.links.tensorboard import TensorBoardLink, tensorboard_url
 from airflow_provider_jax.operators.checkpoint_asset import announce_checkpoint
 from airflow_provider_jax.reporting.goodput import GOODPUT_XCOM_KEY, summary_line
@@ -33,8 +36,24 @@ class OutcomePublisher:
     checkpoint_asset: Asset | None
     operator_extra_links: Any
     log: Any
+    retry_on_code_error: bool
     # The links this process stored, by XCom key: set when execute() starts (see StoredLink).
     stored_links: dict[str, str] | None = None
+
+    @contextlib.contextmanager
+    def _failures(self, context: Context) -> Iterator[None]:
+        """A failed run still tells its goodput; and a bug is a bug on every try: with
+        ``retry_on_code_error=False`` it fails the task."""
+        try:
+            yield
+        except JaxJobFailed as err:
+            if err.goodput is not None:
+                self._publish_goodput(context, err.goodput)
+            if not isinstance(err, JaxCodeError):
+                raise
+            if self.retry_on_code_error or isinstance(err, AirflowFailException):
+                raise
+            raise JaxCodeErrorNoRetry(err.summary, err.failures) from err
 
     def _announce(self, context: Context, started: Started) -> None:
         """XCom the JobSet's name and namespace, and its links, before waiting on it. Every

@@ -30,3 +30,5 @@ COORDINATOR_IP_ENV = "JAX_COORDINATOR_IP"
 COORDINATOR_PORT_ENV = "JAX_COORDINATOR_PORT"
 NNODES_ENV = "NNODES"
 NODE_RANK_ENV = "NODE_RANK"
+# Set in a Pathways head: this process is the single controller (no jax.distributed).
+PATHWAYS_ENV = "AIRFLOW_JAX_PATHWAYS"

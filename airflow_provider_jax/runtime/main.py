@@ -25,6 +25,7 @@ from airflow_provider_jax.runtime.call import decode_call
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     NUM_PROCESSES_ENV,
+    PATHWAYS_ENV,
     PROCESS_ID_ENV,
 )
 from airflow_provider_jax.runtime.exits import (
@@ -55,7 +56,9 @@ def main() -> int:
         call = decode_call(os.environ)
         runtime.output_dir()  # refuses a path it could not write, before any work is done
         install_packages(call.get("pip_packages") or [])
-        if call.get("initialize", True):
+        if os.environ.get(PATHWAYS_ENV):
+            initialize_pathways()
+        elif call.get("initialize", True):
             distributed = initialize_distributed()
         function = load_function(call)
         runtime._total_steps = call.get("total_steps")
@@ -135,6 +138,19 @@ def initialize_distributed() -> Any:
         process_id=int(os.environ[PROCESS_ID_ENV]),
     )
     return jax.distributed
+
+
+def initialize_pathways() -> None:
+    """The single controller reaches every chip through the IFRT proxy (``JAX_PLATFORMS`` is
+    ``proxy``); ``pathwaysutils``, where the image has it, adds Pathways' checkpointing and
+    profiling. The local backend's emulation runs on CPU devices and needs neither."""
+    if os.environ.get("JAX_PLATFORMS") != "proxy":
+        return
+    try:
+        import pathwaysutils
+    except ImportError:
+        return  # the proxy env alone is enough for JAX
+    pathwaysutils.initialize()
 
 
 def load_function(call: dict[str, Any]) -> Callable[..., Any]:

@@ -44,6 +44,8 @@ def test_parameterised_run_takes_conf(airflow_home, tmp_path):
         ("multislice_tpu", r"2 slices, 16 devices: loss \d"),
         ("multinode_gpu", r"2 nodes, 16 GPUs: loss \d"),
         ("capacity_choices", r"train loss \d\.\d+; best sweep lr 0\.0\d"),
+        # the single controller: one process sees both slices' 32 chips
+        ("pathways_training", r"(?s)Pathways, emulated locally.*Pathways: 1 process, 32 devices"),
     ],
 )
 def test_example_runs_locally(airflow_home, tmp_path, dag_id, line):

@@ -7,9 +7,10 @@ import pytest
 from airflow_provider_jax.backends.local.pods import plan_pods
 from airflow_provider_jax.jobset.accelerators import parse_gpu, parse_tpu
 from airflow_provider_jax.jobset.api import EXCLUSIVE_TOPOLOGY_ANNOTATION, KUEUE_QUEUE_LABEL
-from airflow_provider_jax.jobset.build import build_jobset, merge_override
+from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.jobset.failure_policy import CODE_ERROR_RULE
 from airflow_provider_jax.jobset.names import jobset_name, max_name_length
+from airflow_provider_jax.jobset.pod_override import merge_override
 from airflow_provider_jax.jobset.spec import JaxJobSpec
 from airflow_provider_jax.operators.job_spec import airflow_labels
 from tests.jobset.test_accelerators import TPU_TABLE

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
 from airflow_provider_jax.backends.local.localize import free_ports, localize
+from airflow_provider_jax.backends.local.pathways import is_pathways, single_controller
 from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.backends.local.processes import PodProcess
 from airflow_provider_jax.backends.local.secret_files import check_runs_locally, secret_files
@@ -71,8 +72,12 @@ class LocalJobSet:
         watch: WatchOptions | None = None,
     ) -> None:
         self.secrets = secret_files(secrets_dir)
-        check_runs_locally(manifest, self.secrets)
         self.manifest = manifest
+        self.pods = manifest  # what runs: a Pathways job's single controller alone
+        if is_pathways(manifest):
+            self.pods, line = single_controller(manifest)
+            log.info("%s", line)
+        check_runs_locally(self.pods, self.secrets)
         self.name: str = manifest["metadata"]["name"]
         self.max_restarts: int = manifest["spec"].get("failurePolicy", {}).get("maxRestarts", 0)
         self.log = log
@@ -148,7 +153,7 @@ class _Attempt:
     def __init__(self, jobset: LocalJobSet, attempt: int) -> None:
         self.jobset = jobset
         coordinator_port, megascale_port = free_ports(2)
-        local = localize(jobset.manifest, coordinator_port, megascale_port)
+        local = localize(jobset.pods, coordinator_port, megascale_port)
         self.plans = plan_pods(local, restart_attempt=attempt, secrets=jobset.secrets)
         self.leader = next(p for p in self.plans if (p.slice_index, p.host_index) == (0, 0))
         self.lines: queue.SimpleQueue[tuple[PodPlan, str, str, float]] = queue.SimpleQueue()
