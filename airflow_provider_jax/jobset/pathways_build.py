@@ -9,8 +9,6 @@ TPU host). Where we differ from xpk, and why:
 - the head's main container is ours: the runtime bundle, secrets, the security context;
 - ``failurePolicy`` adds ``maxRestarts`` (xpk leaves 0, so only a worker pod's own restarts
   recover) and our rule that a bug in the head (its pod failure policy) fails at once;
-- a headless head's proxy and resource manager are plain containers without
-  ``restartPolicy``, which the API server refuses on non-init containers;
 - the pods get the task's service account, capacity and node selectors, so Workload Identity
   reaches the scratch bucket and Spot or reserved slices work as they do without Pathways.
 """
@@ -122,9 +120,10 @@ def _sidecars(spec: JaxJobSpec) -> list[dict[str, Any]]:
         "ports": _ports(RM_PORT, RM_SECOND_PORT),
         "resources": {"limits": {"cpu": "8", "memory": "32G"}},
     }
-    if not pw.headless:
-        for sidecar in (proxy, rm):
-            sidecar["restartPolicy"] = "Always"  # a sidecar: runs beside the main container
+    for container in (proxy, rm):
+        # A sidecar beside the user's program; headless, a main container restarted in place
+        # (Kubernetes' container restart rules: the API server accepts it from 1.35).
+        container["restartPolicy"] = "Always"
     return [proxy, rm]
 
 

@@ -70,9 +70,6 @@ def comparable(jobset: dict[str, Any]) -> dict[str, Any]:
     if "initContainers" in head_pod:  # the user container is ours; its Pathways env is xpk's
         user = head_pod.pop("containers")[0]
         head_pod["pathways_env"] = user["env"][:4]
-    else:
-        for container in head_pod["containers"]:  # headless: refused on plain containers
-            container.pop("restartPolicy", None)
     worker["template"]["metadata"].pop("labels", None)
     head["template"].pop("metadata", None)
     return out

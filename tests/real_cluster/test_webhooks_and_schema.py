@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from airflow_provider_jax import SecretRef
+from airflow_provider_jax import Pathways, SecretRef
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
 from tests.support.real_cluster.control_plane import ControlPlane
 
@@ -83,6 +83,22 @@ CASES = {
         restart_on_exit_codes=[42],
         execution_timeout=timedelta(hours=2),
         pod_template_override={"spec": {"dnsPolicy": "ClusterFirst"}},
+    ),
+    "pathways": lambda: tpu(
+        "pathways",
+        accelerator="tpu-v6e-16",
+        num_slices=2,
+        output_dir="gs://bucket/runs/1",
+        pathways=True,
+        execution_timeout=timedelta(hours=2),
+        service_account_name="trainer",
+    ),
+    "pathways-headless-elastic": lambda: tpu(
+        "headless",
+        accelerator="tpu-v5p-16",
+        num_slices=4,
+        pathways=Pathways("gs://bucket/scratch", headless=True, elastic_slices=2),
+        queue_name="tpu-queue",
     ),
 }
 IGNORED = {"uid", "resourceVersion", "creationTimestamp", "generation", "managedFields"}

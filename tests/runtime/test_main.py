@@ -23,7 +23,9 @@ from tests.support.jobset_schema import REPO
 PROGRAMS = "tests.support.programs"
 
 
-def run_call(tmp_path: Path, process_id: int = 0, **call: Any) -> tuple[int, str, dict]:
+def run_call(
+    tmp_path: Path, process_id: int = 0, extra_env: dict[str, str] | None = None, **call: Any
+) -> tuple[int, str, dict]:
     """Run one process of a call; its exit code, output and termination message."""
     argv, env = python_call(initialize=False, python=sys.executable, **call)
     termination = tmp_path / f"termination-{process_id}"
@@ -36,6 +38,7 @@ def run_call(tmp_path: Path, process_id: int = 0, **call: Any) -> tuple[int, str
             "JAX_PROCESS_ID": str(process_id),
             "PYTHONPATH": str(REPO),
             "TMPDIR": str(tmp_path),  # the bootstrap's zip and pip's target land here
+            **(extra_env or {}),
         },
         capture_output=True,
         text=True,
@@ -60,6 +63,22 @@ def test_entrypoint_result_and_last_report(tmp_path):
 def test_only_the_leader_sends_its_result(tmp_path):
     code, _, message = run_call(tmp_path, process_id=1, entrypoint=f"{PROGRAMS}:echo")
     assert (code, message) == (0, {"ok": True})
+
+
+def test_a_pathways_head_initializes_pathwaysutils_and_no_jax_distributed(tmp_path):
+    """As the head container runs it: the manifest's env, ``pathwaysutils`` where the image
+    has it (a stand-in that records its call), and the function once."""
+    stand_in = tmp_path / "lib" / "pathwaysutils.py"
+    stand_in.parent.mkdir()
+    stand_in.write_text("import os\ndef initialize():\n    os.environ['PATHWAYS_READY'] = '1'\n")
+    env = {
+        "AIRFLOW_JAX_PATHWAYS": "1",
+        "JAX_PLATFORMS": "proxy",
+        "PYTHONPATH": os.pathsep.join([str(REPO), str(stand_in.parent)]),
+    }
+    code, output, message = run_call(tmp_path, extra_env=env, entrypoint=f"{PROGRAMS}:pathways_env")
+    assert code == 0, output
+    assert message["result"] == {"ready": "1", "jax_imported": False}
 
 
 def test_shipped_source(tmp_path):

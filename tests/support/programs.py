@@ -229,6 +229,13 @@ def nan() -> float:
     return float("nan")
 
 
+def pathways_env() -> dict[str, Any]:
+    """What a Pathways head's function sees before it touches JAX."""
+    import sys
+
+    return {"ready": os.environ.get("PATHWAYS_READY"), "jax_imported": "jax" in sys.modules}
+
+
 def broken() -> None:
     raise KeyError("missing-key")
 
