@@ -17,11 +17,6 @@ TRIALS = 20  # deferred at once, over two triggerers
 with DAG("drill_triggerer", schedule=None, catchup=False):
     tpu("train", deferrable=True)
 
-with DAG("drill_user_actions", schedule=None, catchup=False):
-    tpu("failed_deferred", deferrable=True)
-    tpu("failed_blocking", deferrable=False)
-    tpu("cleared", deferrable=True)
-
 with DAG("drill_timeouts", schedule=None, catchup=False):
     tpu("timeout_deferred", deferrable=True, execution_timeout=TIMEOUT)
     tpu("timeout_blocking", deferrable=False, execution_timeout=TIMEOUT)
