@@ -14,12 +14,14 @@ __version__ = "0.1.0"
 
 # name -> the module that defines it; imported on first use (PEP 562).
 _LAZY = {
+    "Data": "airflow_provider_jax.jobset.data",
     "Pathways": "airflow_provider_jax.jobset.pathways",
     "SecretRef": "airflow_provider_jax.jobset.secret_refs",
 }
-__all__ = ["Pathways", "SecretRef", "__version__"]
+__all__ = ["Data", "Pathways", "SecretRef", "__version__"]
 
 if TYPE_CHECKING:
+    from airflow_provider_jax.jobset.data import Data
     from airflow_provider_jax.jobset.pathways import Pathways
     from airflow_provider_jax.jobset.secret_refs import SecretRef
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk.bases.decorator import DecoratedOperator
 
+from airflow_provider_jax.jobset.data import encode
 from airflow_provider_jax.jobset.pod_command import to_json
 from airflow_provider_jax.operators.jax_job import JaxJobOperator
 
@@ -74,8 +75,8 @@ class JaxDecoratedMixin(DecoratedOperator):
         for name in signature.parameters:
             if name in CONTEXT_KEYS and name not in kwargs and self._context is not None:
                 kwargs[name] = CONTEXT_KEYS[name](self._context)
-        for name, value in kwargs.items():
-            to_json(value, f"argument {name!r} of {self.python_callable.__name__}()")
+        for name, value in kwargs.items():  # Data(...) travels as its JSON marker
+            to_json(encode(value, []), f"argument {name!r} of {self.python_callable.__name__}()")
         return kwargs
 
 

@@ -178,3 +178,36 @@ def tolerations(values: Sequence[Any]) -> None:
 def non_negative_int(argument: str, value: object) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
         raise ValueError(f"{argument} must be an integer >= 0 (seconds), got {value!r}.")
+
+
+# Where a mount would hide what the image or the kubelet put there.
+SYSTEM_PATHS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys",
+                "/usr", "/var/run/secrets/kubernetes.io", "/tmp")  # fmt: skip
+
+
+def volumes(volumes: Sequence[Mapping[str, Any]], mounts: Sequence[Mapping[str, Any]]) -> None:
+    """Volume names are unique DNS labels; mounts name a volume, at distinct absolute paths
+    that hide no system folder (``/tmp`` included: the runtime and Pathways use it)."""
+    names: set[str] = set()
+    for volume in volumes:
+        name = dns1123_label("volumes name", volume.get("name"))
+        if name in names:
+            raise ValueError(f"volumes name {name!r} is used twice; each volume needs its own.")
+        names.add(name)
+    paths: dict[str, str] = {}
+    for mount in mounts:
+        path, name = mount.get("mountPath"), mount.get("name")
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"volume_mounts mountPath must be an absolute path, got {path!r}.")
+        normal = "/" + path.strip("/")
+        if normal in SYSTEM_PATHS:
+            raise ValueError(
+                f"volume_mounts mountPath {path!r} would hide the system folder {normal!r}; "
+                "mount data under its own folder, e.g. /data."
+            )
+        if normal in paths:
+            raise ValueError(
+                f"volume_mounts: {paths[normal]!r} and {name!r} are both mounted at {normal!r}; "
+                "give each its own mountPath."
+            )
+        paths[normal] = name

@@ -27,6 +27,7 @@ from airflow_provider_jax.jobset.coordination import (
     Coordination,
     coordinator_port_for,
 )
+from airflow_provider_jax.jobset.data import Data, fuse_mount, fuse_volume
 from airflow_provider_jax.jobset.failure_policy import DEFAULT_MAX_RESTARTS, check_exit_codes
 from airflow_provider_jax.jobset.names import check_name, rjob_name
 from airflow_provider_jax.jobset.pathways import Pathways
@@ -95,6 +96,8 @@ class JaxJobSpec:
     secrets: Sequence[SecretRef] = ()
     security_context: Mapping[str, Any] = field(default_factory=lambda: SAFE_SECURITY_CONTEXT)
     pathways: Pathways | None = None  # single controller (pathways.py); None: one per host
+    data_inputs: Sequence[Data] = ()  # fuse=True inputs: a GCS FUSE volume each (data.py)
+    identity_provider: str | None = None  # the GKE cluster's, for FUSE in hostNetwork pods
     # Made at parse, before Jinja runs: a value that is still a template is checked once
     # rendered, when the task builds its spec again.
     unrendered: bool = field(default=False, compare=False)
@@ -198,12 +201,26 @@ class JaxJobSpec:
         syntax.container_resources(self.resources)
         syntax.tolerations(self.tolerations)
         syntax.image_pull_policy(self.image_pull_policy)
+        syntax.volumes(
+            [*self.volumes, *self.fuse_volumes], [*self.volume_mounts, *self.fuse_mounts]
+        )
         syntax.non_negative_int("ttl_seconds_after_finished", self.ttl_seconds_after_finished)
         for argument in ("service_account_name", "priority_class_name"):
             if (value := getattr(self, argument)) is not None and real(value):
                 syntax.dns1123_subdomain(argument, value)
         if self.queue_name is not None and real(self.queue_name):  # Kueue's queue-name label
             syntax.label_value("queue_name", self.queue_name)
+
+    @property
+    def fuse_volumes(self) -> list[dict[str, Any]]:
+        """The GCS FUSE volumes of the ``fuse=True`` inputs, one per data set."""
+        unique = {d.volume_name: d for d in self.data_inputs}.values()
+        host_network = self.uses_host_network or self.pathways is not None
+        return [fuse_volume(d, host_network, self.identity_provider) for d in unique]
+
+    @property
+    def fuse_mounts(self) -> list[dict[str, Any]]:
+        return [fuse_mount(d) for d in {d.volume_name: d for d in self.data_inputs}.values()]
 
     @property
     def capacity_fields(self) -> PodFields:

@@ -9,8 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.backends import cluster_deadline_seconds
+from airflow_provider_jax.jobset import data
 from airflow_provider_jax.jobset.api import MANAGED_BY, MANAGED_BY_LABEL
 from airflow_provider_jax.jobset.build import build_jobset
+from airflow_provider_jax.jobset.data import Data
 from airflow_provider_jax.jobset.names import jobset_name
 from airflow_provider_jax.jobset.pathways import Pathways, check_scratch
 from airflow_provider_jax.jobset.pod_command import python_call
@@ -23,6 +25,18 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
 TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
+GKE_API = "https://container.googleapis.com/v1"
+
+
+def refuse_local_data(inputs: Sequence[Data]) -> None:
+    """A local folder reaches GKE's pods only through GCS; this release does not upload."""
+    for item in inputs:
+        if not item.is_gcs and not is_template(item.path):
+            raise ValueError(
+                f"{item!r} is a folder on the Airflow side, which pods on Kubernetes cannot "
+                "read, and this release does not upload it: copy it to GCS (gcloud storage "
+                "rsync) and pass Data('gs://bucket/prefix/'), or run on backend='local'."
+            )
 
 
 class JobSpecBuilder:
@@ -35,6 +49,9 @@ class JobSpecBuilder:
     command: Sequence[str] | str | None
     pathways: Pathways | None
     resolved_backend: str
+    project_id: str | None
+    location: str | None
+    cluster_name: str | None
 
     def set_controller(self, pathways: object, initialize_distributed: bool | None) -> None:
         """``pathways=`` and ``initialize_distributed``: under Pathways one process drives
@@ -62,6 +79,10 @@ class JobSpecBuilder:
         if self.output_dir is not None and (rendered or not is_template(self.output_dir)):
             check_storage_path("output_dir", self.output_dir)  # as the sensor and the pods do
         command, env = self._program(rendered)
+        inputs: list[Data] = []
+        data.encode(self._call_arguments(rendered), inputs)
+        if inputs and rendered and self.resolved_backend == "kubernetes":
+            refuse_local_data(inputs)  # at run: the same DAG file may run locally elsewhere
         image = self.image
         if not rendered and is_template(image):
             image = TEMPLATED_IMAGE  # checked once rendered
@@ -99,11 +120,21 @@ class JobSpecBuilder:
             secrets=self.secrets,
             security_context=self.security_context,
             pathways=self._pathways(rendered),
+            data_inputs=tuple(d for d in inputs if d.fuse),
+            identity_provider=self._identity_provider(),
             unrendered=not rendered,
         )
         if rendered:  # the values are real now: none may be one Airflow masks
             refuse_masked_values(self.env, self._call_arguments(rendered))
         return spec
+
+    def _identity_provider(self) -> str | None:
+        """The GKE cluster's Workload Identity provider, for GCS FUSE in hostNetwork pods."""
+        where = (self.project_id, self.location, self.cluster_name)
+        if not all(isinstance(part, str) and part for part in where):
+            return None
+        project, location, cluster = where
+        return f"{GKE_API}/projects/{project}/locations/{location}/clusters/{cluster}"
 
     def _pathways(self, rendered: bool) -> Pathways | None:
         """``pathways`` with its scratch location: as given, else under a ``gs://``
@@ -147,6 +178,7 @@ class JobSpecBuilder:
         return value if isinstance(value, dict) else {}
 
     def _python_call(self, **call: Any) -> tuple[list[str], dict[str, str]]:
+        call["kwargs"] = data.encode(call.get("kwargs") or {}, [])  # Data(...) travels as JSON
         return python_call(
             output_dir=self.output_dir,
             initialize=self.initialize_distributed,

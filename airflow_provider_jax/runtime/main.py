@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_provider_jax import runtime
-from airflow_provider_jax.runtime import storage
+from airflow_provider_jax.runtime import data_inputs, storage
 from airflow_provider_jax.runtime.call import decode_call
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
@@ -61,9 +61,10 @@ def main() -> int:
         elif call.get("initialize", True):
             distributed = initialize_distributed()
         function = load_function(call)
+        kwargs = data_inputs.resolve(call.get("kwargs") or {})  # Data(...) -> local paths
         runtime._total_steps = call.get("total_steps")
         watchdog = runtime._watchdog = watch_progress(call.get("progress_timeout"))
-        result = function(**(call.get("kwargs") or {}))
+        result = function(**kwargs)
         if watchdog is not None:
             watchdog.stop()  # nothing is watched once the function has returned
         if runtime.process_index() == 0:

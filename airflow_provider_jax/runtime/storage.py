@@ -17,6 +17,7 @@ from pathlib import Path
 
 GCS_ENDPOINT = "https://storage.googleapis.com"
 _METADATA_TOKEN_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
+_METADATA_EMAIL_PATH = "/computeMetadata/v1/instance/service-accounts/default/email"
 _RETRIES = 4
 _TIMEOUT_S = 30.0
 
@@ -40,10 +41,28 @@ def write_text(uri: str, text: str) -> None:
 
 def read_text(uri: str) -> str:
     if uri.startswith("gs://"):
-        bucket, name = _split(uri)
-        url = f"{_endpoint()}/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}?alt=media"
-        return _request("GET", url).decode()
+        return read_object(*_split(uri)).decode()
     return Path(uri).read_text()
+
+
+def read_object(bucket: str, name: str) -> bytes:
+    url = f"{_endpoint()}/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}?alt=media"
+    return _request("GET", url)
+
+
+def list_objects(bucket: str, prefix: str) -> list[dict]:
+    """Every object under ``prefix``, every page (``name`` and ``size`` of each)."""
+    items: list[dict] = []
+    token = None
+    while True:
+        query = {"prefix": prefix, "fields": "items(name,size),nextPageToken"}
+        if token:
+            query["pageToken"] = token
+        url = f"{_endpoint()}/storage/v1/b/{bucket}/o?{urllib.parse.urlencode(query)}"
+        page = json.loads(_request("GET", url))
+        items += page.get("items", [])
+        if not (token := page.get("nextPageToken")):
+            return items
 
 
 def list_page(bucket: str, prefix: str, page_token: str | None = None) -> dict:
@@ -73,6 +92,21 @@ def _emulator() -> str | None:
 
 def _endpoint() -> str:
     return _emulator() or GCS_ENDPOINT
+
+
+def identity() -> str:
+    """Who this pod's GCS calls run as: its Workload Identity's email, when it can be read."""
+    if _emulator():
+        return "the emulator's anonymous user"
+    host = os.environ.get("GCE_METADATA_HOST", "metadata.google.internal")
+    request = urllib.request.Request(
+        f"http://{host}{_METADATA_EMAIL_PATH}", headers={"Metadata-Flavor": "Google"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as response:
+            return response.read().decode()
+    except OSError:
+        return "this pod's service account (Workload Identity)"
 
 
 def _token() -> str | None:

@@ -46,6 +46,8 @@ def test_parameterised_run_takes_conf(airflow_home, tmp_path):
         ("capacity_choices", r"train loss \d\.\d+; best sweep lr 0\.0\d"),
         # the single controller: one process sees both slices' 32 chips
         ("pathways_training", r"(?s)Pathways, emulated locally.*Pathways: 1 process, 32 devices"),
+        # a folder shipped beside the DAG file reaches the function as a path
+        ("data_training", r"Data: 256 rows, loss 0\.000"),
     ],
 )
 def test_example_runs_locally(airflow_home, tmp_path, dag_id, line):

@@ -236,6 +236,17 @@ def pathways_env() -> dict[str, Any]:
     return {"ready": os.environ.get("PATHWAYS_READY"), "jax_imported": "jax" in sys.modules}
 
 
+def read_dataset(dataset: str) -> dict[str, Any]:
+    """Each host's view of a Data input: its path and what the files hold."""
+    from pathlib import Path
+
+    files = sorted(p for p in Path(dataset).rglob("*") if p.is_file())
+    return {
+        "host": process_index(),
+        "files": {str(p.relative_to(dataset)): p.read_text() for p in files},
+    }
+
+
 def broken() -> None:
     raise KeyError("missing-key")
 
