@@ -182,12 +182,12 @@ def non_negative_int(argument: str, value: object) -> None:
 
 # Where a mount would hide what the image or the kubelet put there.
 SYSTEM_PATHS = ("/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib64", "/proc", "/sbin", "/sys",
-                "/usr", "/var/run/secrets/kubernetes.io", "/tmp")  # fmt: skip
+                "/usr", "/var/run/secrets/kubernetes.io")  # fmt: skip
 
 
 def volumes(volumes: Sequence[Mapping[str, Any]], mounts: Sequence[Mapping[str, Any]]) -> None:
-    """Volume names are unique DNS labels; mounts name a volume, at distinct absolute paths
-    that hide no system folder (``/tmp`` included: the runtime and Pathways use it)."""
+    """Volume names are unique DNS labels; mounts are at distinct absolute paths that hide no
+    system folder."""
     names: set[str] = set()
     for volume in volumes:
         name = dns1123_label("volumes name", volume.get("name"))

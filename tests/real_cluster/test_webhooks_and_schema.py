@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from airflow_provider_jax import Pathways, SecretRef
+from airflow_provider_jax import Data, Pathways, SecretRef
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
 from tests.support.real_cluster.control_plane import ControlPlane
 
@@ -92,6 +92,16 @@ CASES = {
         pathways=True,
         execution_timeout=timedelta(hours=2),
         service_account_name="trainer",
+    ),
+    "data-fuse": lambda: tpu(
+        "data",
+        accelerator="tpu-v6e-16",
+        entrypoint_kwargs={"d": Data("gs://bucket/imagenet/", fuse=True, file_cache="10Gi")},
+        command=None,
+        entrypoint="train:main",
+        project_id="proj",
+        location="us-central2",
+        cluster_name="tpus",
     ),
     "pathways-headless-elastic": lambda: tpu(
         "headless",
