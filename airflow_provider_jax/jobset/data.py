@@ -68,6 +68,7 @@ class Data:
                 f"Data mount_options must be a list of strings, got {mount_options!r}."
             )
         self.mount_options = tuple(mount_options)
+        self.staged: str | None = None  # a local folder's gs:// copy, for GKE (set at run)
         self.check()
 
     def __repr__(self) -> str:
@@ -123,7 +124,8 @@ class Data:
 
     def marker(self) -> dict[str, Any]:
         """How the pod's runtime learns this input (``runtime/data_inputs.py``)."""
-        return {MARKER: {"uri": self.path, "mount": self.mount_path if self.fuse else None}}
+        uri = self.staged or self.path
+        return {MARKER: {"uri": uri, "mount": self.mount_path if self.fuse else None}}
 
 
 def _relative(path: str) -> bool:

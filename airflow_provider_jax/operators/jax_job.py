@@ -26,6 +26,7 @@ from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
+from airflow_provider_jax.operators.data_staging import upload
 from airflow_provider_jax.operators.job_settings import job_settings
 from airflow_provider_jax.operators.job_spec import JobSpecBuilder
 from airflow_provider_jax.operators.lineage import LineageReporter
@@ -347,6 +348,8 @@ class JaxJobOperator(
             raise AirflowFailException(f"{self.task_id}: {err}") from err
         # Kept until the wait returns: Airflow calls on_kill *after* a timeout or a kill has
         # raised out of execute(), and on_kill must still reach the job.
+        if self.resolved_backend == "kubernetes":  # a local Data folder, before any pod
+            upload(self.data_inputs(True), self.gcp_conn_id, self.impersonation_chain, self.log)
         backend = self._running = self._backend(context)
         started = backend.start(manifest)
         self._announce(context, started)

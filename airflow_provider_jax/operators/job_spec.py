@@ -18,6 +18,7 @@ from airflow_provider_jax.jobset.pathways import Pathways, check_scratch
 from airflow_provider_jax.jobset.pod_command import python_call
 from airflow_provider_jax.jobset.spec import JaxJobSpec
 from airflow_provider_jax.operators.argument_types import as_mapping
+from airflow_provider_jax.operators.data_staging import staging_uri
 from airflow_provider_jax.operators.secret_guard import refuse_masked_values
 from airflow_provider_jax.runtime.output_paths import check_storage_path
 
@@ -26,17 +27,6 @@ if TYPE_CHECKING:
 
 TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
 GKE_API = "https://container.googleapis.com/v1"
-
-
-def refuse_local_data(inputs: Sequence[Data]) -> None:
-    """A local folder reaches GKE's pods only through GCS; this release does not upload."""
-    for item in inputs:
-        if not item.is_gcs and not is_template(item.path):
-            raise ValueError(
-                f"{item!r} is a folder on the Airflow side, which pods on Kubernetes cannot "
-                "read, and this release does not upload it: copy it to GCS (gcloud storage "
-                "rsync) and pass Data('gs://bucket/prefix/'), or run on backend='local'."
-            )
 
 
 class JobSpecBuilder:
@@ -78,11 +68,12 @@ class JobSpecBuilder:
         """The job spec from this operator's (rendered) fields."""
         if self.output_dir is not None and (rendered or not is_template(self.output_dir)):
             check_storage_path("output_dir", self.output_dir)  # as the sensor and the pods do
+        inputs = self.data_inputs(rendered)
+        if rendered and self.resolved_backend == "kubernetes":
+            for item in inputs:  # a local folder travels through output_dir's bucket
+                if not item.is_gcs:
+                    item.staged = staging_uri(item, self.output_dir)
         command, env = self._program(rendered)
-        inputs: list[Data] = []
-        data.encode(self._call_arguments(rendered), inputs)
-        if inputs and rendered and self.resolved_backend == "kubernetes":
-            refuse_local_data(inputs)  # at run: the same DAG file may run locally elsewhere
         image = self.image
         if not rendered and is_template(image):
             image = TEMPLATED_IMAGE  # checked once rendered
@@ -127,6 +118,12 @@ class JobSpecBuilder:
         if rendered:  # the values are real now: none may be one Airflow masks
             refuse_masked_values(self.env, self._call_arguments(rendered))
         return spec
+
+    def data_inputs(self, rendered: bool) -> list[Data]:
+        """The ``Data(...)`` values among the function's arguments."""
+        inputs: list[Data] = []
+        data.encode(self._call_arguments(rendered), inputs)
+        return inputs
 
     def _identity_provider(self) -> str | None:
         """The GKE cluster's Workload Identity provider, for GCS FUSE in hostNetwork pods."""

@@ -81,10 +81,11 @@ def download(uri: str, fuse: bool = False) -> str:
     with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
         size = sum(pool.map(fetch, objects))
     took = time.monotonic() - started
+    single = len(objects) == 1 and objects[0]["name"] == prefix  # a file, not a folder
     how = " (no GCS FUSE mount here: downloaded instead)" if fuse else ""
     print(
         f"airflow-jax: Data {uri}: {len(objects)} object(s), {size / 2**20:.1f} MiB downloaded "
         f"in {took:.1f} s to {target}{how}",
         flush=True,
     )
-    return str(target)
+    return str(target / Path(prefix).name) if single else str(target)

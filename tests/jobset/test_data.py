@@ -120,10 +120,10 @@ def test_mounts_that_cannot_work_are_refused_at_parse(kwargs, message):
         JaxTpuSliceOperator(**TPU | kwargs)
 
 
-def test_a_local_folder_on_kubernetes_is_refused_before_the_jobset_is_made():
+def test_a_local_folder_for_kubernetes_needs_a_gcs_output_dir_once_the_task_runs():
     """At run, not at parse: the same DAG file runs on the local backend elsewhere."""
     op = JaxTpuSliceOperator(**TPU, entrypoint_kwargs={"d": Data("/tmp")}, backend="kubernetes")
-    with pytest.raises(ValueError, match=r"Data\('/tmp'\) is a folder on the Airflow side"):
+    with pytest.raises(ValueError, match=r"Data\('/tmp'\) is a local folder; on Kubernetes it is"):
         op.build_spec(name="x")
 
 

@@ -17,12 +17,16 @@ from pathlib import Path
 
 import pytest
 
+from airflow_provider_jax.runtime.call import decode_call
+from airflow_provider_jax.runtime.data_inputs import MARKER
 from tests.support.airflow_home import AirflowHome
 from tests.support.dag_runs import DAGS, Run, env, run_dag
+from tests.support.gcs_emulator import GcsEmulator
 from tests.support.jobsets import fail_host, run_forever, succeed
 from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
 
 DAG_FILE = DAGS / "kubernetes_dags.py"
+DATA_BUCKET = "e2e-data"
 
 SCRIPTS = {
     "deferred": succeed({"loss": 0.25, "step": 3}),
@@ -32,6 +36,7 @@ SCRIPTS = {
     "timeout_deferred": run_forever,
     "timeout_blocking": run_forever,
     "train": succeed({"loss": 1.5}, duration=1),
+    "data": succeed("trained on the data set"),
 }
 
 
@@ -44,13 +49,18 @@ def play(pod: PodRun) -> PodScript:
 
 @pytest.fixture(scope="module")
 def e2e(
-    k8s_emulator: Emulator, airflow_home: AirflowHome, tmp_path_factory: pytest.TempPathFactory
+    k8s_emulator: Emulator,
+    airflow_home: AirflowHome,
+    tmp_path_factory: pytest.TempPathFactory,
+    gcs_emulator: GcsEmulator,
 ) -> Run:
     """One run of a DAG whose tasks cover success (both modes), multiple_outputs, failure,
-    retry after failure and execution_timeout (both modes)."""
+    retry after failure, execution_timeout (both modes) and a local Data folder."""
     k8s_emulator.reset()
     k8s_emulator.script(play)
-    return run_dag(airflow_home, k8s_emulator, tmp_path_factory.mktemp("e2e"), "jax_k8s_e2e")
+    gcs_emulator.create_bucket(DATA_BUCKET)
+    out = tmp_path_factory.mktemp("e2e")
+    return run_dag(airflow_home, k8s_emulator, out, "jax_k8s_e2e", JAX_TEST_BUCKET=DATA_BUCKET)
 
 
 def test_downstream_tasks_receive_the_leaders_value_in_both_modes(e2e: Run):
@@ -70,6 +80,21 @@ def test_the_jobset_is_named_in_xcom_before_the_wait(e2e: Run, airflow_home: Air
     assert xcom["jobset_namespace"] == "default"
     assert xcom["jobset_name"].startswith("deferred-")
     assert xcom["jobset_name"] in {m["metadata"]["name"] for m in e2e.submitted}
+
+
+def test_a_local_data_folder_is_in_gcs_before_its_jobset(e2e: Run, gcs_emulator: GcsEmulator):
+    assert e2e.states["data"][0] == "success", e2e.proc.stdout[-3000:]
+    staged = gcs_emulator.object_names(DATA_BUCKET, "airflow-jax-data/")
+    assert [n for n in staged if n.endswith("/train.csv")] and [
+        n for n in staged if n.endswith(".complete")
+    ], staged
+    (jobset,) = [j for j in e2e.submitted if j["metadata"]["labels"]["task_id"] == "data"]
+    assert "Uploading Data(" in e2e.proc.stdout
+    container = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    env = {e["name"]: e.get("value", "") for e in container["containers"][0]["env"]}
+    marker = decode_call(env)["kwargs"]["dataset"][MARKER]  # what the pods read: the copy
+    digest = next(n for n in staged if n.endswith(".complete")).split("/")[1].split(".")[0]
+    assert marker["uri"] == f"gs://{DATA_BUCKET}/airflow-jax-data/{digest}/"
 
 
 def test_multiple_outputs_split_the_leaders_dict(e2e: Run):

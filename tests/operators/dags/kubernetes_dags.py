@@ -12,6 +12,7 @@ from typing import Any
 
 from airflow.sdk import DAG, task
 
+from airflow_provider_jax import Data
 from airflow_provider_jax.jobset.secret_refs import SecretRef
 from tests.support.dag_tasks import tpu
 
@@ -38,6 +39,15 @@ with DAG("jax_k8s_e2e", schedule=None, catchup=False):
     # After a task that ran the backend: the first task of `dags test` spends seconds
     # importing the Kubernetes clients (more with no bytecode cache, on two busy cores),
     # which a 4 s execution_timeout would count, timing out before any JobSet is made.
+    # A local Data folder: uploaded to output_dir's bucket (the GCS emulator) before the JobSet.
+    tpu(
+        "data",
+        deferrable=True,
+        command=None,
+        entrypoint="train:main",
+        entrypoint_kwargs={"dataset": Data(str(Path(__file__).parent / "dataset"))},
+        output_dir=f"gs://{os.environ.get('JAX_TEST_BUCKET', 'bucket')}/runs/{{{{ ds_nodash }}}}",
+    )
     deferred >> [
         tpu("timeout_deferred", deferrable=True, execution_timeout=timedelta(seconds=4)),
         tpu("timeout_blocking", deferrable=False, execution_timeout=timedelta(seconds=4)),
