@@ -17,11 +17,13 @@ _LAZY = {
     "Data": "airflow_provider_jax.jobset.data",
     "Pathways": "airflow_provider_jax.jobset.pathways",
     "SecretRef": "airflow_provider_jax.jobset.secret_refs",
+    "Storage": "airflow_provider_jax.jobset.named_storage",
 }
-__all__ = ["Data", "Pathways", "SecretRef", "__version__"]
+__all__ = ["Data", "Pathways", "SecretRef", "Storage", "__version__"]
 
 if TYPE_CHECKING:
     from airflow_provider_jax.jobset.data import Data
+    from airflow_provider_jax.jobset.named_storage import Storage
     from airflow_provider_jax.jobset.pathways import Pathways
     from airflow_provider_jax.jobset.secret_refs import SecretRef
 

@@ -32,7 +32,6 @@ from airflow_provider_jax.jobset.program import (
     DEADLINE_RULE,
     app_container,
     apply_override,
-    data_pod_fields,
 )
 from airflow_provider_jax.jobset.secret_refs import secret_volumes
 from airflow_provider_jax.jobset.spec import JaxJobSpec
@@ -79,13 +78,12 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         # stays the cluster's, so the leader's name still resolves.
         pod_spec["hostNetwork"] = True
         pod_spec["dnsPolicy"] = "ClusterFirstWithHostNet"
-    fuse_volumes, fuse_annotations = data_pod_fields(spec)
-    volumes = [dict(v) for v in spec.volumes] + fuse_volumes + secret_volumes(spec.secrets)
+    volumes = [dict(v) for v in spec.volumes] + spec.data_volumes + secret_volumes(spec.secrets)
     capacity = spec.capacity_fields
     pod_spec["nodeSelector"].update(capacity.node_selector)
     pod_spec["tolerations"] += capacity.tolerations
     annotations = {
-        **fuse_annotations,
+        **spec.data_annotations,
         **capacity.annotations,
         **placement_annotations(spec.placement, acc, spec.num_slices, spec.queue_name),
         **spec.annotations,

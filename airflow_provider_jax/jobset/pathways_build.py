@@ -53,7 +53,6 @@ from airflow_provider_jax.jobset.program import (
     DEADLINE_RULE,
     app_container,
     apply_override,
-    data_pod_fields,
 )
 from airflow_provider_jax.jobset.secret_refs import secret_volumes
 from airflow_provider_jax.jobset.spec import JaxJobSpec
@@ -154,13 +153,16 @@ def _head_pod(spec: JaxJobSpec) -> dict[str, Any]:
         pod["initContainers"] = _sidecars(spec)
         pod["containers"] = [app_container(spec, list(spec.command), env, spec.resources)]
     pod["restartPolicy"] = "Never"
-    fuse_volumes, fuse_annotations = data_pod_fields(spec)  # the program's data, in the head
-    pod["volumes"] = [dict(_SHARED_TMP_VOLUME), *(dict(v) for v in spec.volumes), *fuse_volumes]
+    pod["volumes"] = [
+        dict(_SHARED_TMP_VOLUME),
+        *(dict(v) for v in spec.volumes),
+        *spec.data_volumes,
+    ]  # the program's data
     pod["volumes"] += secret_volumes(spec.secrets)
     if spec.service_account_name:
         pod["serviceAccountName"] = spec.service_account_name
     template = {"metadata": {"labels": dict(spec.labels)}, "spec": pod}
-    if annotations := {**fuse_annotations, **spec.annotations}:
+    if annotations := {**spec.data_annotations, **spec.annotations}:
         template["metadata"]["annotations"] = annotations
     return apply_override(template, spec)
 

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_jax.jobset.api import CONTAINER_NAME, TERMINATION_MESSAGE_PATH
-from airflow_provider_jax.jobset.data import FUSE_ANNOTATIONS
 from airflow_provider_jax.jobset.pod_override import merge_override
 from airflow_provider_jax.jobset.secret_refs import render_env, secret_mounts
 from airflow_provider_jax.jobset.spec import JaxJobSpec
@@ -52,18 +51,11 @@ def app_container(
         container["envFrom"] = env_from
     if (
         mounts := [dict(m) for m in spec.volume_mounts]
-        + spec.fuse_mounts
+        + spec.data_mounts
         + secret_mounts(spec.secrets)
     ):
         container["volumeMounts"] = mounts
     return container
-
-
-def data_pod_fields(spec: JaxJobSpec) -> tuple[list[dict[str, Any]], dict[str, str]]:
-    """The GCS FUSE volumes of the job's ``fuse=True`` inputs and the pod annotations that
-    make GKE add the FUSE sidecar."""
-    volumes = spec.fuse_volumes
-    return volumes, dict(FUSE_ANNOTATIONS) if volumes else {}
 
 
 def apply_override(template: dict[str, Any], spec: JaxJobSpec) -> dict[str, Any]:

@@ -27,8 +27,9 @@ from airflow_provider_jax.jobset.coordination import (
     Coordination,
     coordinator_port_for,
 )
-from airflow_provider_jax.jobset.data import Data, fuse_mount, fuse_volume
+from airflow_provider_jax.jobset.data import FUSE_ANNOTATIONS, Data, fuse_mount, fuse_volume
 from airflow_provider_jax.jobset.failure_policy import DEFAULT_MAX_RESTARTS, check_exit_codes
+from airflow_provider_jax.jobset.named_storage import Storage, storage_annotations
 from airflow_provider_jax.jobset.names import check_name, rjob_name
 from airflow_provider_jax.jobset.pathways import Pathways
 from airflow_provider_jax.jobset.secret_refs import SecretRef, env_names
@@ -97,6 +98,7 @@ class JaxJobSpec:
     security_context: Mapping[str, Any] = field(default_factory=lambda: SAFE_SECURITY_CONTEXT)
     pathways: Pathways | None = None  # single controller (pathways.py); None: one per host
     data_inputs: Sequence[Data] = ()  # fuse=True inputs: a GCS FUSE volume each (data.py)
+    storage: Sequence[Storage] = ()  # claims and buckets by name (named_storage.py)
     identity_provider: str | None = None  # the GKE cluster's, for FUSE in hostNetwork pods
     # Made at parse, before Jinja runs: a value that is still a template is checked once
     # rendered, when the task builds its spec again.
@@ -180,6 +182,8 @@ class JaxJobSpec:
         if self.pathways is not None:
             self.pathways.check(self.accelerator, self.num_slices)
         check_name(self.name, self.accelerator, self.num_slices, self.pathways is not None)
+        for item in self.storage:
+            item.check_shared(1 if self.pathways else self.num_processes)
         _ = self.capacity_fields  # raises when the capacity cannot work
         placement_annotations(self.placement, self.accelerator, self.num_slices, self.queue_name)
 
@@ -202,7 +206,7 @@ class JaxJobSpec:
         syntax.tolerations(self.tolerations)
         syntax.image_pull_policy(self.image_pull_policy)
         syntax.volumes(
-            [*self.volumes, *self.fuse_volumes], [*self.volume_mounts, *self.fuse_mounts]
+            [*self.volumes, *self.data_volumes], [*self.volume_mounts, *self.data_mounts]
         )
         syntax.non_negative_int("ttl_seconds_after_finished", self.ttl_seconds_after_finished)
         for argument in ("service_account_name", "priority_class_name"):
@@ -212,15 +216,24 @@ class JaxJobSpec:
             syntax.label_value("queue_name", self.queue_name)
 
     @property
-    def fuse_volumes(self) -> list[dict[str, Any]]:
-        """The GCS FUSE volumes of the ``fuse=True`` inputs, one per data set."""
-        unique = {d.volume_name: d for d in self.data_inputs}.values()
+    def data_volumes(self) -> list[dict[str, Any]]:
+        """The GCS FUSE volumes of the ``fuse=True`` inputs (one per data set) and the
+        ``storage`` volumes, on the pods that run the program."""
         host_network = self.uses_host_network or self.pathways is not None
-        return [fuse_volume(d, host_network, self.identity_provider) for d in unique]
+        unique = {d.volume_name: d for d in self.data_inputs}.values()
+        volumes = [fuse_volume(d, host_network, self.identity_provider) for d in unique]
+        return volumes + [s.volume(host_network, self.identity_provider) for s in self.storage]
 
     @property
-    def fuse_mounts(self) -> list[dict[str, Any]]:
-        return [fuse_mount(d) for d in {d.volume_name: d for d in self.data_inputs}.values()]
+    def data_mounts(self) -> list[dict[str, Any]]:
+        unique = {d.volume_name: d for d in self.data_inputs}.values()
+        return [fuse_mount(d) for d in unique] + [s.mount() for s in self.storage]
+
+    @property
+    def data_annotations(self) -> dict[str, str]:
+        """What makes GKE add the FUSE (or Parallelstore) sidecar to those pods."""
+        fuse = dict(FUSE_ANNOTATIONS) if self.data_inputs else {}
+        return fuse | storage_annotations(tuple(self.storage))
 
     @property
     def capacity_fields(self) -> PodFields:

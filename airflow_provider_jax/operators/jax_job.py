@@ -19,6 +19,7 @@ from airflow_provider_jax.backends import (
 from airflow_provider_jax.jobset.accelerators import Accelerator
 from airflow_provider_jax.jobset.capacity import Capacity, queue_timeout_seconds
 from airflow_provider_jax.jobset.failure_policy import DEFAULT_MAX_RESTARTS
+from airflow_provider_jax.jobset.named_storage import Storage
 from airflow_provider_jax.jobset.pod_command import split_pip_packages
 from airflow_provider_jax.jobset.secret_refs import as_secret_refs
 from airflow_provider_jax.jobset.spec import SAFE_SECURITY_CONTEXT
@@ -88,6 +89,8 @@ class JaxJobOperator(
     :param tolerations: extra tolerations.
     :param volumes: extra pod volumes.
     :param volume_mounts: extra container volume mounts.
+    :param storage: claims (Filestore, Parallelstore, Lustre, PD) and GCS buckets by name,
+        mounted on every host: a list of ``Storage(...)`` (``docs/data.md``).
     :param max_restarts: whole-slice restarts on disruptions (preemption, a lost or hung host,
         a death by signal) within one try; a bug in the code fails at once and spends none.
     :param restart_on_exit_codes: more exit codes (1-255) that mean "restart the slice", as
@@ -204,6 +207,7 @@ class JaxJobOperator(
         tolerations: Sequence[Mapping[str, Any]] = (),
         volumes: Sequence[Mapping[str, Any]] = (),
         volume_mounts: Sequence[Mapping[str, Any]] = (),
+        storage: Sequence[Storage] = (),
         max_restarts: int = DEFAULT_MAX_RESTARTS,
         restart_on_exit_codes: Sequence[int] = (),
         termination_grace_period: int | None = None,
@@ -281,6 +285,7 @@ class JaxJobOperator(
         self.tolerations = as_list("tolerations", tolerations, Mapping)
         self.volumes = as_list("volumes", volumes, Mapping)
         self.volume_mounts = as_list("volume_mounts", volume_mounts, Mapping)
+        self.storage = tuple(as_list("storage", storage, Storage))
         self.max_restarts = max_restarts
         self.restart_on_exit_codes = tuple(
             as_list("restart_on_exit_codes", restart_on_exit_codes, int)

@@ -13,6 +13,7 @@ from airflow_provider_jax.jobset import data
 from airflow_provider_jax.jobset.api import MANAGED_BY, MANAGED_BY_LABEL
 from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.jobset.data import Data
+from airflow_provider_jax.jobset.named_storage import Storage
 from airflow_provider_jax.jobset.names import jobset_name
 from airflow_provider_jax.jobset.pathways import Pathways, check_scratch
 from airflow_provider_jax.jobset.pod_command import python_call
@@ -40,6 +41,7 @@ class JobSpecBuilder:
     pathways: Pathways | None
     resolved_backend: str
     project_id: str | None
+    storage: tuple[Storage, ...]
     location: str | None
     cluster_name: str | None
 
@@ -93,6 +95,7 @@ class JobSpecBuilder:
             tolerations=self.tolerations,
             volumes=self.volumes,
             volume_mounts=self.volume_mounts,
+            storage=self.storage,
             max_restarts=self.max_restarts,
             restart_on_exit_codes=self.restart_on_exit_codes,
             termination_grace_period=self.termination_grace_period,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
-from airflow_provider_jax import Data, Pathways, SecretRef
+from airflow_provider_jax import Data, Pathways, SecretRef, Storage
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
 from tests.support.real_cluster.control_plane import ControlPlane
 
@@ -93,7 +93,7 @@ CASES = {
         execution_timeout=timedelta(hours=2),
         service_account_name="trainer",
     ),
-    "data-fuse": lambda: tpu(
+    "data-fuse-and-storage": lambda: tpu(
         "data",
         accelerator="tpu-v6e-16",
         entrypoint_kwargs={"d": Data("gs://bucket/imagenet/", fuse=True, file_cache="10Gi")},
@@ -102,6 +102,12 @@ CASES = {
         project_id="proj",
         location="us-central2",
         cluster_name="tpus",
+        storage=[
+            Storage("shared-fs", "/shared", kind="filestore"),
+            Storage("ps", "/ps", kind="parallelstore"),
+            Storage("weights", "/weights", kind="pd", read_only=True),
+            Storage("ckpt-bucket", "/ckpt", kind="gcs"),
+        ],
     ),
     "pathways-headless-elastic": lambda: tpu(
         "headless",

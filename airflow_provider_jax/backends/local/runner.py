@@ -25,6 +25,7 @@ from airflow_provider_jax.backends.local.pathways import is_pathways, single_con
 from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.backends.local.processes import PodProcess
 from airflow_provider_jax.backends.local.secret_files import check_runs_locally, secret_files
+from airflow_provider_jax.backends.local.storage_links import linked_storage
 from airflow_provider_jax.backends.timeout_alarm import disarm_airflows_alarm
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.jobset.failure_policy import on_failure, restartable_in
@@ -97,6 +98,10 @@ class LocalJobSet:
     def run(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """Run to the end: the leader's parsed success message (None if it left none) and
         its last progress report. Reading a result it names is the caller's business."""
+        with linked_storage(self.pods, self.log):  # storage= mount paths, linked for the run
+            return self._run()
+
+    def _run(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         if self.timeout_s is not None:
             self._deadline = time.monotonic() + self.timeout_s
         restarts = self.restarts

@@ -1,0 +1,72 @@
+"""``storage=`` on the local backend: a claim or bucket cannot be mounted here, so each is
+mapped to a local folder (``AIRFLOW_JAX_LOCAL_STORAGE='{"<name>": "/folder"}'``) and its mount
+path becomes a link to that folder for the run. A storage with no mapping, or a mount path
+that exists and is something else, fails before any process starts, saying what to set."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from airflow_provider_jax.jobset.api import CONTAINER_NAME
+from airflow_provider_jax.jobset.data import FUSE_MOUNT_ROOT
+from airflow_provider_jax.jobset.named_storage import LOCAL_STORAGE_ENV
+
+
+def _storage_mounts(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(claim or bucket name, mount path) of every storage the program's pods mount."""
+    found: dict[str, str] = {}
+    for rjob in manifest["spec"]["replicatedJobs"]:
+        pod = rjob["template"]["spec"]["template"]["spec"]
+        names = {}
+        for volume in pod.get("volumes", []):
+            if "persistentVolumeClaim" in volume:
+                names[volume["name"]] = volume["persistentVolumeClaim"]["claimName"]
+            elif "csi" in volume:
+                names[volume["name"]] = volume["csi"]["volumeAttributes"]["bucketName"]
+        for container in pod["containers"]:
+            if container["name"] != CONTAINER_NAME:
+                continue
+            for mount in container.get("volumeMounts", []):
+                data_input = mount["mountPath"].startswith(FUSE_MOUNT_ROOT + "/")  # downloaded
+                if mount["name"] in names and not data_input:
+                    found[mount["mountPath"]] = names[mount["name"]]
+    return [(name, path) for path, name in found.items()]
+
+
+@contextlib.contextmanager
+def linked_storage(manifest: Mapping[str, Any], log: Any) -> Iterator[None]:
+    """Link each storage's mount path to its local folder for the run; undo it after."""
+    mounts = _storage_mounts(manifest)
+    if not mounts:
+        yield
+        return
+    mapping = json.loads(os.environ.get(LOCAL_STORAGE_ENV) or "{}")
+    made: list[str] = []
+    try:
+        for name, path in mounts:
+            folder = mapping.get(name)
+            if not folder or not os.path.isdir(folder):
+                raise ValueError(
+                    f"storage {name!r} is mounted at {path} on GKE; the local backend cannot "
+                    f"mount it. Map it to a local folder: {LOCAL_STORAGE_ENV}="
+                    f'\'{{"{name}": "/path/to/folder"}}\' (got {folder!r}).'
+                )
+            if os.path.lexists(path):
+                if os.path.realpath(path) != os.path.realpath(folder):
+                    raise ValueError(
+                        f"storage {name!r}: {path} exists here and is not {folder}; the local "
+                        "backend would link it there. Move it, or map the storage to it."
+                    )
+                continue
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            os.symlink(folder, path)
+            made.append(path)
+            log.info("storage %r: %s -> %s for this local run", name, path, folder)
+        yield
+    finally:
+        for path in made:
+            os.unlink(path)
