@@ -96,6 +96,17 @@ def poll_trigger_class() -> type:
     return JobSetPollTrigger
 
 
+def memory_by_file(path: str, jobs: int) -> None:
+    """The traced allocations alive now, by the file that made them, in KiB per job."""
+    import tracemalloc
+
+    stats = tracemalloc.take_snapshot().statistics("filename")
+    lines = [f"{s.size / 1024 / jobs:8.1f} KiB/job {s.count / jobs:7.1f} blocks/job  "
+             f"{s.traceback[0].filename}" for s in stats[:30]]  # fmt: skip
+    total = sum(s.size for s in stats) / 1024 / jobs
+    Path(path).write_text(f"traced total {total:.1f} KiB/job\n" + "\n".join(lines) + "\n")
+
+
 def triggerer(kind: str, timeout: float, log_lines: int) -> None:
     """Wait, like one triggerer, on the JobSets named on stdin; print what happened as JSON."""
     import gc
@@ -106,6 +117,10 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
     from airflow_provider_jax.triggers.jobset import JobSetTrigger
 
     logging.disable(logging.WARNING)
+    if os.environ.get("BENCH_TRACEMALLOC"):
+        import tracemalloc
+
+        tracemalloc.start()
     cluster = KubernetesCluster().to_dict()
     poll_class = poll_trigger_class()
     # Warm up (imports, the first connection), as a triggerer that has been up a while is.
@@ -142,6 +157,8 @@ def triggerer(kind: str, timeout: float, log_lines: int) -> None:
         asyncio.get_running_loop().call_later(
             COUNT_AT, lambda: tracked.__setitem__(1, len(gc.get_objects()))
         )
+        if where := os.environ.get("BENCH_TRACEMALLOC"):  # where the waiting jobs' memory is
+            asyncio.get_running_loop().call_later(COUNT_AT, memory_by_file, where, len(jobs))
         tasks = [asyncio.create_task(run_trigger(n, make(n, u)), name=n) for n, u in jobs.items()]
         done, pending = await asyncio.wait(tasks, timeout=timeout)
         for task in pending:

@@ -15,7 +15,12 @@ from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.jobset.data import Data
 from airflow_provider_jax.jobset.named_storage import Storage
 from airflow_provider_jax.jobset.names import jobset_name
-from airflow_provider_jax.jobset.pathways import Pathways, check_scratch
+from airflow_provider_jax.jobset.pathways import (
+    DEFAULT_PROXY_IMAGE,
+    DEFAULT_SERVER_IMAGE,
+    Pathways,
+    check_scratch,
+)
 from airflow_provider_jax.jobset.pod_command import python_call
 from airflow_provider_jax.jobset.spec import JaxJobSpec
 from airflow_provider_jax.operators.argument_types import as_mapping
@@ -44,6 +49,7 @@ class JobSpecBuilder:
     storage: tuple[Storage, ...]
     location: str | None
     cluster_name: str | None
+    kubernetes_conn_id: str | None
 
     def set_controller(self, pathways: object, initialize_distributed: bool | None) -> None:
         """``pathways=`` and ``initialize_distributed``: under Pathways one process drives
@@ -137,9 +143,12 @@ class JobSpecBuilder:
         return f"{GKE_API}/projects/{project}/locations/{location}/clusters/{cluster}"
 
     def _pathways(self, rendered: bool) -> Pathways | None:
-        """``pathways`` with its scratch location: as given, else under a ``gs://``
-        output_dir. Kubernetes needs one; the local backend runs no Pathways server."""
+        """``pathways`` with its images (the connection's, where it names them) and scratch
+        location: as given, else under a ``gs://`` output_dir. Kubernetes needs one; the
+        local backend runs no Pathways server."""
         pathways, output_dir = self.pathways, self.output_dir
+        if pathways is not None and rendered and self.resolved_backend == "kubernetes":
+            pathways = self._connection_images(pathways)
         if pathways is None or pathways.scratch_location is not None:
             return pathways
         if output_dir is not None and not rendered and is_template(output_dir):
@@ -154,6 +163,25 @@ class JobSpecBuilder:
                 )
             check_scratch(output_dir)  # raises: Pathways shares its scratch data through GCS
         return pathways
+
+    def _connection_images(self, pathways: Pathways) -> Pathways:
+        """The Kubernetes connection's ``pathways_server_image`` / ``pathways_proxy_image``
+        extras replace the default images (a cluster that pulls from its own mirror); images
+        set on ``Pathways(...)`` win."""
+        if self.cluster_name or not self.kubernetes_conn_id:
+            return pathways
+        from airflow.sdk import BaseHook
+
+        extras = BaseHook.get_connection(self.kubernetes_conn_id).extra_dejson
+        chosen = {
+            field: extras[f"pathways_{field}"]
+            for field, default in (
+                ("server_image", DEFAULT_SERVER_IMAGE),
+                ("proxy_image", DEFAULT_PROXY_IMAGE),
+            )
+            if getattr(pathways, field) == default and extras.get(f"pathways_{field}")
+        }
+        return dataclasses.replace(pathways, **chosen) if chosen else pathways
 
     def _program(self, rendered: bool) -> tuple[Sequence[str], dict[str, str]]:
         """Command and env of the program. Before rendering, Jinja strings are still strings,

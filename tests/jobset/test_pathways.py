@@ -187,3 +187,18 @@ def test_the_leader_is_the_head_not_slice_0s_first_worker():
 
     assert leader_pod([pod("worker"), pod("pathways-head")])["metadata"]["name"] == "pathways-head"
     assert leader_pod([pod("slice")])["metadata"]["name"] == "slice"
+
+
+def test_the_connection_can_point_the_default_images_at_a_mirror(monkeypatch):
+    mirror = "europe-docker.pkg.dev/p/mirror/pathways/server:jax-0.10.2"
+    extra = {"pathways_server_image": mirror, "in_cluster": False}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra})
+    )
+    proxy = "r.io/p/proxy:v1"  # set on Pathways(...): it wins over the connection
+    op = JaxTpuSliceOperator(**TPU_GCS, pathways=Pathways(proxy_image=proxy), backend="kubernetes")
+    head = pods(build_jobset(op.build_spec(name="x")))["pathways-head"]["spec"]
+    proxy_container, rm = head["initContainers"]
+    assert (rm["image"], proxy_container["image"]) == (mirror, proxy)
+    worker = pods(build_jobset(op.build_spec(name="x")))["worker"]["spec"]["containers"][0]
+    assert worker["image"] == mirror
