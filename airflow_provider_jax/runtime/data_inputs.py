@@ -74,9 +74,7 @@ def download(uri: str, fuse: bool = False) -> str:
         relative = item["name"][len(folder) :] if item["name"] != prefix else Path(prefix).name
         path = target / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        body = storage.read_object(bucket, item["name"])
-        path.write_bytes(body)
-        return len(body)
+        return storage.save_object(bucket, item["name"], path)
 
     with ThreadPoolExecutor(DOWNLOAD_THREADS) as pool:
         size = sum(pool.map(fetch, objects))

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 GCS_ENDPOINT = "https://storage.googleapis.com"
 _METADATA_TOKEN_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
@@ -48,6 +51,21 @@ def read_text(uri: str) -> str:
 def read_object(bucket: str, name: str) -> bytes:
     url = f"{_endpoint()}/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}?alt=media"
     return _request("GET", url)
+
+
+def save_object(bucket: str, name: str, path: Path) -> int:
+    """Stream one object to ``path`` (written whole or not at all), retried as every call
+    is; its size. Data shards can be gigabytes: they never sit in memory."""
+    url = f"{_endpoint()}/storage/v1/b/{bucket}/o/{urllib.parse.quote(name, safe='')}?alt=media"
+    partial = path.with_name(f".{path.name}.partial")
+
+    def to_file(response: Any) -> int:
+        with partial.open("wb") as out:
+            shutil.copyfileobj(response, out, 1 << 20)
+        partial.replace(path)
+        return path.stat().st_size
+
+    return _request("GET", url, read=to_file)
 
 
 def list_objects(bucket: str, prefix: str) -> list[dict]:
@@ -127,9 +145,14 @@ def _token() -> str | None:
 
 
 def _request(
-    method: str, url: str, body: bytes | None = None, headers: dict[str, str] | None = None
-) -> bytes:
-    """One call, retried with backoff on 429, 5xx and connection errors."""
+    method: str,
+    url: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+    read: Callable[[Any], Any] = lambda response: response.read(),
+) -> Any:
+    """One call, retried with backoff on 429, 5xx and connection errors; ``read`` takes the
+    response (its whole body, by default)."""
     headers = dict(headers or {})
     if token := _token():
         headers["Authorization"] = f"Bearer {token}"
@@ -137,7 +160,7 @@ def _request(
         request = urllib.request.Request(url, data=body, method=method, headers=headers)
         try:
             with urllib.request.urlopen(request, timeout=_TIMEOUT_S) as response:
-                return response.read()
+                return read(response)
         except urllib.error.HTTPError as err:
             if (err.code != 429 and err.code < 500) or attempt == _RETRIES - 1:
                 detail = err.read().decode(errors="replace")[:500]
