@@ -84,12 +84,13 @@ def staging_uri(data: Data, output_dir: str | None) -> str:
 
 def upload(inputs: Sequence[Data], gcp_conn_id: str, impersonation_chain: Any, log: Any) -> None:
     """Upload each staged local input that is not already there, with progress in the log."""
+    staged = [data for data in inputs if data.staged is not None]
+    if not staged:
+        return  # no Google connection needed
     from airflow.providers.google.cloud.hooks.gcs import GCSHook
 
     hook = GCSHook(gcp_conn_id=gcp_conn_id, impersonation_chain=impersonation_chain)
-    for data in inputs:
-        if data.staged is None:
-            continue
+    for data in staged:
         bucket = data.staged.removeprefix("gs://").split("/")[0]
         found = folder(str(data.path))
         base = f"{STAGING_PREFIX}/{found.digest}/"
