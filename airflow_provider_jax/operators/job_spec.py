@@ -171,8 +171,12 @@ class JobSpecBuilder:
         if self.cluster_name or not self.kubernetes_conn_id:
             return pathways
         from airflow.sdk import BaseHook
+        from airflow.sdk.exceptions import AirflowNotFoundException
 
-        extras = BaseHook.get_connection(self.kubernetes_conn_id).extra_dejson
+        try:
+            extras = BaseHook.get_connection(self.kubernetes_conn_id).extra_dejson
+        except AirflowNotFoundException:  # in-cluster or kubeconfig, as the hook falls back
+            return pathways
         chosen = {
             field: extras[f"pathways_{field}"]
             for field, default in (

@@ -202,3 +202,11 @@ def test_the_connection_can_point_the_default_images_at_a_mirror(monkeypatch):
     assert (rm["image"], proxy_container["image"]) == (mirror, proxy)
     worker = pods(build_jobset(op.build_spec(name="x")))["worker"]["spec"]["containers"][0]
     assert worker["image"] == mirror
+
+
+def test_without_a_connection_the_defaults_stand(monkeypatch):
+    """In-cluster or kubeconfig access has no connection to read extras from."""
+    monkeypatch.delenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", raising=False)
+    op = JaxTpuSliceOperator(**TPU_GCS, pathways=True, backend="kubernetes")
+    head = pods(build_jobset(op.build_spec(name="x")))["pathways-head"]["spec"]
+    assert head["initContainers"][1]["image"] == f"{IMAGE_REPOSITORY}/server:{JAX_TAG}"
