@@ -70,11 +70,15 @@ async def test_leader_is_the_default_and_none_opens_no_stream(k8s, capsys):
     assert "[0/0] hello from [0/0]" in leader_only
     assert "[0/1]" not in leader_only
     assert len(log_requests(k8s)) == 1
-    # One look at the pods, not while they pull images nor again as they end, and at the
-    # leader's only: a big slice's list is hundreds of kilobytes to parse.
-    (selector,) = pod_list_selectors(k8s)
-    assert selector.endswith(
-        ",jobset.sigs.k8s.io/job-index=0,batch.kubernetes.io/job-completion-index=0"
+    # At the leader's pod only (a big slice's list is hundreds of kilobytes to parse), and
+    # not again as the pods end. Usually one look, once the JobSet says its pods run; a second
+    # when the first came from the 2 s fallback on a loaded machine (the shuffled-order run
+    # found it) and found the pod not yet up.
+    selectors = pod_list_selectors(k8s)
+    assert 1 <= len(selectors) <= 2, selectors
+    assert all(
+        s.endswith(",jobset.sigs.k8s.io/job-index=0,batch.kubernetes.io/job-completion-index=0")
+        for s in selectors
     )
 
     k8s.reset()
