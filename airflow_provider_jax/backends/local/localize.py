@@ -6,10 +6,12 @@ Shared by the local backend and the test cluster's kubelet, which run pods as lo
 from __future__ import annotations
 
 import copy
+import random
 import socket
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_jax.jobset.coordination import SHARED_PORT_RANGE
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     COORDINATOR_IP_ENV,
@@ -21,15 +23,38 @@ from airflow_provider_jax.runtime.env import (
 LOCALHOST = "127.0.0.1"
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now (held together, so they differ)."""
-    sockets = [socket.socket() for _ in range(count)]
+def _ephemeral_low() -> int:
     try:
-        for s in sockets:
-            s.bind((LOCALHOST, 0))
-        return [s.getsockname()[1] for s in sockets]
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as ports:
+            return int(ports.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free on 127.0.0.1 right now (held together, so they differ), below the
+    kernel's ephemeral range. A port from that range (what binding port 0 gives) can be
+    handed to a process's *outgoing* connection before the coordinator listens on it, and a
+    client dialling 127.0.0.1:P from local port P connects to itself (TCP simultaneous
+    open): the JAX processes then wait on a coordinator that is not there."""
+    low, high = SHARED_PORT_RANGE[0], min(SHARED_PORT_RANGE[1], _ephemeral_low())
+    held: list[socket.socket] = []
+    try:
+        for port in random.sample(range(low, high), high - low):
+            if len(held) == count:
+                break
+            candidate = socket.socket()
+            try:
+                candidate.bind((LOCALHOST, port))
+            except OSError:
+                candidate.close()
+                continue
+            held.append(candidate)
+        if len(held) < count:
+            raise RuntimeError(f"no {count} free ports on {LOCALHOST} in {low}-{high}")
+        return [s.getsockname()[1] for s in held]
     finally:
-        for s in sockets:
+        for s in held:
             s.close()
 
 
