@@ -233,8 +233,14 @@ class _Attempt:
 
     def _log_lines(self, wait_s: float = 0.0) -> None:
         log = self.jobset.log
+        if wait_s and self.lines.empty():
+            # A plain sleep, not SimpleQueue.get(timeout=...): this runs on the thread that
+            # receives signals (Airflow's SIGTERM calls on_kill here), and a handler that
+            # landed in that C-level wait once left it blocked for good, with every process
+            # gone (py-spy: stuck at the get, its pods zombies). sleep() resumes correctly.
+            time.sleep(wait_s)
         try:
-            item = self.lines.get(timeout=wait_s) if wait_s else self.lines.get_nowait()
+            item = self.lines.get_nowait()
             while True:
                 plan, stream, line, at = item
                 report = parse_report(line) if stream == "stdout" else None
