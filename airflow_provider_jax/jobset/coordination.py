@@ -96,7 +96,8 @@ class Coordination:
     megascale_port: int = DEFAULT_MEGASCALE_PORT
 
 
-def _field_env(name: str, path: str) -> dict[str, Any]:
+def field_env(name: str, path: str) -> dict[str, Any]:
+    """An env entry read from the pod's own metadata (the downward API)."""
     return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
@@ -110,16 +111,16 @@ def coordination_env(c: Coordination) -> list[dict[str, Any]]:
         {"name": NUM_PROCESSES_ENV, "value": str(c.num_processes)},
         {"name": NNODES_ENV, "value": str(c.num_processes)},
         {"name": HOSTS_PER_SLICE_ENV, "value": str(c.hosts_per_slice)},
-        _field_env(SLICE_INDEX_ENV, slice_index),
-        _field_env(HOST_INDEX_ENV, f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"),
+        field_env(SLICE_INDEX_ENV, slice_index),
+        field_env(HOST_INDEX_ENV, f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"),
         # Lets training code tell a fresh start from a restart (e.g. to resume a checkpoint).
-        _field_env(RESTART_ATTEMPT_ENV, f"metadata.labels['{RESTART_ATTEMPT_LABEL}']"),
+        field_env(RESTART_ATTEMPT_ENV, f"metadata.labels['{RESTART_ATTEMPT_LABEL}']"),
     ]
     if c.num_slices > 1:
         env += [
             {"name": MEGASCALE_COORDINATOR_ADDRESS_ENV, "value": c.leader_host},
             {"name": MEGASCALE_NUM_SLICES_ENV, "value": str(c.num_slices)},
             {"name": MEGASCALE_PORT_ENV, "value": str(c.megascale_port)},
-            _field_env(MEGASCALE_SLICE_ID_ENV, slice_index),
+            field_env(MEGASCALE_SLICE_ID_ENV, slice_index),
         ]
     return env

@@ -34,6 +34,7 @@ from airflow_provider_jax.jobset.api import (
     RESTART_ATTEMPT_LABEL,
 )
 from airflow_provider_jax.jobset.capacity import placement_annotations
+from airflow_provider_jax.jobset.coordination import field_env
 from airflow_provider_jax.jobset.failure_policy import CODE_ERROR_RULE, pod_failure_policy
 from airflow_provider_jax.jobset.pathways import (
     BACKEND_TARGET,
@@ -60,10 +61,6 @@ from airflow_provider_jax.runtime.env import PATHWAYS_ENV, RESTART_ATTEMPT_ENV
 
 SHARED_TMP = "shared-tmp"
 _SHARED_TMP_VOLUME = {"hostPath": {"path": "/tmp", "type": "DirectoryOrCreate"}, "name": SHARED_TMP}
-
-
-def _field(name: str, path: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}
 
 
 def _label(key: str) -> str:
@@ -99,7 +96,7 @@ def _sidecars(spec: JaxJobSpec) -> list[dict[str, Any]]:
         "image": pw.proxy_image,
         "imagePullPolicy": "Always",
         "args": [*proxy_args, *pw.proxy_args],
-        "env": [_field(HEAD_ENV, _label(COORDINATOR_LABEL))],
+        "env": [field_env(HEAD_ENV, _label(COORDINATOR_LABEL))],
         "ports": _ports(PROXY_PORT),
         "resources": {"limits": {"cpu": "16", "memory": "100G"}},
     }
@@ -116,9 +113,9 @@ def _sidecars(spec: JaxJobSpec) -> list[dict[str, Any]]:
             *pw.server_args,
         ],
         "env": [
-            _field("REPLICATED_JOB_NAME", _annotation(REPLICATED_JOB_LABEL)),
-            _field("JOBSET_NAME", _annotation(JOBSET_NAME_LABEL)),
-            _field("HOST_ADDRESS", _label(COORDINATOR_LABEL)),
+            field_env("REPLICATED_JOB_NAME", _annotation(REPLICATED_JOB_LABEL)),
+            field_env("JOBSET_NAME", _annotation(JOBSET_NAME_LABEL)),
+            field_env("HOST_ADDRESS", _label(COORDINATOR_LABEL)),
             {"name": "TPU_SKIP_MDS_QUERY", "value": "true"},
         ],
         "ports": _ports(RM_PORT, RM_SECOND_PORT),
@@ -143,12 +140,12 @@ def _head_pod(spec: JaxJobSpec) -> dict[str, Any]:
         pod["containers"] = _sidecars(spec)
     else:
         env = [
-            _field(HEAD_ENV, _label(COORDINATOR_LABEL)),
+            field_env(HEAD_ENV, _label(COORDINATOR_LABEL)),
             {"name": "JAX_PLATFORMS", "value": "proxy"},
             {"name": "XCLOUD_ENVIRONMENT", "value": "GCP"},
             {"name": "JAX_BACKEND_TARGET", "value": BACKEND_TARGET},
             {"name": PATHWAYS_ENV, "value": "1"},
-            _field(RESTART_ATTEMPT_ENV, _label(RESTART_ATTEMPT_LABEL)),
+            field_env(RESTART_ATTEMPT_ENV, _label(RESTART_ATTEMPT_LABEL)),
         ]
         pod["initContainers"] = _sidecars(spec)
         pod["containers"] = [app_container(spec, list(spec.command), env, spec.resources)]
@@ -215,12 +212,12 @@ def _worker_pod(spec: JaxJobSpec) -> dict[str, Any]:
                 {"name": "TF_CPP_MIN_LOG_LEVEL", "value": "0"},
                 {"name": "XCLOUD_ENVIRONMENT", "value": "GCP"},
                 {"name": "MEGASCALE_GRPC_ENABLE_XOR_TRACER", "value": "false"},
-                _field("MEGASCALE_NUM_SLICES", _label(REPLICAS_LABEL)),
-                _field("JOBSET_NAME", _annotation(JOBSET_NAME_LABEL)),
-                _field("REPLICATED_JOB_NAME", _annotation(REPLICATED_JOB_LABEL)),
-                _field("MEGASCALE_SLICE_ID", _label(JOB_INDEX_LABEL)),
-                _field(HEAD_ENV, _label(COORDINATOR_LABEL)),
-                _field("MEGASCALE_COORDINATOR_ADDRESS", _label(COORDINATOR_LABEL)),
+                field_env("MEGASCALE_NUM_SLICES", _label(REPLICAS_LABEL)),
+                field_env("JOBSET_NAME", _annotation(JOBSET_NAME_LABEL)),
+                field_env("REPLICATED_JOB_NAME", _annotation(REPLICATED_JOB_LABEL)),
+                field_env("MEGASCALE_SLICE_ID", _label(JOB_INDEX_LABEL)),
+                field_env(HEAD_ENV, _label(COORDINATOR_LABEL)),
+                field_env("MEGASCALE_COORDINATOR_ADDRESS", _label(COORDINATOR_LABEL)),
             ],
             "ports": _ports(*WORKER_PORTS),
             "resources": {"limits": {acc.resource_name: str(acc.chips_per_host)}},
