@@ -113,6 +113,17 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "0",
                         "default": "10",
                     },
+                    "max_log_streams": {
+                        "description": "The most pod log streams one triggerer (or one "
+                        "blocking task) holds open at once. Each holds a connection, about "
+                        "0.3 MiB of its memory and a long-lived API server request. Past it, "
+                        "a job's log waits its turn, and a job that ends first shows its last "
+                        "lines. 0: only the last lines, at each job's end.",
+                        "version_added": "0.4.0",
+                        "type": "integer",
+                        "example": "200",
+                        "default": "1000",
+                    },
                     "tensorboard_url": {
                         "description": "Your TensorBoard (or XProf) URL for a run's output_dir, "
                         "with {output_dir} where the URL-quoted directory goes. A task whose "

@@ -66,8 +66,8 @@ def queued_scenario(emulator: Any, jobs: int, wait: float, env: dict) -> QueuedR
     uids = {c["metadata"]["name"]: c["metadata"]["uid"] for c in created}
     child = subprocess.Popen(
         [
-            *(sys.executable, "-m", "bench.triggerer_scale", "--triggerer", "watch"),
-            *("--window", str(wait - 90), "--log-lines", "0"),
+            *(sys.executable, "-m", "bench.triggerer_child", "watch"),
+            *("--timeout", str(wait), "--log-lines", "0"),
         ],
         env=env,
         stdin=subprocess.PIPE,

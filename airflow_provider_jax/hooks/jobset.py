@@ -293,6 +293,24 @@ class AsyncJobSetOperations:
             await raise_for_status(response)
             return json.loads(await response.read())["items"]
 
+    @api_retry()
+    async def read_pod_log_tail(
+        self, pod_name: str, namespace: str, lines: int, *, container: str = CONTAINER_NAME
+    ) -> list[str]:
+        """The last ``lines`` lines of a container's log (with RFC 3339 timestamps) in one
+        request through the shared client: a log read once, at its end, holds no connection."""
+        async with self.api() as api:
+            response = await async_client.CoreV1Api(api).read_namespaced_pod_log(
+                pod_name,
+                namespace,
+                container=container,
+                timestamps=True,
+                tail_lines=lines,
+                _preload_content=False,
+            )
+            await raise_for_status(response)
+            return (await response.read()).decode("utf-8", errors="replace").splitlines()
+
     async def follow_pod_log(
         self,
         pod_name: str,

@@ -16,7 +16,6 @@ from tests.support.k8s_emulator.rbac import docs_role_manifest
 from tests.support.real_cluster.control_plane import ControlPlane
 from tests.support.real_cluster.fixtures import connection
 
-IDENTITY = "airflow-jax"  # the user the control plane's "airflow" token authenticates as
 OPTIONAL = {  # (group, resource, verb) -> the task log line the docs promise without it
     ("jobset.x-k8s.io", "jobsets", "watch"): None,  # polls with list instead, silently
     (
@@ -42,20 +41,6 @@ def without(role: dict[str, Any], group: str, resource: str, verb: str) -> dict[
     return role
 
 
-def grant(plane: ControlPlane, role: dict[str, Any]) -> None:
-    api = plane.api()
-    base = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "airflow-jax", "namespace": "default"},
-        "subjects": [{"kind": "User", "name": IDENTITY, "apiGroup": "rbac.authorization.k8s.io"}],
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "airflow-jax"},
-    }  # fmt: skip
-    for kind, body in (("roles", role), ("rolebindings", binding)):
-        path = f"{base}/{kind}/airflow-jax?fieldManager=test&force=true"
-        api.request("PATCH", path, body, "application/apply-patch+yaml")
-
-
 @pytest.fixture
 def as_airflow(real_cluster: ControlPlane, monkeypatch: pytest.MonkeyPatch) -> ControlPlane:
     monkeypatch.setenv(
@@ -77,7 +62,7 @@ def life(name: str, tmp_path: Path) -> list[str]:
 
 
 def test_the_docs_role_is_enough_for_a_queued_jobs_whole_life(queues, as_airflow, tmp_path):
-    grant(as_airflow, docs_role_manifest())
+    as_airflow.grant(docs_role_manifest())
     lines = life("docs-role", tmp_path)
     assert any("Queue: admitted by Kueue" in line for line in lines), lines
     assert not [line for line in lines if "lacks" in line], lines
@@ -85,7 +70,7 @@ def test_the_docs_role_is_enough_for_a_queued_jobs_whole_life(queues, as_airflow
 
 @pytest.mark.parametrize("permission", sorted(OPTIONAL), ids=lambda p: f"{p[2]}-{p[1]}")
 def test_each_optional_permission_is_optional(permission, queues, as_airflow, tmp_path):
-    grant(as_airflow, without(docs_role_manifest(), *permission))
+    as_airflow.grant(without(docs_role_manifest(), *permission))
     lines = life(re.sub(r"[^a-z]+", "-", f"no-{permission[2]}-{permission[1]}"), tmp_path)
     said = [line for line in lines if "lacks" in line]
     promised = OPTIONAL[permission]

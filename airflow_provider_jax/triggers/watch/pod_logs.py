@@ -6,8 +6,9 @@ number and in length.
 
 Per restart attempt it costs one pod list, shared by all hosts (for the leader, a list of its
 own pod only), plus one long-lived log stream per followed pod: 2 requests for ``"leader"``,
-1 + hosts for ``"all"``. It never decides the task's outcome: any error here only ends the
-streaming.
+1 + hosts for ``"all"``. A triggerer holds at most ``[jax] max_log_streams`` streams at once
+(``stream_slots``); a log waits its turn, and a job that ends first shows its last lines. It
+never decides the task's outcome: any error here only ends the streaming.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +28,7 @@ from airflow_provider_jax.reporting.host_logs import STREAM_ALL
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress, kubelet_time
 from airflow_provider_jax.runtime.messages import host_tag, parse_report
+from airflow_provider_jax.triggers.watch.stream_slots import stream_slots
 
 RETRY_DELAYS = (2, 5, 10, 30, 60)  # waits while a container is not up yet
 STREAM_RECHECK = 10  # seconds after a log stream ends before looking whether it only dropped
@@ -100,7 +102,9 @@ class PodLogs:
         self._listed_attempt: int | None = None  # ... when the pods were last listed
         self._refused = False  # the API refused a log stream (RBAC): stop streaming
         self._changed = asyncio.Event()
-        self._closing = False
+        self._closing = asyncio.Event()
+        self._slots = stream_slots()
+        self._slots_noted = False  # said that this job's log waits for a slot
         self._task: asyncio.Task[None] | None = None
 
     def update(self, jobset: Mapping[str, Any]) -> None:
@@ -117,7 +121,7 @@ class PodLogs:
         pods' logs, for at most that many seconds."""
         if self._task is None:
             return
-        self._closing = True
+        self._closing.set()
         self._changed.set()
         if grace > 0:
             await asyncio.wait({self._task}, timeout=grace)
@@ -146,17 +150,17 @@ class PodLogs:
         first_look = True
         try:
             while not self._refused:
-                if self._closing and self._followed_all():
+                if self._closing.is_set() and self._followed_all():
                     # No listing needed: what is left comes on the open streams, if any.
                     await asyncio.gather(*(s.task for s in self._streams.values() if s.active))
                     return
                 self._changed.clear()  # before listing: a change during it wakes us again
-                if self._settled() and not self._closing:
+                if self._settled() and not self._closing.is_set():
                     # Every wanted log is streaming: only a stream's end (or a restart,
                     # which ends the streams) is news, so JobSet changes cost no listing.
                     await self._changed.wait()
                     continue
-                if first_look and not self._has_run and not self._closing:
+                if first_look and not self._has_run and not self._closing.is_set():
                     # Its pods exist but likely still pull images: a look now would find
                     # them Pending. Look at the next JobSet change, or soon.
                     first_look = False
@@ -172,7 +176,7 @@ class PodLogs:
                 self._wanted_now = [p["metadata"]["name"] for p in wanted]
                 for pod in wanted:
                     self._follow_if_needed(pod)
-                if self._closing:
+                if self._closing.is_set():
                     # What is left of the finished logs; stop()'s grace bounds the wait.
                     await asyncio.gather(*(s.task for s in self._streams.values() if s.task))
                     return
@@ -245,9 +249,24 @@ class PodLogs:
         stream.task = asyncio.create_task(self._follow(stream, pod), name=f"log-{name}")
 
     async def _follow(self, stream: _Stream, pod: Mapping[str, Any]) -> None:
-        """Stream one pod's log until it ends, skipping lines shown before a reconnect."""
+        """Stream one pod's log until it ends, skipping lines shown before a reconnect, once
+        a stream slot is free; if the job ends first, show its last lines instead."""
+        if self._slots.held >= self._slots.limit and not self._slots_noted:
+            self._slots_noted = True
+            self.log.info(
+                "%d pod log streams are open in this triggerer ([jax] max_log_streams); %s's "
+                "log follows once one ends, or shows its last lines when it ends",
+                self._slots.limit,
+                stream.pod,
+            )
+        held = await self._slots.take(self._closing)
         try:
-            async for line in self.hook.follow_pod_log(stream.pod, self.namespace):
+            lines = (
+                self.hook.follow_pod_log(stream.pod, self.namespace)
+                if held
+                else self._tail(stream.pod)
+            )
+            async for line in lines:
                 stamp, _, text = line.partition(" ")
                 if stamp <= stream.last_stamp:
                     continue
@@ -265,9 +284,22 @@ class PodLogs:
         else:
             if stream.leader:
                 self._show_held()  # the container's log ended
+        finally:
+            if held:
+                self._slots.give()
         stream.ended, stream.recheck = True, False
         # Usually the container exited, which the JobSet's status soon shows.
         asyncio.get_running_loop().call_later(STREAM_RECHECK, self._recheck, stream)
+
+    async def _tail(self, pod: str) -> AsyncIterator[str]:
+        """The last lines of a pod's log, read once: its job ended before a slot was free
+        (all that fit the line budget, none of them its notice)."""
+        lines = await self.hook.read_pod_log_tail(
+            pod, self.namespace, max(self._budget.max_lines - 1, 1)
+        )
+        self.log.info("The last %d lines of %s's log:", len(lines), pod)
+        for line in lines:
+            yield line
 
     def _recheck(self, stream: _Stream) -> None:
         stream.recheck = True

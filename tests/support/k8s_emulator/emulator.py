@@ -103,7 +103,7 @@ class Emulator:
             self.kueue.reset()
             for task in list(self.api.streams):
                 task.cancel()
-            self.store.objects.clear()
+            self.store.clear()
             self.store.compact()
 
         self.call(reset())
