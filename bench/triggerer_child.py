@@ -15,6 +15,7 @@ import os
 import sys
 import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +79,28 @@ def memory_by_file(path: str, jobs: int) -> None:
     Path(path).write_text(f"traced total {total:.1f} KiB/job\n" + "\n".join(lines) + "\n")
 
 
+def tracked_by_type() -> Counter[str]:
+    """The objects the garbage collector tracks (what each full collection walks), by type;
+    dicts by their first three keys."""
+    import gc
+
+    def kind(obj: object) -> str:
+        if isinstance(obj, dict):
+            return f"dict{sorted(map(str, obj))[:3]}"
+        return type(obj).__qualname__
+
+    return Counter(kind(obj) for obj in gc.get_objects())
+
+
+def objects_by_type(path: str, jobs: int, before: Counter[str]) -> None:
+    """The tracked objects added since ``before``, by type, per job."""
+    added = tracked_by_type()
+    added.subtract(before)
+    lines = [f"{n / jobs:8.2f}/job  {name}" for name, n in added.most_common(50)]
+    total = sum(added.values()) / jobs
+    Path(path).write_text(f"{total:.1f} tracked objects/job\n" + "\n".join(lines) + "\n")
+
+
 def triggerer(kind: str, timeout: float, log_lines: int, count_at: float) -> None:
     """Wait, like one triggerer, on the JobSets named on stdin; print what happened as JSON."""
     import gc
@@ -100,6 +123,7 @@ def triggerer(kind: str, timeout: float, log_lines: int, count_at: float) -> Non
     baseline_rss = rss_kib()
     tracked = [len(gc.get_objects()), 0]  # objects the collector tracks: after imports, waiting
     waiting_rss = [0]
+    before = tracked_by_type() if os.environ.get("BENCH_OBJECTS") else Counter()
     print("ready", flush=True)
     jobs: dict[str, str] = json.loads(sys.stdin.readline())  # name -> uid
 
@@ -129,6 +153,8 @@ def triggerer(kind: str, timeout: float, log_lines: int, count_at: float) -> Non
         waiting_rss[0] = rss_kib()
         if where := os.environ.get("BENCH_TRACEMALLOC"):  # where the waiting jobs' memory is
             memory_by_file(where, len(jobs))
+        if where := os.environ.get("BENCH_OBJECTS"):  # what the collector walks
+            objects_by_type(where, len(jobs), before)
 
     async def run_all() -> None:
         asyncio.get_running_loop().call_later(count_at, count_waiting)

@@ -35,7 +35,7 @@ STREAM_RECHECK = 10  # seconds after a log stream ends before looking whether it
 BROKEN_RECHECK = 1  # seconds after a stream broke off (or was refused) before trying again
 UP = ("Running", "Succeeded", "Failed")  # phases whose container log can be read
 LEADER_TAG = host_tag(0, 0)  # process 0, whose reports are the progress lines
-LineHook = Callable[[Mapping[str, Any], str, str, dict[str, Any] | None], None]
+LineHook = Callable[[int, str, str, dict[str, Any] | None], None]
 
 
 @dataclass
@@ -45,6 +45,7 @@ class _Stream:
     pod: str
     tag: str
     leader: bool
+    attempt: int  # the JobSet restart attempt that made the pod
     phase: str | None = None  # at the last look
     last_stamp: str = ""
     ended: bool = False
@@ -72,7 +73,8 @@ class PodLogs:
 
     :param hosts: ``"leader"`` (process 0) or ``"all"`` (every pod of the newest attempt).
     :param max_lines: the most log lines per host, and the most progress lines, per try.
-    :param on_line: called with (pod, kubelet's timestamp, text, its report) of each new line
+    :param on_line: called with (the pod's restart attempt, kubelet's timestamp, text, its
+        report) of each new line
         of the leader.
     """
 
@@ -169,20 +171,13 @@ class PodLogs:
                             await self._changed.wait()
                     continue
                 first_look = False
-                attempt = self._attempt
-                pods = await self._list_pods()
-                self._listed_attempt = attempt
-                wanted = self._wanted(pods)
-                self._wanted_now = [p["metadata"]["name"] for p in wanted]
-                for pod in wanted:
-                    self._follow_if_needed(pod)
+                await self._look()
                 if self._closing.is_set():
                     # What is left of the finished logs; stop()'s grace bounds the wait.
                     await asyncio.gather(*(s.task for s in self._streams.values() if s.task))
                     return
-                self._starting = any(_phase(p) not in UP for p in wanted)
                 delay = None
-                if self._starting or not wanted:
+                if self._starting or not self._wanted_now:
                     delay = next(waits, None)
                 else:
                     waits = iter(RETRY_DELAYS)
@@ -196,6 +191,18 @@ class PodLogs:
         except Exception as err:
             self.log.warning("Stopped streaming the pods' logs: %s", explain(err))
             await self._cancel_streams()
+
+    async def _look(self) -> None:
+        """List the pods and follow the wanted ones. Its own frame: the pods listed (whole
+        objects, kilobytes each) are not kept while the loop waits for the next change."""
+        attempt = self._attempt
+        pods = await self._list_pods()
+        self._listed_attempt = attempt
+        wanted = self._wanted(pods)
+        self._wanted_now = [p["metadata"]["name"] for p in wanted]
+        for pod in wanted:
+            self._follow_if_needed(pod)
+        self._starting = any(_phase(p) not in UP for p in wanted)
 
     async def _list_pods(self) -> list[dict[str, Any]]:
         """The pods to pick from: for the leader only its own (one per attempt, where a
@@ -236,7 +243,8 @@ class PodLogs:
         stream = self._streams.get(name)
         if stream is None:
             tag = status.tag(pod)
-            stream = self._streams[name] = _Stream(name, tag, tag == LEADER_TAG)
+            attempt = status.restart_attempt(pod)
+            stream = self._streams[name] = _Stream(name, tag, tag == LEADER_TAG, attempt)
         stream.phase = phase
         if self._budget.spent(stream.tag):
             stream.spent = stream.spent or not (stream.leader and self.reports_left > 0)
@@ -246,9 +254,9 @@ class PodLogs:
             if phase != "Running":
                 return  # all shown; a restart brings new pods
             stream.ended = False  # still running: the stream had dropped
-        stream.task = asyncio.create_task(self._follow(stream, pod), name=f"log-{name}")
+        stream.task = asyncio.create_task(self._follow(stream), name=f"log-{name}")
 
-    async def _follow(self, stream: _Stream, pod: Mapping[str, Any]) -> None:
+    async def _follow(self, stream: _Stream) -> None:
         """Stream one pod's log until it ends, skipping lines shown before a reconnect, once
         a stream slot is free; if the job ends first, show its last lines instead."""
         if self._slots.held >= self._slots.limit and not self._slots_noted:
@@ -271,7 +279,7 @@ class PodLogs:
                 if stamp <= stream.last_stamp:
                     continue
                 stream.last_stamp = stamp
-                if not self._show(stream, pod, stamp, text):
+                if not self._show(stream, stamp, text):
                     stream.spent = True
                     break
         except Exception as err:
@@ -305,13 +313,13 @@ class PodLogs:
         stream.recheck = True
         self._changed.set()
 
-    def _show(self, stream: _Stream, pod: Mapping[str, Any], stamp: str, text: str) -> bool:
+    def _show(self, stream: _Stream, stamp: str, text: str) -> bool:
         """Log one line; False once nothing more of this pod would be shown."""
         report = parse_report(text)
         if report is not None:
             if stream.leader:
                 if self.on_line is not None:
-                    self.on_line(pod, stamp, text, report)
+                    self.on_line(stream.attempt, stamp, text, report)
                 at = kubelet_time(stamp)
                 line = self.progress.line(report, time.time() if at is None else at)
                 if line is not None and self.reports_left > 0:
@@ -319,7 +327,7 @@ class PodLogs:
                     self.log.info("%s %s", stream.tag, line)
             return True  # every host reports the same; the leader speaks for them
         if stream.leader and self.on_line is not None:
-            self.on_line(pod, stamp, text, None)
+            self.on_line(stream.attempt, stamp, text, None)
         if (shown := self._budget.take(stream.tag, text)) is not None:
             self.log.info("%s %s", stream.tag, shown)
         # The leader's stream goes on for its progress reports.

@@ -43,14 +43,13 @@ class RunClock:
             self.clock.end(attempt, time.time(), kind or UNKNOWN)
 
     def leader_line(
-        self, pod: Mapping[str, Any], stamp: str, text: str, report: dict[str, Any] | None
+        self, attempt: int, stamp: str, text: str, report: dict[str, Any] | None
     ) -> None:
-        """A line of the leader's log (``report``: the progress report in it, if any), or
-        where it resumed from."""
+        """A line of the leader's log from restart ``attempt`` (``report``: the progress
+        report in it, if any), or where it resumed from."""
         if self.clock is None:
             return
         at = min(epoch(stamp) or time.time(), time.time())
-        attempt = status.restart_attempt(pod)
         if report is not None:
             self.clock.report(attempt, report.get("step"), at)
         elif (step := parse_resumed(text)) is not None:
