@@ -36,6 +36,7 @@ from airflow_provider_jax.jobset.api import (
 
 # A log stream may sit idle for a long time; reconnect only after 10 silent minutes.
 LOG_STREAM_TIMEOUT = (30, 600)
+LIST_PAGE_SIZE = 500  # objects per page of a list, as client-go's reflector reads them
 
 
 class JobSetExists(Exception):
@@ -231,14 +232,36 @@ class AsyncJobSetOperations:
         return True
 
     async def list_objects(
-        self, resource: Resource, version: str, namespace: str, label_selector: str = ""
+        self,
+        resource: Resource,
+        version: str,
+        namespace: str,
+        label_selector: str = "",
+        *,
+        page_size: int = LIST_PAGE_SIZE,
     ) -> tuple[list[dict[str, Any]], str]:
-        """(items, resourceVersion) of one consistent list. Not retried: the caller decides."""
+        """(items, resourceVersion) of one consistent list, each item as the resource keeps
+        it (``Resource.trim``). Read ``page_size`` objects a page, as client-go's reflector
+        does: a triggerer relisting 10,000 whole JobSets at once held them all parsed at
+        once (about 1 GiB at the peak). Not retried: the caller decides (an expired
+        continue token is a 410, as an expired watch is)."""
+        items: list[dict[str, Any]] = []
+        token: str | None = None
         async with self.api() as api:
-            listing = await async_client.CustomObjectsApi(api).list_namespaced_custom_object(
-                resource.group, version, namespace, resource.plural, label_selector=label_selector
-            )
-        return listing["items"], listing["metadata"]["resourceVersion"]
+            custom = async_client.CustomObjectsApi(api)
+            while True:
+                page = await custom.list_namespaced_custom_object(
+                    resource.group,
+                    version,
+                    namespace,
+                    resource.plural,
+                    label_selector=label_selector,
+                    limit=page_size,
+                    **({"_continue": token} if token else {}),
+                )
+                items += [resource.trim(obj) for obj in page["items"]]
+                if not (token := page["metadata"].get("continue")):
+                    return items, page["metadata"]["resourceVersion"]
 
     async def watch_objects(
         self,

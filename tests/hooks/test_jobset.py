@@ -99,3 +99,21 @@ def test_transient_errors_are_retried_and_a_lost_create_reads_as_exists(k8s, hoo
     with pytest.raises(JobSetExists):  # it was created; the retry met it
         hook.create_jobset(manifest())
     assert len(k8s.submitted) == 1
+
+
+async def test_a_list_is_read_in_pages_of_kept_objects(k8s, hook):
+    """A relist of thousands of JobSets is never whole in memory: it comes page by page, each
+    JobSet cut to what the triggers read before the next page is asked for."""
+    names = [f"page-{i}-0123456789" for i in range(5)]
+    for name in names:
+        hook.create_jobset(manifest(name))
+    listed_at = k8s.store.rv
+    items, version = await KubernetesCluster().async_hook().list_objects(
+        JOBSETS, "v1alpha2", "default", page_size=2
+    )
+    assert [obj["metadata"]["name"] for obj in items] == names
+    assert all('"env"' not in json.dumps(obj) for obj in items)  # no pod templates kept
+    pages = [r for r in k8s.requests if r.method == "GET" and r.path.endswith("/jobsets")]
+    assert len(pages) == 3 and all("limit=2" in r.query for r in pages)
+    # One consistent list: every page at the first page's version, whatever came after.
+    assert int(version) >= listed_at

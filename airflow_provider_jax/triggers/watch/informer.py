@@ -182,9 +182,9 @@ class Informer:
             self.resource, self.versions[0], self.namespace, self.resource.label_selector
         )
         fresh = {}
-        for obj in items:
+        for obj in items:  # as the resource keeps them
             if (key := self.resource.key(obj)) is not None:
-                fresh[key] = self.resource.trim(obj)
+                fresh[key] = obj
         old, self.cache, self.synced = self.cache, fresh, True
         for name in list(self.subscribers):
             obj = fresh.get(name)

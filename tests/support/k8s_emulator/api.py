@@ -9,6 +9,7 @@ watches that drop, and compacted history (410 Gone).
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import random
 import time
@@ -294,15 +295,27 @@ class Api:
             return status(400, "BadRequest", str(err))
         if flag(request, "watch"):
             return await self._watch(request, kind, namespace, selector)
-        items, rv = self.store.list(kind, namespace, selector)
+        # Pages as the API server serves them: ``limit`` objects, then a ``continue`` token
+        # for the rest (here the list's version and the last name), 410 once compacted.
+        limit = int(request.query.get("limit") or 0)
+        listed, after = None, ""
+        if token := request.query.get("continue"):
+            version, _, after = base64.urlsafe_b64decode(token).decode().partition(":")
+            listed = int(version)
+            if listed < self.store.compacted:
+                return status(410, "Expired", "the provided continue parameter is too old")
+        items, rv = self.store.list(
+            kind, namespace, selector, after=after, limit=limit + 1 if limit else 0
+        )
+        rv = listed if listed is not None else rv
+        meta: dict[str, Any] = {"resourceVersion": str(rv)}
+        if limit and len(items) > limit:
+            items = items[:limit]
+            last = items[-1]["metadata"]["name"]
+            meta["continue"] = base64.urlsafe_b64encode(f"{rv}:{last}".encode()).decode()
         items = [obj for obj in items if fields_match(request.query.get("fieldSelector"), obj)]
         return web.json_response(
-            {
-                "apiVersion": api_version,
-                "kind": list_kind,
-                "metadata": {"resourceVersion": str(rv)},
-                "items": items,
-            }
+            {"apiVersion": api_version, "kind": list_kind, "metadata": meta, "items": items}
         )
 
     async def _watch(

@@ -126,8 +126,16 @@ class Store:
         return _copy(obj) if obj is not None else None
 
     def list(
-        self, kind: str, namespace: str, selector: Selector = lambda _: True
+        self,
+        kind: str,
+        namespace: str,
+        selector: Selector = lambda _: True,
+        *,
+        after: str = "",
+        limit: int = 0,
     ) -> tuple[list[dict[str, Any]], int]:
+        """The matching objects by name (those named after ``after``; at most ``limit``, 0:
+        all), copied, and the current resourceVersion."""
         value = getattr(selector, "equals", {}).get(INDEXED_LABEL)
         keys = (
             self.objects.keys()
@@ -139,9 +147,10 @@ class Store:
             for key in keys
             if key[0] == kind
             and key[1] == namespace
+            and key[2] > after
             and selector(labels_of(obj := self.objects[key]))
         )
-        return [_copy(obj) for _, obj in found], self.rv
+        return [_copy(obj) for _, obj in (found[:limit] if limit else found)], self.rv
 
     def iter(self, kind: str) -> Iterator[dict[str, Any]]:
         return (obj for (k, _, _), obj in list(self.objects.items()) if k == kind)
