@@ -215,7 +215,7 @@ def triggerer(kind: str, timeout: float, log_lines: int, count_at: float) -> Non
         "tracked": tracked,
         "baseline_rss_kib": baseline_rss,
         "waiting_rss_kib": waiting_rss[0],
-        "peak_rss_kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+        "peak_rss_kib": rss_kib("VmHWM"),
         "code": str(Path(sys.modules[JobSetTrigger.__module__].__file__ or "").parents[2]),
     }
     print(json.dumps(report), flush=True)

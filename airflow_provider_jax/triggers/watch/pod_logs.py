@@ -16,7 +16,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import random
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
@@ -34,7 +33,6 @@ from airflow_provider_jax.triggers.watch.stream_slots import stream_slots
 RETRY_DELAYS = (2, 5, 10, 30, 60)  # waits while a container is not up yet
 STREAM_RECHECK = 10  # seconds after a log stream ends before looking whether it only dropped
 BROKEN_RECHECK = 1  # seconds after a stream broke off (or was refused) before trying again
-RECONNECTS_PER_S = 100  # how fast the streams of one triggerer reconnect after a mass cut
 UP = ("Running", "Succeeded", "Failed")  # phases whose container log can be read
 LEADER_TAG = host_tag(0, 0)  # process 0, whose reports are the progress lines
 LineHook = Callable[[int, str, str, dict[str, Any] | None], None]
@@ -285,12 +283,7 @@ class PodLogs:
                     break
         except Exception as err:
             if api_status(err) in (400, 404) or is_transient(err):
-                # Not up yet, or it broke off: look again. When the API server restarts,
-                # every stream breaks at once; their looks and TLS handshakes (some 5 ms
-                # each) are spread at about RECONNECTS_PER_S, so the loop still hears the
-                # JobSets end meanwhile.
-                spread = self._slots.held / RECONNECTS_PER_S
-                self._wake(BROKEN_RECHECK + random.uniform(0, spread))
+                self._wake(BROKEN_RECHECK)  # not up yet, or it broke off: look again
                 return
             self.log.warning("Stopped streaming the pods' logs: %s", explain(err))
             self._refused = True

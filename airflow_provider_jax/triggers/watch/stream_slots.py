@@ -5,6 +5,11 @@ TLS connection a 256 KiB read buffer: about 0.3 MiB of the triggerer's memory pe
 job, and one long-lived request on the API server (which proxies it to the kubelet). Past
 the limit a log waits for a free slot, first come first served; a job that ends before its
 turn shows its last lines, read once in one short request.
+
+Streams also start at most ``STARTS_PER_S`` a second. Each start is a TLS handshake, some
+5 ms of the event loop, and they come in crowds: a thousand triggers resuming, or an API
+server restart that breaks every stream at once and hands each slot to the next job in line.
+Paced, the loop still hears the JobSets that end meanwhile.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from airflow_provider_jax.triggers.watch.per_loop import PerLoop
 
 # Airflow's default [triggerer] capacity: a triggerer at its defaults never meets the limit.
 DEFAULT_MAX_LOG_STREAMS = 1000
+STARTS_PER_S = 100.0  # about half of one core's worth of TLS handshakes
 _shared: PerLoop[str, StreamSlots] = PerLoop()
 
 
@@ -23,12 +29,15 @@ class StreamSlots:
     """At most ``limit`` log streams at once; the others wait their turn in order.
 
     :param limit: how many streams may be open at once.
+    :param starts_per_s: how many may start in a second.
     """
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, starts_per_s: float = STARTS_PER_S) -> None:
         self.limit = limit
         self.held = 0
         self._line: deque[asyncio.Future[None]] = deque()
+        self._gap = 1.0 / starts_per_s
+        self._next_start = 0.0  # loop time
 
     @property
     def waiting(self) -> int:
@@ -39,7 +48,7 @@ class StreamSlots:
         first. Whoever gets True calls :meth:`give` when its stream ends."""
         if self.held < self.limit and not self.waiting:
             self.held += 1
-            return True
+            return await self._paced()
         turn = asyncio.get_running_loop().create_future()
         self._line.append(turn)
         give_up = asyncio.ensure_future(unless.wait())
@@ -51,9 +60,21 @@ class StreamSlots:
         finally:
             give_up.cancel()
         if turn.done():
-            return True
+            return await self._paced()
         self._leave(turn)
         return False
+
+    async def _paced(self) -> bool:
+        """Holding a slot: wait for this start's turn in the pace, then True."""
+        loop = asyncio.get_running_loop()
+        start = max(loop.time(), self._next_start)
+        self._next_start = start + self._gap
+        try:
+            await asyncio.sleep(start - loop.time())
+        except BaseException:
+            self.give()
+            raise
+        return True
 
     def give(self) -> None:
         """A stream ended: its slot passes to the first in line, if any."""

@@ -107,3 +107,20 @@ async def test_past_the_limit_a_log_waits_its_turn_or_shows_its_tail(k8s, capsys
         assert f"[0/0] line of {name}" in task_log, task_log
     assert "1 pod log streams are open in this triggerer ([jax] max_log_streams)" in task_log
     assert f"The last 1 lines of {names[2]}" in task_log
+
+
+async def test_streams_start_paced_however_many_slots_are_free():
+    """A crowd of starts (a triggerer resuming, an API server restart) is spread out."""
+    slots, closing = StreamSlots(10, starts_per_s=20), asyncio.Event()
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    started = []
+
+    async def start() -> None:
+        assert await slots.take(closing)
+        started.append(loop.time() - began)
+
+    await asyncio.gather(*(start() for _ in range(4)))
+    assert slots.held == 4
+    gaps = [b - a for a, b in zip(started, started[1:], strict=False)]
+    assert all(gap >= 0.045 for gap in gaps), started  # 50 ms apart, at 20 a second
