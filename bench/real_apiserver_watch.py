@@ -161,6 +161,8 @@ def real_run(jobs: int, seed: int, work: Path) -> dict[str, Any]:
         plane.down()
     expected = {n: "failed" if n in failing else "success" for n in names}
     fired = report["fired"]
+    if wrong := {n: fired.get(n) for n in names if fired.get(n, (0, None))[1] != expected[n]}:
+        print(f"  {len(wrong)} triggers fired wrong or not at all, e.g. {list(wrong.items())[:3]}")
     status = [r for r in requests if (r.get("objectRef") or {}).get("resource") == "jobsets"]
     by_verb: dict[str, int] = {}
     for r in status:

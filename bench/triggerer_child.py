@@ -144,6 +144,8 @@ def triggerer(kind: str, timeout: float, log_lines: int, count_at: float) -> Non
         try:
             async for event in trigger.run():
                 fired.setdefault(name, (time.monotonic(), event.payload["status"]))
+                if event.payload["status"] not in ("success", "failed"):
+                    print(f"trigger {name}: {event.payload}", file=sys.stderr)
         finally:
             await trigger.cleanup()
 

@@ -108,8 +108,10 @@ async def test_a_list_is_read_in_pages_of_kept_objects(k8s, hook):
     for name in names:
         hook.create_jobset(manifest(name))
     listed_at = k8s.store.rv
-    items, version = await KubernetesCluster().async_hook().list_objects(
-        JOBSETS, "v1alpha2", "default", page_size=2
+    items, version = (
+        await KubernetesCluster()
+        .async_hook()
+        .list_objects(JOBSETS, "v1alpha2", "default", page_size=2)
     )
     assert [obj["metadata"]["name"] for obj in items] == names
     assert all('"env"' not in json.dumps(obj) for obj in items)  # no pod templates kept

@@ -26,6 +26,8 @@ from tests.support.k8s_emulator.rbac import docs_role
 
 CLUSTER = KubernetesCluster().to_dict()
 
+JOBSETS = ("jobset.x-k8s.io", "jobsets")  # (API group, resource)
+
 
 def submit(k8s, **kwargs) -> JobSetTrigger:
     return trigger_for(KubernetesCluster().hook().create_jobset(manifest(**kwargs)))
@@ -245,8 +247,38 @@ async def test_survives_an_api_server_restart_under_its_watch(k8s):
     assert sum(not r.watch for r in lists) == 2  # the first, and the one after 410 Gone
 
 
+async def test_a_refused_relist_after_a_restart_is_retried_within_the_budget(k8s):
+    """A restarted kube-apiserver refused the triggers' relist (403) for a while with their
+    Role still bound (found by bench/real_apiserver_watch.py): once a list has gone through,
+    a refusal is retried with backoff like a 503, and the job's end is still heard."""
+    k8s.script(run_forever)
+    trigger = submit(k8s)
+    waiting = asyncio.create_task(events(trigger))
+    await asyncio.to_thread(k8s.wait_for, lambda: k8s.api.watches, 10, "the watch")
+    refusing = docs_role().without("list", *JOBSETS).without("watch", *JOBSETS)
+    k8s.grant(refusing)
+    await asyncio.to_thread(k8s.restart)  # 410 Gone: the informer must list again
+
+    def refused() -> list:
+        return [r for r in k8s.requests if r.status == 403 and r.path.endswith("/jobsets")]
+
+    await asyncio.to_thread(k8s.wait_for, refused, 10, "a refused relist")
+    assert not waiting.done()
+    k8s.grant(docs_role())
+
+    def watching_again() -> bool:
+        # Not polling: a refused watch after watches went through is no verdict on RBAC.
+        last_refusal = max(r.at for r in refused())
+        return any(r.watch and r.at > last_refusal and r.status == "ok" for r in k8s.requests)
+
+    await asyncio.to_thread(k8s.wait_for, watching_again, 20, "a watch after the refusals")
+    k8s.release()
+    (event,) = await asyncio.wait_for(waiting, 30)
+    assert event["status"] == "success"
+
+
 async def test_falls_back_to_polling_where_watch_is_forbidden(k8s):
-    k8s.grant(docs_role().without("watch", "jobset.x-k8s.io", "jobsets"))
+    k8s.grant(docs_role().without("watch", *JOBSETS))
     k8s.script(succeed(duration=0.5))
     trigger = submit(k8s)
     trigger.poll_interval = 0.2

@@ -7,7 +7,8 @@ list whenever the watch has to start over. The watch resumes from the last resou
 saw (BOOKMARKs included); on 410 Gone it lists again and tells each waiter the current state,
 so nothing that happened during the gap is missed. Where RBAC forbids watching it polls with
 lists instead. Transient API errors (429, 5xx, lost connections) are retried with backoff until
-they have lasted ``retry_budget`` seconds; then every waiter gets the error.
+they have lasted ``retry_budget`` seconds, as are refusals (401, 403) once a list has gone
+through; then every waiter gets the error. A first list refused fails at once.
 
 Why not Airflow 3.3's shared streams (``BaseEventTrigger.shared_stream_key``): they hand every
 event to every waiter to filter, force-fail a waiter whose queue passes 1,024 unread events,
@@ -139,7 +140,7 @@ class Informer:
         self.poll_interval, self.retry_budget = poll_interval, retry_budget
         self.versions = list(resource.versions)  # the first is the one in use
         self.cache: dict[str, dict[str, Any]] = {}
-        self.synced = False
+        self.synced = False  # a list has gone through
         self.polling = False
         self.subscribers: dict[str, set[Subscription]] = {}
         self.task: asyncio.Task[None] | None = None
@@ -215,9 +216,11 @@ class Informer:
         backoff = Backoff(self.retry_budget)
         resource_version: str | None = None
         while True:
+            listed = False  # this round listed (a refused watch then is no passing state)
             try:
                 if resource_version is None or self.polling:
                     resource_version = await self._list()
+                    listed = True
                     backoff.reset()
                 if self.polling:
                     await asyncio.sleep(self.poll_interval)
@@ -245,10 +248,15 @@ class Informer:
                     resource_version = None
                 elif status == 404 and resource_version is None and len(self.versions) > 1:
                     self.versions.pop(0)  # this version is not served here: an older one is
-                elif status in (403, 405) and resource_version is not None and not self.polling:
+                elif status in (403, 405) and listed and not self.polling:
+                    # The watch just after a list: RBAC lets us list but not watch.
                     log.warning("Watching %s is not allowed (%s); polling instead", what, status)
                     self.polling = True
-                elif is_transient(err):
+                elif is_transient(err) or (status in (401, 403) and self.synced):
+                    # A refusal after a list went through is taken as passing, within the
+                    # budget: a restarted kube-apiserver refused the triggers' resumed watch
+                    # and relist (403, then 429) until its RBAC cache had synced, with the
+                    # same Role bound (bench/real_apiserver_watch.py).
                     try:
                         await backoff.wait(err)
                     except ApiUnavailable as gave_up:

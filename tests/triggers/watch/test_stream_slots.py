@@ -4,6 +4,7 @@ past it waits its turn in order, and a job that ends first shows its last lines.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -122,5 +123,5 @@ async def test_streams_start_paced_however_many_slots_are_free():
 
     await asyncio.gather(*(start() for _ in range(4)))
     assert slots.held == 4
-    gaps = [b - a for a, b in zip(started, started[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(started)]
     assert all(gap >= 0.045 for gap in gaps), started  # 50 ms apart, at 20 a second
