@@ -60,6 +60,7 @@ class Row:
     job_minutes: float
     p50: float
     p95: float
+    p95_calm: float  # of the JobSets that ended away from the API restarts
     cpu: float
     wall: float
     quiet_cpu_share: float
@@ -131,6 +132,10 @@ def print_table(rows: list[Row], drop_watch: float, targets: Targets) -> None:
         "the emulator's loop answers, s. Schedule (s from the start: all waiting, first end, "
         "last end); API restarts a\nthird and two thirds of the way from the first end to the last:"
     )
+    for r in rows:
+        print(
+            f"  {r.scenario}, N={r.jobs}: p95 detection away from the API restarts {r.p95_calm:.2f} s"
+        )
     for r in rows:
         w = r.when
         print(
