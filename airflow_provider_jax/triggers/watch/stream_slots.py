@@ -35,13 +35,15 @@ class StreamSlots:
     def __init__(self, limit: int, starts_per_s: float = STARTS_PER_S) -> None:
         self.limit = limit
         self.held = 0
+        # The turns of the logs waiting, first first: never a done one (a turn is taken out
+        # of the line as it is served or given up).
         self._line: deque[asyncio.Future[None]] = deque()
         self._gap = 1.0 / starts_per_s
         self._next_start = 0.0  # loop time
 
     @property
     def waiting(self) -> int:
-        return sum(not turn.done() for turn in self._line)
+        return len(self._line)
 
     async def take(self, unless: asyncio.Event) -> bool:
         """Hold a slot (True) once one is free; False, holding none, if ``unless`` is set
@@ -78,12 +80,10 @@ class StreamSlots:
 
     def give(self) -> None:
         """A stream ended: its slot passes to the first in line, if any."""
-        while self._line:
-            turn = self._line.popleft()
-            if not turn.done():
-                turn.set_result(None)  # handed over: still held
-                return
-        self.held -= 1
+        if self._line:
+            self._line.popleft().set_result(None)  # handed over: still held
+        else:
+            self.held -= 1
 
     def _leave(self, turn: asyncio.Future[None]) -> None:
         if turn.done() and not turn.cancelled():
