@@ -16,13 +16,15 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 BENCHES = [
+    # First: the longest (it starts a control plane), so a quick run's other benches share
+    # the machine with it instead of leaving it alone at the end.
+    "real_apiserver_watch",  # the shared watch on the real kube-apiserver vs the emulator
     "parse_cost",  # DAG import time vs KubernetesPodOperator
     "local_overhead",  # local backend vs processes started by hand
     "orbax_requests",  # requests to find the newest finalized checkpoint
     "checkpoint_watchers",  # requests of asset watchers sharing one checkpoint directory
     "jobset_requests",  # API requests per job-minute and detection latency
     "triggerer_scale",  # 100, 1,000 and 10,000 concurrent triggers in one event loop
-    "real_apiserver_watch",  # the shared watch on the real kube-apiserver vs the emulator
     "shared_stream_fanout",  # our informer vs Airflow 3.3's shared streams
 ]
 
