@@ -110,10 +110,11 @@ def real_run(jobs: int, seed: int, work: Path) -> dict[str, Any]:
     from airflow_provider_jax.hooks.cluster import KubernetesCluster
     from tests.support.k8s_emulator.rbac import docs_role_manifest
     from tests.support.real_cluster.fixtures import connection
+    from tests.support.real_cluster.identities import grant
 
     plane = audited_plane(work / "control-plane").up()
     try:
-        plane.grant(docs_role_manifest())
+        grant(plane.api(), docs_role_manifest())
         os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = connection(plane.kubeconfig("admin"))
         hook = KubernetesCluster().hook()
         rng = random.Random(seed)

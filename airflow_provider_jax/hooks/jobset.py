@@ -241,10 +241,8 @@ class AsyncJobSetOperations:
         page_size: int = LIST_PAGE_SIZE,
     ) -> tuple[list[dict[str, Any]], str]:
         """(items, resourceVersion) of one consistent list, each item as the resource keeps
-        it (``Resource.trim``). Read ``page_size`` objects a page, as client-go's reflector
-        does: a triggerer relisting 10,000 whole JobSets at once held them all parsed at
-        once (about 1 GiB at the peak). Not retried: the caller decides (an expired
-        continue token is a 410, as an expired watch is)."""
+        it (``Resource.trim``), read ``page_size`` a page so 10,000 whole JobSets are never
+        parsed at once. Not retried: the caller decides (an expired token is a 410)."""
         items: list[dict[str, Any]] = []
         token: str | None = None
         async with self.api() as api:

@@ -15,6 +15,7 @@ from tests.real_cluster.jobs import gated, logger
 from tests.support.k8s_emulator.rbac import docs_role_manifest
 from tests.support.real_cluster.control_plane import ControlPlane
 from tests.support.real_cluster.fixtures import connection
+from tests.support.real_cluster.identities import grant
 
 OPTIONAL = {  # (group, resource, verb) -> the task log line the docs promise without it
     ("jobset.x-k8s.io", "jobsets", "watch"): None,  # polls with list instead, silently
@@ -62,7 +63,7 @@ def life(name: str, tmp_path: Path) -> list[str]:
 
 
 def test_the_docs_role_is_enough_for_a_queued_jobs_whole_life(queues, as_airflow, tmp_path):
-    as_airflow.grant(docs_role_manifest())
+    grant(as_airflow.api(), docs_role_manifest())
     lines = life("docs-role", tmp_path)
     assert any("Queue: admitted by Kueue" in line for line in lines), lines
     assert not [line for line in lines if "lacks" in line], lines
@@ -70,7 +71,7 @@ def test_the_docs_role_is_enough_for_a_queued_jobs_whole_life(queues, as_airflow
 
 @pytest.mark.parametrize("permission", sorted(OPTIONAL), ids=lambda p: f"{p[2]}-{p[1]}")
 def test_each_optional_permission_is_optional(permission, queues, as_airflow, tmp_path):
-    as_airflow.grant(without(docs_role_manifest(), *permission))
+    grant(as_airflow.api(), without(docs_role_manifest(), *permission))
     lines = life(re.sub(r"[^a-z]+", "-", f"no-{permission[2]}-{permission[1]}"), tmp_path)
     said = [line for line in lines if "lacks" in line]
     promised = OPTIONAL[permission]

@@ -29,7 +29,7 @@ from tests.support.real_cluster.components import (
     port_in_use,
     stop_group,
 )
-from tests.support.real_cluster.identities import IDENTITIES, make_identities
+from tests.support.real_cluster.identities import make_identities
 
 RUN_DIR = CACHE / "run"  # `make cluster`'s
 SERVICE_CIDR = "10.0.0.0/24"
@@ -61,22 +61,6 @@ class ControlPlane:
 
     def api(self, identity: str = "admin") -> Api:
         return Api(self.url, identity, self.ca)
-
-    def grant(self, role: dict[str, Any]) -> None:
-        """Bind ``role`` (a Role named ``airflow-jax`` in ``default``, such as the docs') to
-        the ``airflow`` identity's user, replacing what was granted before."""
-        base = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
-        binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "airflow-jax", "namespace": "default"},
-            "subjects": [{"kind": "User", "name": IDENTITIES["airflow"][0],
-                          "apiGroup": "rbac.authorization.k8s.io"}],
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                        "name": "airflow-jax"},
-        }  # fmt: skip
-        for kind, body in (("roles", role), ("rolebindings", binding)):
-            path = f"{base}/{kind}/airflow-jax?fieldManager=test&force=true"
-            self.api().request("PATCH", path, body, "application/apply-patch+yaml")
 
     # -- up and down --------------------------------------------------------------------------
 

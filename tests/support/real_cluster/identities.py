@@ -10,9 +10,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from tests.support.real_cluster.api import Api
 from tests.support.real_cluster.pki import Authority, Pair, service_account_keys
 
 # token name -> (user, groups)
@@ -68,3 +70,20 @@ def make_identities(
         kubeconfig(identity).write_text(yaml.safe_dump(config))
         (pki / f"{identity}.token").write_text(token)
     return authority, certs, tokens
+
+
+def grant(api: Api, role: dict[str, Any]) -> None:
+    """Bind ``role`` (a Role named ``airflow-jax`` in ``default``, such as the docs') to the
+    ``airflow`` identity's user through ``api`` (an admin's), replacing what was granted."""
+    base = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": "airflow-jax", "namespace": "default"},
+        "subjects": [{"kind": "User", "name": IDENTITIES["airflow"][0],
+                      "apiGroup": "rbac.authorization.k8s.io"}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                    "name": "airflow-jax"},
+    }  # fmt: skip
+    for kind, body in (("roles", role), ("rolebindings", binding)):
+        path = f"{base}/{kind}/airflow-jax?fieldManager=test&force=true"
+        api.request("PATCH", path, body, "application/apply-patch+yaml")
