@@ -200,7 +200,8 @@ def triggerer(kind: str, timeout: float, log_lines: int, count_at: float) -> Non
 
         with cProfile.Profile(time.process_time) as prof:  # CPU time: the emulator shares the cores
             asyncio.run(run_all())
-        prof.dump_stats(os.environ["BENCH_PROFILE"])
+        # One file per child: a side-by-side run profiles each code (``.<pid>`` added).
+        prof.dump_stats(f"{os.environ['BENCH_PROFILE']}.{os.getpid()}")
     else:
         asyncio.run(run_all())
     end = time.monotonic()

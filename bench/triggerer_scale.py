@@ -27,7 +27,9 @@ off. Run from the repository root::
         [--log-lines 0]
 
 With ``BENCH_PROFILE=<file>`` the triggerer's side runs under ``cProfile`` and writes its
-stats there (read them with ``pstats``); its CPU figures are then the profiler's, not ours.
+stats to ``<file>.<pid>``, one per child (read them with ``pstats``); its CPU figures are then
+the profiler's, not ours. ``BENCH_LATENCIES=<file>`` writes each JobSet's end and detection
+latency, the restarts and the JobSet requests, as JSON.
 """
 
 from __future__ import annotations
@@ -167,6 +169,25 @@ def scenario(
         and n in finished
         and not any(0 <= finished[n] - at <= AFTER_RESTART for at in restarted)
     ]
+    if dump := os.environ.get("BENCH_LATENCIES"):
+        Path(dump).write_text(
+            json.dumps(
+                {
+                    "restarts": [at - start for at in restarted],
+                    "ends": sorted(
+                        (finished[n] - start, fired[n][0] - finished[n])
+                        for n in names
+                        if n in fired and n in finished
+                    ),
+                    "lag": probe.lags,
+                    "jobset_requests": [
+                        (r.at - start, r.watch, "continue" in r.query, r.status)
+                        for r in requests
+                        if r.path.endswith("/jobsets")
+                    ],
+                }
+            )
+        )
     return Row(
         scenario=kind.label,
         jobs=jobs,

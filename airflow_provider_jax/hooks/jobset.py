@@ -231,19 +231,18 @@ class AsyncJobSetOperations:
                 raise
         return True
 
-    async def list_objects(
+    async def list_pages(
         self,
         resource: Resource,
         version: str,
         namespace: str,
         label_selector: str = "",
         *,
-        page_size: int = LIST_PAGE_SIZE,
-    ) -> tuple[list[dict[str, Any]], str]:
-        """(items, resourceVersion) of one consistent list, each item as the resource keeps
-        it (``Resource.trim``), read ``page_size`` a page so 10,000 whole JobSets are never
-        parsed at once. Not retried: the caller decides (an expired token is a 410)."""
-        items: list[dict[str, Any]] = []
+        page_size: int | None = None,
+    ) -> AsyncIterator[tuple[list[dict[str, Any]], str]]:
+        """(items, resourceVersion) of each page of one consistent list, items as the resource
+        keeps them (``Resource.trim``): 10,000 whole JobSets are never parsed at once. Not
+        retried: the caller decides (an expired token is a 410)."""
         token: str | None = None
         async with self.api() as api:
             custom = async_client.CustomObjectsApi(api)
@@ -254,12 +253,14 @@ class AsyncJobSetOperations:
                     namespace,
                     resource.plural,
                     label_selector=label_selector,
-                    limit=page_size,
+                    limit=page_size or LIST_PAGE_SIZE,
                     **({"_continue": token} if token else {}),
                 )
-                items += [resource.trim(obj) for obj in page["items"]]
-                if not (token := page["metadata"].get("continue")):
-                    return items, page["metadata"]["resourceVersion"]
+                items = [resource.trim(obj) for obj in page.pop("items")]
+                token = page["metadata"].get("continue")
+                yield items, page["metadata"]["resourceVersion"]
+                if not token:
+                    return
 
     async def watch_objects(
         self,

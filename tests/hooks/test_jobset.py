@@ -68,8 +68,9 @@ def test_kube_config_held_in_the_connection(k8s, monkeypatch):
 async def test_async_hook_lists_and_watches_from_a_resource_version(k8s, hook, monkeypatch):
     k8s.script(succeed(duration=0.2))
     async_hook = KubernetesCluster().async_hook()
-    items, version = await async_hook.list_objects(JOBSETS, "v1alpha2", "default")
-    assert items == []
+    pages = [page async for page in async_hook.list_pages(JOBSETS, "v1alpha2", "default")]
+    assert [items for items, _ in pages] == [[]]
+    version = pages[0][1]
     name = hook.create_jobset(manifest())["metadata"]["name"]
     clients = []  # every ApiClient opened (each parses a CA store into an SSL context)
     opened = RESTClientObject.__init__
@@ -108,14 +109,19 @@ async def test_a_list_is_read_in_pages_of_kept_objects(k8s, hook):
     for name in names:
         hook.create_jobset(manifest(name))
     listed_at = k8s.store.rv
-    items, version = (
-        await KubernetesCluster()
-        .async_hook()
-        .list_objects(JOBSETS, "v1alpha2", "default", page_size=2)
-    )
-    assert [obj["metadata"]["name"] for obj in items] == names
+    async_hook = KubernetesCluster().async_hook()
+    pages = [
+        page async for page in async_hook.list_pages(JOBSETS, "v1alpha2", "default", page_size=2)
+    ]
+    assert [[obj["metadata"]["name"] for obj in items] for items, _ in pages] == [
+        names[:2],
+        names[2:4],
+        names[4:],
+    ]
+    items = [obj for page, _ in pages for obj in page]
+    version = pages[0][1]
     assert all('"env"' not in json.dumps(obj) for obj in items)  # no pod templates kept
-    pages = [r for r in k8s.requests if r.method == "GET" and r.path.endswith("/jobsets")]
-    assert len(pages) == 3 and all("limit=2" in r.query for r in pages)
+    asked = [r for r in k8s.requests if r.method == "GET" and r.path.endswith("/jobsets")]
+    assert len(asked) == 3 and all("limit=2" in r.query for r in asked)
     # One consistent list: every page at the first page's version, whatever came after.
-    assert int(version) >= listed_at
+    assert int(version) >= listed_at and {v for _, v in pages} == {version}

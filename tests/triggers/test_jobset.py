@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from airflow_provider_jax.hooks import jobset as jobset_hooks
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers import jobset as trigger_module
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
@@ -150,6 +151,7 @@ def test_the_triggerer_loads_the_class_without_the_kubernetes_clients():
     # partial one that sys.modules holds meanwhile (a fresh triggerer given 20 at once).
     on_first_runs = """
 import asyncio
+from airflow_provider_jax.hooks import jobset as jobset_hooks
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers.jobset import load_watch
 
@@ -275,6 +277,25 @@ async def test_a_refused_relist_after_a_restart_is_retried_within_the_budget(k8s
     k8s.release()
     (event,) = await asyncio.wait_for(waiting, 30)
     assert event["status"] == "success"
+
+
+async def test_a_change_reaches_its_waiter_while_the_list_is_still_being_read(k8s, monkeypatch):
+    """A relist of 10,000 JobSets is 20 pages and seconds of parsing: the watch from the first
+    page's version runs beside the other pages, so a job that ends meanwhile is heard at once,
+    even when its own page has not come yet."""
+    monkeypatch.setattr(jobset_hooks, "LIST_PAGE_SIZE", 1)
+    k8s.script(run_forever)
+    hook = KubernetesCluster().hook()
+    created = [hook.create_jobset(manifest(f"{x}-0123456789")) for x in "abc"]
+    k8s.faults = Faults(hold=60, only=lambda r: "continue=" in r.query_string)
+    waiting = asyncio.create_task(events(trigger_for(created[-1])))  # on the last page
+    await asyncio.to_thread(k8s.wait_for, lambda: k8s.api.watches, 10, "the watch")
+    k8s.release()
+    (event,) = await asyncio.wait_for(waiting, 20)  # not the 120 s the pages are held
+    assert event["status"] == "success"
+    lists = [r for r in k8s.requests if r.method == "GET" and r.path.endswith("/jobsets")]
+    pages = [r for r in lists if not r.watch]
+    assert len(pages) == 2 and "continue=" in pages[1].query  # the second page, still held
 
 
 async def test_falls_back_to_polling_where_watch_is_forbidden(k8s):

@@ -21,78 +21,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, TypeVar
-
-from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_delay
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.hooks.resources import JOBSETS, Resource
-from airflow_provider_jax.hooks.retry import ExponentialJitter
 from airflow_provider_jax.triggers.watch.per_loop import PerLoop
+from airflow_provider_jax.triggers.watch.retry_budget import ApiUnavailable, Backoff
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 WATCH_TIMEOUT = 300  # seconds a watch stays open before it is renewed
 ABSENT = "ABSENT"  # not in a fresh list: deleted while we were not watching, or never there
-
-
-class ApiUnavailable(Exception):
-    """The Kubernetes API kept failing past the retry budget, or refused us outright."""
-
-
-class Backoff:
-    """Backoff within a time budget counted from the first failure since the last
-    :meth:`reset`. A hand-held loop rather than a tenacity ``Retrying``, because a watch that
-    delivers events between failures is progress, and must start the budget over."""
-
-    def __init__(self, budget: float, first: float = 1.0, cap: float = 30.0) -> None:
-        self.budget, self.wait_for = budget, ExponentialJitter(first, cap)
-        self.reset()
-
-    def reset(self) -> None:
-        self.failures = 0
-        self.since: float | None = None
-
-    async def wait(self, err: BaseException) -> None:
-        """Sleep before the next try, or raise :class:`ApiUnavailable` once over budget."""
-        now = time.monotonic()
-        self.since = self.since or now
-        if now - self.since >= self.budget:
-            raise _gave_up(now - self.since, err) from err
-        self.failures += 1
-        delay = self.wait_for.delay(self.failures, err)
-        await asyncio.sleep(min(delay, self.budget - (now - self.since)))
-
-
-def _gave_up(seconds: float, err: BaseException) -> ApiUnavailable:
-    return ApiUnavailable(f"the Kubernetes API has been failing for {seconds:.0f}s: {explain(err)}")
-
-
-async def with_retries(call: Callable[[], Awaitable[T]], budget: float) -> T:
-    """``call()``, retried on transient API errors until they have lasted ``budget`` seconds."""
-    retrying = AsyncRetrying(
-        retry=retry_if_exception(is_transient),
-        stop=stop_after_delay(budget),
-        wait=ExponentialJitter(),
-        before_sleep=lambda state: log.warning(
-            "Kubernetes API call failed, retrying: %s", explain(state.outcome.exception())
-        ),
-    )
-
-    async def attempt() -> T:  # tenacity awaits only coroutine functions, not lambdas
-        return await call()
-
-    try:
-        return await retrying(attempt)
-    except RetryError as gave_up:
-        err = gave_up.last_attempt.exception()
-        raise _gave_up(budget, err) from err
 
 
 @dataclass(frozen=True)
@@ -124,6 +67,41 @@ class Subscription:
         return item
 
 
+@dataclass(eq=False)
+class _Relist:
+    """One list in progress: its pages are read in a task of their own while the watch from
+    the first page's resourceVersion already runs, so a change after that version reaches its
+    waiter without waiting for the other pages (a relist of 10,000 JobSets is 20 pages and
+    seconds of parsing); each page's objects are told as the page arrives."""
+
+    task: asyncio.Task[None] | None = None
+    version: asyncio.Future[str] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+    seen: set[str] = field(default_factory=set)  # keys in the pages read so far
+    touched: set[str] = field(default_factory=set)  # keys the watch changed: newer than a page
+
+    async def first_page(self) -> str:
+        """The list's resourceVersion, once its first page is in (or the list's error)."""
+        assert self.task is not None
+        await asyncio.wait({self.version, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        if not self.version.done():
+            self.task.result()  # the list failed before its first page
+        return self.version.result()
+
+    def raised(self, err: BaseException) -> bool:
+        """Whether ``err`` came from reading the pages (not from the watch beside them)."""
+        task = self.task
+        return task is not None and task.done() and not task.cancelled() and task.exception() is err
+
+    def cancel(self) -> None:
+        if self.task is not None:
+            if self.task.done() and not self.task.cancelled():
+                self.task.exception()  # seen: its error, if any, was the watch's too
+            self.task.cancel()
+        self.version.cancel()
+
+
 class Informer:
     """The shared list+watch loop; use it through :func:`subscribe`."""
 
@@ -141,6 +119,9 @@ class Informer:
         self.versions = list(resource.versions)  # the first is the one in use
         self.cache: dict[str, dict[str, Any]] = {}
         self.synced = False  # a list has gone through
+        self.version: str | None = None  # to resume the watch from; None: list again
+        self._relist: _Relist | None = None  # a list whose pages are still being read
+        self.backoff = Backoff(retry_budget)
         self.polling = False
         self.subscribers: dict[str, set[Subscription]] = {}
         self.task: asyncio.Task[None] | None = None
@@ -150,16 +131,16 @@ class Informer:
         return self.task is not None and not self.task.done()
 
     def start(self) -> Informer:
-        name = f"{self.resource.plural}-informer-{self.namespace}"
-        self.task = asyncio.create_task(self._run(), name=name)
+        self.task = asyncio.create_task(self._run(), name=self.task_name)
         return self
 
     def subscribe(self, name: str) -> Subscription:
         sub = Subscription(name, self.hook)
         self.subscribers.setdefault(name, set()).add(sub)
-        if self.synced:
-            obj = self.cache.get(name)
-            sub.put(Change("ADDED", obj) if obj is not None else Change(ABSENT, None))
+        if (obj := self.cache.get(name)) is not None:
+            sub.put(Change("ADDED", obj))
+        elif self.synced:  # else the first list's end tells
+            sub.put(Change(ABSENT, None))
         return sub
 
     def unsubscribe(self, sub: Subscription) -> bool:
@@ -179,21 +160,41 @@ class Informer:
             sub.put(change)
 
     async def _list(self) -> str:
-        items, resource_version = await self.hook.list_objects(
+        """Start a list and return its resourceVersion once the first page is in; the other
+        pages follow in the list's task (:class:`_Relist`)."""
+        self._drop_relist()
+        relist = self._relist = _Relist()
+        relist.task = asyncio.create_task(self._read_pages(relist), name=f"{self.task_name}-list")
+        return await relist.first_page()
+
+    async def _read_pages(self, relist: _Relist) -> None:
+        pages = self.hook.list_pages(
             self.resource, self.versions[0], self.namespace, self.resource.label_selector
         )
-        fresh = {}
-        for obj in items:  # as the resource keeps them
-            if (key := self.resource.key(obj)) is not None:
-                fresh[key] = obj
-        old, self.cache, self.synced = self.cache, fresh, True
+        async for items, version in pages:
+            if not relist.version.done():
+                relist.version.set_result(version)
+            for obj in items:  # as the resource keeps them
+                key = self.resource.key(obj)
+                if key is None or key in relist.touched:
+                    continue
+                relist.seen.add(key)
+                if not self._same(self.cache.get(key), obj):
+                    self.cache[key] = obj
+                    self._tell(key, Change("MODIFIED", obj))
+        # The list is whole: what it lacks (and the watch has not brought) is gone.
+        for key in [k for k in self.cache if k not in relist.seen and k not in relist.touched]:
+            del self.cache[key]
+        self._relist, self.synced = None, True
         for name in list(self.subscribers):
-            obj = fresh.get(name)
-            if obj is None:
+            if name not in self.cache:
                 self._tell(name, Change(ABSENT, None))
-            elif not self._same(old.get(name), obj):
-                self._tell(name, Change("MODIFIED", obj))
-        return resource_version
+
+    def _drop_relist(self) -> None:
+        """Forget an unfinished list: it starts over, and the watch with it."""
+        if self._relist is not None:
+            self._relist.cancel()
+            self._relist, self.version = None, None
 
     @staticmethod
     def _same(a: dict[str, Any] | None, b: dict[str, Any]) -> bool:
@@ -206,65 +207,107 @@ class Informer:
         if name is None:
             return
         obj = self.resource.trim(obj)
+        if self._relist is not None:
+            self._relist.touched.add(name)
         if kind == "DELETED":
             self.cache.pop(name, None)
         else:
             self.cache[name] = obj
         self._tell(name, Change(kind, obj))
 
+    @property
+    def task_name(self) -> str:
+        return f"{self.resource.plural}-informer-{self.namespace}"
+
     async def _run(self) -> None:
-        backoff = Backoff(self.retry_budget)
-        resource_version: str | None = None
-        while True:
-            listed = False  # this round listed (a refused watch then is no passing state)
-            try:
-                if resource_version is None or self.polling:
-                    resource_version = await self._list()
-                    listed = True
-                    backoff.reset()
-                if self.polling:
-                    await asyncio.sleep(self.poll_interval)
-                    continue
-                async for kind, obj in self.hook.watch_objects(
-                    self.resource,
-                    self.versions[0],
-                    self.namespace,
-                    resource_version,
-                    label_selector=self.resource.label_selector,
-                    timeout_seconds=WATCH_TIMEOUT,
-                ):
-                    backoff.reset()
-                    resource_version = obj["metadata"]["resourceVersion"]
-                    if kind in ("ADDED", "MODIFIED", "DELETED"):
-                        self._apply(kind, obj)
-                backoff.reset()  # the server closed the watch; open the next one
-            except asyncio.CancelledError:
-                raise
-            except Exception as err:
-                status = api_status(err)
-                what = f"{self.resource.kind}s in {self.namespace}"
-                if status == 410:
-                    log.info("The watch of %s expired (410); listing again", what)
-                    resource_version = None
-                elif status == 404 and resource_version is None and len(self.versions) > 1:
-                    self.versions.pop(0)  # this version is not served here: an older one is
-                elif status in (403, 405) and listed and not self.polling:
-                    # The watch just after a list: RBAC lets us list but not watch.
-                    log.warning("Watching %s is not allowed (%s); polling instead", what, status)
-                    self.polling = True
-                elif is_transient(err) or (status in (401, 403) and self.synced):
-                    # A refusal after a list went through is taken as passing, within the
-                    # budget: a restarted kube-apiserver refused the triggers' resumed watch
-                    # and relist (403, then 429) until its RBAC cache had synced, with the
-                    # same Role bound (bench/real_apiserver_watch.py).
-                    try:
-                        await backoff.wait(err)
-                    except ApiUnavailable as gave_up:
-                        return self._fail(gave_up)
-                else:
-                    return self._fail(
-                        ApiUnavailable(f"list/watch of {what} failed: {explain(err)}")
-                    )
+        try:
+            while True:
+                if (failed := await self._round()) is not None:
+                    return self._fail(failed)
+        finally:
+            self._drop_relist()
+
+    async def _round(self) -> ApiUnavailable | None:
+        """One list (when needed) and one watch, or its error handled; an error to give all
+        waiters ends the loop."""
+        listed = False  # this round listed (a refused watch then is no passing state)
+        try:
+            if self.version is None or self.polling:
+                self.version = await self._list()
+                listed = True
+                self.backoff.reset()
+            if self.polling:
+                await self._whole_list()
+                await asyncio.sleep(self.poll_interval)
+                return None
+            await self._watch_while_listing()
+            self.backoff.reset()  # the server closed the watch; open the next one
+        except asyncio.CancelledError:
+            raise
+        except Exception as err:
+            listing = self.version is None or (
+                self._relist is not None and self._relist.raised(err)
+            )
+            self._drop_relist()
+            status = api_status(err)
+            what = f"{self.resource.kind}s in {self.namespace}"
+            if status == 410:
+                log.info("The watch of %s expired (410); listing again", what)
+                self.version = None
+            elif status == 404 and listing and len(self.versions) > 1:
+                self.versions.pop(0)  # this version is not served here: an older one is
+                self.version = None
+            elif status in (403, 405) and listed and not listing and not self.polling:
+                # The watch just after a list: RBAC lets us list but not watch.
+                log.warning("Watching %s is not allowed (%s); polling instead", what, status)
+                self.polling = True
+            elif is_transient(err) or (status in (401, 403) and self.synced):
+                # A refusal after a list went through is taken as passing, within the
+                # budget: a restarted kube-apiserver refused the triggers' resumed watch
+                # and relist (403, then 429) until its RBAC cache had synced, with the
+                # same Role bound (bench/real_apiserver_watch.py).
+                try:
+                    await self.backoff.wait(err)
+                except ApiUnavailable as gave_up:
+                    return gave_up
+            else:
+                return ApiUnavailable(f"list/watch of {what} failed: {explain(err)}")
+        return None
+
+    async def _whole_list(self) -> None:
+        if self._relist is not None and self._relist.task is not None:
+            await self._relist.task
+
+    async def _watch_while_listing(self) -> None:
+        """The watch from ``self.version``, with a list's other pages read alongside; the
+        first error of either ends both."""
+        relist = self._relist
+        if relist is None or relist.task is None:
+            return await self._watch()
+        watch = asyncio.create_task(self._watch(), name=f"{self.task_name}-watch")
+        try:
+            both = {watch, relist.task}
+            done, _ = await asyncio.wait(both, return_when=asyncio.FIRST_EXCEPTION)
+            for task in done:
+                task.result()  # the first error
+            await asyncio.gather(*both)  # the other: the watch goes on after the list ends
+        finally:
+            watch.cancel()
+
+    async def _watch(self) -> None:
+        assert self.version is not None
+        async for kind, obj in self.hook.watch_objects(
+            self.resource,
+            self.versions[0],
+            self.namespace,
+            self.version,
+            label_selector=self.resource.label_selector,
+            timeout_seconds=WATCH_TIMEOUT,
+        ):
+            self.backoff.reset()
+            self.version = obj["metadata"]["resourceVersion"]
+            if kind in ("ADDED", "MODIFIED", "DELETED"):
+                self._apply(kind, obj)
 
     def _fail(self, err: ApiUnavailable) -> None:
         log.log(logging.WARNING if self.resource.optional else logging.ERROR, "%s", err)

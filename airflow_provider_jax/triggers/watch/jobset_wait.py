@@ -22,18 +22,13 @@ from airflow_provider_jax.triggers.watch.events import (
     TIMEOUT,
     JobSetEvent,
 )
-from airflow_provider_jax.triggers.watch.informer import (
-    ABSENT,
-    ApiUnavailable,
-    Change,
-    subscribe,
-    with_retries,
-)
+from airflow_provider_jax.triggers.watch.informer import ABSENT, Change, subscribe
 from airflow_provider_jax.triggers.watch.pod_logs import PodLogs
 from airflow_provider_jax.triggers.watch.pod_startup import REASON as CANNOT_START
 from airflow_provider_jax.triggers.watch.pod_startup import PodsCannotStart, PodStartup
 from airflow_provider_jax.triggers.watch.queue_wait import QueueFailed, QueueWait
 from airflow_provider_jax.triggers.watch.restarts import RestartLog
+from airflow_provider_jax.triggers.watch.retry_budget import ApiUnavailable, with_retries
 
 if TYPE_CHECKING:
     from airflow_provider_jax.triggers.jobset import JobSetTrigger

@@ -110,6 +110,8 @@ class Api:
         if fault == "lost" and streaming:
             fault = "reset"
         self.requests.append(Request(**record, status=fault or "ok"))
+        if faults.hold and faults.only(request):
+            await asyncio.sleep(faults.hold)
         if fault == "reset":
             return _reset(request)
         if isinstance(fault, int):

@@ -8,6 +8,7 @@ been compacted the watch gets 410 Gone and the client must list again.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import pickle
 import re
 import uuid
@@ -117,6 +118,10 @@ class Store:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         # (kind, namespace, INDEXED_LABEL's value) -> the keys of the objects with it
         self._indexed: dict[tuple[str, str, str], set[tuple[str, str, str]]] = {}
+        # (kind, namespace) -> its names, and the same sorted once a list asks: a page of a
+        # list then starts where the last one ended, instead of scanning every object.
+        self._names: dict[tuple[str, str], set[str]] = {}
+        self._sorted: dict[tuple[str, str], list[str]] = {}
         self.history: deque[Event] = deque()
         self.history_limit = history
         self.watchers: set[Watcher] = set()
@@ -137,20 +142,24 @@ class Store:
         """The matching objects by name (those named after ``after``; at most ``limit``, 0:
         all), copied, and the current resourceVersion."""
         value = getattr(selector, "equals", {}).get(INDEXED_LABEL)
-        keys = (
-            self.objects.keys()
-            if value is None
-            else self._indexed.get((kind, namespace, value), set())
-        )
-        found = sorted(
-            (key[2], obj)
-            for key in keys
-            if key[0] == kind
-            and key[1] == namespace
-            and key[2] > after
-            and selector(labels_of(obj := self.objects[key]))
-        )
-        return [_copy(obj) for _, obj in (found[:limit] if limit else found)], self.rv
+        if value is None:
+            names = self._sorted_names(kind, namespace)
+        else:
+            names = sorted(key[2] for key in self._indexed.get((kind, namespace, value), ()))
+        found: list[dict[str, Any]] = []
+        for name in names[bisect.bisect_right(names, after) :]:
+            obj = self.objects[(kind, namespace, name)]
+            if selector(labels_of(obj)):
+                found.append(_copy(obj))
+                if len(found) == limit:
+                    break
+        return found, self.rv
+
+    def _sorted_names(self, kind: str, namespace: str) -> list[str]:
+        names = self._sorted.get((kind, namespace))
+        if names is None:
+            names = self._sorted[(kind, namespace)] = sorted(self._names.get((kind, namespace), ()))
+        return names
 
     def iter(self, kind: str) -> Iterator[dict[str, Any]]:
         return (obj for (k, _, _), obj in list(self.objects.items()) if k == kind)
@@ -171,11 +180,13 @@ class Store:
         obj = self.objects.pop((kind, namespace, name), None)
         if obj is not None:
             self._index((kind, namespace, name), obj, None)
+            self._name((kind, namespace, name), present=False)
             self._emit(kind, obj, "DELETED")
         return obj
 
     def _write(self, key: tuple[str, str, str], obj: dict[str, Any], kind_of_change: str) -> dict:
         self._index(key, self.objects.get(key), obj)
+        self._name(key, present=True)
         self.objects[key] = obj
         self._emit(key[0], obj, kind_of_change)
         return _copy(obj)
@@ -193,6 +204,12 @@ class Store:
         if now is not None:
             self._indexed.setdefault((key[0], key[1], now), set()).add(key)
 
+    def _name(self, key: tuple[str, str, str], *, present: bool) -> None:
+        names = self._names.setdefault(key[:2], set())
+        if (key[2] in names) != present:
+            (names.add if present else names.discard)(key[2])
+            self._sorted.pop(key[:2], None)
+
     def _emit(self, kind: str, obj: dict[str, Any], change: str) -> None:
         self.rv += 1
         obj["metadata"]["resourceVersion"] = str(self.rv)
@@ -208,6 +225,8 @@ class Store:
         """Forget every object (not the resourceVersion: it only grows)."""
         self.objects.clear()
         self._indexed.clear()
+        self._names.clear()
+        self._sorted.clear()
 
     def compact(self) -> None:
         """Forget all history, as etcd compaction does: older resourceVersions now get 410."""

@@ -30,12 +30,14 @@ class Faults:
     (dropped after it acted, so the client never hears). Watches end after about
     ``drop_watch_after`` seconds; with probability ``expire_rate`` the history they would
     resume from is compacted first, so the client meets 410 Gone and must list again.
-    ``seed`` fixes which requests fail, counted in arrival order."""
+    ``hold`` seconds delay each request ``only`` picks before the server acts (a slow page
+    of a long list). ``seed`` fixes which requests fail, counted in arrival order."""
 
     rate: float = 0.0
     kinds: tuple[int | str, ...] = (429, 500, 503, "reset", "lost")
     retry_after: int = 1
     latency: float = 0.0
+    hold: float = 0.0
     drop_watch_after: float | None = None
     expire_rate: float = 0.0
     only: Callable[[web.Request], bool] = lambda request: True
