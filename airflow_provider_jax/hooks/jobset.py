@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
@@ -34,8 +34,7 @@ from airflow_provider_jax.jobset.api import (
     VERSION,
 )
 
-# A log stream may sit idle for a long time; reconnect only after 10 silent minutes.
-LOG_STREAM_TIMEOUT = (30, 600)
+LOG_STREAM_TIMEOUT = (30, 600)  # s to connect; a log may sit idle 10 minutes before a reconnect
 LIST_PAGE_SIZE = 500  # objects per page of a list, as client-go's reflector reads them
 
 
@@ -340,8 +339,10 @@ class AsyncJobSetOperations:
         *,
         container: str = CONTAINER_NAME,
         since_seconds: int | None = None,
+        on_open: Callable[[], None] = lambda: None,
     ) -> AsyncIterator[str]:
-        """Lines of a running container's log (with RFC 3339 timestamps) as they come."""
+        """Lines of a running container's log (with RFC 3339 timestamps) as they come;
+        ``on_open()`` once the server has answered."""
         kwargs: dict[str, Any] = {
             "container": container,
             "follow": True,
@@ -355,6 +356,7 @@ class AsyncJobSetOperations:
             response = await async_client.CoreV1Api(api).read_namespaced_pod_log(
                 pod_name, namespace, **kwargs
             )
+            on_open()
             await raise_for_status(response)
             try:
                 async for raw in response.content:
@@ -364,10 +366,8 @@ class AsyncJobSetOperations:
 
 
 class _RawWatch(async_watch.Watch):
-    """Events as the API server sent them, each parsed once. The stock ``Watch`` parses an
-    event, dumps its object back to JSON and parses that again into a model: three passes
-    where a triggerer watching a thousand JobSets needs one. It has no client of its own:
-    the request goes through the hook's shared one."""
+    """Events as the API server sent them, each parsed once (the stock ``Watch`` parses, dumps
+    and parses again into a model: three passes), through the hook's shared client."""
 
     def __init__(self) -> None:
         # Not the stock one's: it opens a default ApiClient per watch (an SSL context over

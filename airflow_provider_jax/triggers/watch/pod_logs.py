@@ -267,9 +267,17 @@ class PodLogs:
                 stream.pod,
             )
         held = await self._slots.take(self._closing)
+        opening = held  # holds the triggerer's turn to open a stream
+
+        def opened() -> None:
+            nonlocal opening
+            if opening:
+                opening = False
+                self._slots.opened()
+
         try:
             lines = (
-                self.hook.follow_pod_log(stream.pod, self.namespace)
+                self.hook.follow_pod_log(stream.pod, self.namespace, on_open=opened)
                 if held
                 else self._tail(stream.pod)
             )
@@ -293,6 +301,7 @@ class PodLogs:
                 self._show_held()  # the container's log ended
         finally:
             if held:
+                opened()  # if it never opened
                 self._slots.give()
         stream.ended, stream.recheck = True, False
         # Usually the container exited, which the JobSet's status soon shows.
