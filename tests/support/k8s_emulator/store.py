@@ -118,10 +118,9 @@ class Store:
         self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
         # (kind, namespace, INDEXED_LABEL's value) -> the keys of the objects with it
         self._indexed: dict[tuple[str, str, str], set[tuple[str, str, str]]] = {}
-        # (kind, namespace) -> its names, and the same sorted once a list asks: a page of a
-        # list then starts where the last one ended, instead of scanning every object.
-        self._names: dict[tuple[str, str], set[str]] = {}
-        self._sorted: dict[tuple[str, str], list[str]] = {}
+        # (kind, namespace) -> its names, sorted: a page of a list starts where the last one
+        # ended, instead of scanning every object.
+        self._names: dict[tuple[str, str], list[str]] = {}
         self.history: deque[Event] = deque()
         self.history_limit = history
         self.watchers: set[Watcher] = set()
@@ -143,7 +142,7 @@ class Store:
         all), copied, and the current resourceVersion."""
         value = getattr(selector, "equals", {}).get(INDEXED_LABEL)
         if value is None:
-            names = self._sorted_names(kind, namespace)
+            names = self._names.get((kind, namespace), [])
         else:
             names = sorted(key[2] for key in self._indexed.get((kind, namespace, value), ()))
         found: list[dict[str, Any]] = []
@@ -154,12 +153,6 @@ class Store:
                 if len(found) == limit:
                     break
         return found, self.rv
-
-    def _sorted_names(self, kind: str, namespace: str) -> list[str]:
-        names = self._sorted.get((kind, namespace))
-        if names is None:
-            names = self._sorted[(kind, namespace)] = sorted(self._names.get((kind, namespace), ()))
-        return names
 
     def iter(self, kind: str) -> Iterator[dict[str, Any]]:
         return (obj for (k, _, _), obj in list(self.objects.items()) if k == kind)
@@ -205,10 +198,13 @@ class Store:
             self._indexed.setdefault((key[0], key[1], now), set()).add(key)
 
     def _name(self, key: tuple[str, str, str], *, present: bool) -> None:
-        names = self._names.setdefault(key[:2], set())
-        if (key[2] in names) != present:
-            (names.add if present else names.discard)(key[2])
-            self._sorted.pop(key[:2], None)
+        names = self._names.setdefault(key[:2], [])
+        at = bisect.bisect_left(names, key[2])
+        there = at < len(names) and names[at] == key[2]
+        if present and not there:
+            names.insert(at, key[2])
+        elif there and not present:
+            del names[at]
 
     def _emit(self, kind: str, obj: dict[str, Any], change: str) -> None:
         self.rv += 1
@@ -226,7 +222,6 @@ class Store:
         self.objects.clear()
         self._indexed.clear()
         self._names.clear()
-        self._sorted.clear()
 
     def compact(self) -> None:
         """Forget all history, as etcd compaction does: older resourceVersions now get 410."""
