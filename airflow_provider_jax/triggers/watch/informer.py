@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,16 +74,22 @@ class _Relist:
     waiter without waiting for the other pages (a relist of 10,000 JobSets is 20 pages and
     seconds of parsing); each page's objects are told as the page arrives."""
 
-    task: asyncio.Task[None] | None = None
+    task: asyncio.Task[None] = field(init=False)  # reads the pages: see :meth:`start`
     version: asyncio.Future[str] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
     seen: set[str] = field(default_factory=set)  # keys in the pages read so far
     touched: set[str] = field(default_factory=set)  # keys the watch changed: newer than a page
 
+    @classmethod
+    def start(cls, read: Callable[[_Relist], Coroutine[Any, Any, None]], name: str) -> _Relist:
+        """A list whose pages ``read`` reads, in a task of its own from now on."""
+        relist = cls()
+        relist.task = asyncio.create_task(read(relist), name=name)
+        return relist
+
     async def first_page(self) -> str:
         """The list's resourceVersion, once its first page is in (or the list's error)."""
-        assert self.task is not None
         await asyncio.wait({self.version, self.task}, return_when=asyncio.FIRST_COMPLETED)
         if not self.version.done():
             self.task.result()  # the list failed before its first page
@@ -92,13 +98,12 @@ class _Relist:
     def raised(self, err: BaseException) -> bool:
         """Whether ``err`` came from reading the pages (not from the watch beside them)."""
         task = self.task
-        return task is not None and task.done() and not task.cancelled() and task.exception() is err
+        return task.done() and not task.cancelled() and task.exception() is err
 
     def cancel(self) -> None:
-        if self.task is not None:
-            if self.task.done() and not self.task.cancelled():
-                self.task.exception()  # seen: its error, if any, was the watch's too
-            self.task.cancel()
+        if self.task.done() and not self.task.cancelled():
+            self.task.exception()  # seen: its error, if any, was the watch's too
+        self.task.cancel()
         self.version.cancel()
 
 
@@ -163,9 +168,8 @@ class Informer:
         """Start a list and return its resourceVersion once the first page is in; the other
         pages follow in the list's task (:class:`_Relist`)."""
         self._drop_relist()
-        relist = self._relist = _Relist()
-        relist.task = asyncio.create_task(self._read_pages(relist), name=f"{self.task_name}-list")
-        return await relist.first_page()
+        self._relist = _Relist.start(self._read_pages, name=f"{self.task_name}-list")
+        return await self._relist.first_page()
 
     async def _read_pages(self, relist: _Relist) -> None:
         pages = self.hook.list_pages(
@@ -245,7 +249,7 @@ class Informer:
         except asyncio.CancelledError:
             raise
         except Exception as err:
-            listing = self.version is None or (
+            from_list = self.version is None or (
                 self._relist is not None and self._relist.raised(err)
             )
             self._drop_relist()
@@ -254,10 +258,10 @@ class Informer:
             if status == 410:
                 log.info("The watch of %s expired (410); listing again", what)
                 self.version = None
-            elif status == 404 and listing and len(self.versions) > 1:
+            elif status == 404 and from_list and len(self.versions) > 1:
                 self.versions.pop(0)  # this version is not served here: an older one is
                 self.version = None
-            elif status in (403, 405) and listed and not listing and not self.polling:
+            elif status in (403, 405) and listed and not from_list and not self.polling:
                 # The watch just after a list: RBAC lets us list but not watch.
                 log.warning("Watching %s is not allowed (%s); polling instead", what, status)
                 self.polling = True
@@ -275,14 +279,14 @@ class Informer:
         return None
 
     async def _whole_list(self) -> None:
-        if self._relist is not None and self._relist.task is not None:
+        if self._relist is not None:
             await self._relist.task
 
     async def _watch_while_listing(self) -> None:
         """The watch from ``self.version``, with a list's other pages read alongside; the
         first error of either ends both."""
         relist = self._relist
-        if relist is None or relist.task is None:
+        if relist is None:
             return await self._watch()
         watch = asyncio.create_task(self._watch(), name=f"{self.task_name}-watch")
         try:
