@@ -15,7 +15,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 from airflow_provider_jax.links.jobset import StoredLink
-from airflow_provider_jax.runtime.orbax_steps import GcsLocation
 
 EVENT_FILES = "events.out.tfevents."
 MAX_FILES = 10_000  # files looked at under output_dir before giving up
@@ -59,6 +58,8 @@ def _gcs_has_events(
     output_dir: str, gcp_conn_id: str, impersonation_chain: str | Sequence[str] | None
 ) -> bool:
     from airflow.providers.google.cloud.hooks.gcs import GCSHook
+
+    from airflow_provider_jax.runtime.orbax_steps import GcsLocation  # not at DAG parse
 
     where = GcsLocation.from_url(output_dir)
     hook = GCSHook(gcp_conn_id=gcp_conn_id, impersonation_chain=impersonation_chain)

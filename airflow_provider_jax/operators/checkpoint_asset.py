@@ -12,12 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import Asset, AssetAlias
 
-from airflow_provider_jax.checkpoints import (
-    CheckpointDirError,
-    CheckpointQuery,
-    StorageUnavailableError,
-    find_newest_finalized,
-)
 from airflow_provider_jax.runtime.output_paths import CHECKPOINTS, checkpoints_uri
 
 if TYPE_CHECKING:
@@ -60,6 +54,14 @@ def announce_checkpoint(
 ) -> None:
     """Attach the newest finalized step of ``<output_dir>/checkpoints`` to ``asset``'s event:
     its step and path, the leader's last report and the JobSet's name."""
+    # Once the task has run, not at DAG parse (the checkpoint readers are a fifth of it).
+    from airflow_provider_jax.checkpoints import (
+        CheckpointDirError,
+        CheckpointQuery,
+        StorageUnavailableError,
+        find_newest_finalized,
+    )
+
     directory = checkpoints_uri(output_dir)
     try:
         found = find_newest_finalized(CheckpointQuery(checkpoint_dir=directory))
