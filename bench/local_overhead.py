@@ -4,9 +4,9 @@ Both sides run the very same pods: the same manifest, argv and env (``process_en
 fresh coordinator ports each run. "By hand" is bare ``subprocess.Popen`` and ``wait``, the
 physical limit; the backend adds each pod's init process, log streaming, report parsing,
 failure watching and result reading. Runs alternate, after one warm-up of each.
-Target: median wall-time ratio <= 1.05, over 9 runs of each: on two cores one start in
-four or so waits about 1 s more in ``jax.distributed.initialize`` (``bench.startup_parts``),
-on either side, and a median of 5 swung by +-10 % with it.
+Target: median wall-time ratio <= 1.05, over 9 runs of each: from a quarter to over half of
+the starts wait about 1 s more in ``jax.distributed.initialize`` (gRPC's first reconnect
+backoff; ``bench.startup_parts``), on either side, and a median of 5 swung by +-10 % with it.
 
 Each run's wall time is split by the clock the user's code reads at its first and last line
 (``bench/pods/timed_train.py``): start-up before the first line, the user's code, and the

@@ -168,8 +168,8 @@ class Informer:
         """Start a list and return its resourceVersion once the first page is in; the other
         pages follow in the list's task (:class:`_Relist`)."""
         self._drop_relist()
-        self._relist = _Relist.start(self._read_pages, name=f"{self.task_name}-list")
-        return await self._relist.first_page()
+        relist = self._relist = _Relist.start(self._read_pages, name=f"{self.task_name}-list")
+        return await relist.first_page()  # by then a one-page list may be over, and dropped
 
     async def _read_pages(self, relist: _Relist) -> None:
         pages = self.hook.list_pages(
