@@ -24,7 +24,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -67,14 +67,14 @@ def job_manifest(steps: int) -> dict[str, Any]:
     return build_jobset(spec)
 
 
-def leader_plans(manifest: dict[str, Any]) -> list[PodPlan]:
-    """The pods, with fresh ports: the leader (slice 0, host 0) first."""
+def fresh_plans(manifest: dict[str, Any]) -> list[PodPlan]:
+    """The pods, with fresh coordinator ports: the leader (slice 0, host 0) first."""
     plans = plan_pods(localize(manifest, *free_ports(2)))
     return sorted(plans, key=lambda p: (p.slice_index, p.host_index))
 
 
 def by_hand(manifest: dict[str, Any]) -> Run:
-    plans = leader_plans(manifest)
+    plans = fresh_plans(manifest)
     scratch = [tempfile.mkdtemp(prefix="bench-") for _ in plans]
     started = time.time()
     processes = [
@@ -113,7 +113,7 @@ def split(started: float, ended: float, message: dict[str, Any] | None) -> Run:
 
 
 def median_run(runs: list[Run]) -> Run:
-    return Run(*(statistics.median(getattr(r, f) for r in runs) for f in Run.__annotations__))
+    return Run(*(statistics.median(getattr(r, f.name) for r in runs) for f in fields(Run)))
 
 
 def main() -> None:
@@ -150,7 +150,7 @@ def main() -> None:
         f"start-up {backend.startup - hand.startup:+.3f} s, user code "
         f"{backend.user - hand.user:+.3f} s, end {backend.end - hand.end:+.3f} s"
     )
-    startup_parts.report(lambda: leader_plans(manifest), PYTHONPATH, hand.startup, reps=args.reps)
+    startup_parts.report(lambda: fresh_plans(manifest), PYTHONPATH, hand.startup, reps=args.reps)
     targets = Targets()
     targets.at_most("median wall-time ratio, backend / by hand", ratio, TARGET, "x")
     targets.exit()

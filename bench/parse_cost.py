@@ -109,11 +109,11 @@ def main(runs: int) -> None:
         timed = memory
 
     def median(of: dict[str, list[dict[str, float]]], what: str) -> dict[str, float]:
-        return {kind: statistics.median(m[what] for m in runs) for kind, runs in of.items()}
+        return {kind: statistics.median(m[what] for m in samples) for kind, samples in of.items()}
 
     header, time_s = median(timed, "header"), median(timed, "seconds")
-    peak = {kind: mib / MIB for kind, mib in median(memory, "peak").items()}
-    rss = {kind: mib / MIB for kind, mib in median(memory, "rss").items()}
+    peak = {kind: size / MIB for kind, size in median(memory, "peak").items()}
+    rss = {kind: size / MIB for kind, size in median(memory, "rss").items()}
     print(f"\nParse cost: one DAG file imported in a fresh interpreter, median of {runs}")
     print("(header: pendulum and airflow.sdk, imported first; file: the DAG file after it)")
     print(f"{'DAG file':<24}{'header s':>10}{'file s':>10}{'peak MiB':>10}{'RSS MiB':>10}")

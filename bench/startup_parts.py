@@ -103,7 +103,9 @@ def report(
     :param reps: how many times each part runs (its median is reported).
     """
 
-    def runs(program: Program, of_both: Callable[[list[float]], float] | None = None):
+    def runs(
+        program: Program, of_both: Callable[[list[float]], float] | None = None
+    ) -> list[float]:
         return sorted(both(plans(), pythonpath, program, of_both) for _ in range(reps))
 
     interpreter = runs(python("pass"))
