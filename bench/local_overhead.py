@@ -30,12 +30,13 @@ from typing import Any
 
 from airflow_provider_jax.backends.local.localize import free_ports, localize
 from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
-from airflow_provider_jax.backends.local.processes import TERMINATION_LOG, process_env
+from airflow_provider_jax.backends.local.processes import process_env
 from airflow_provider_jax.backends.local.runner import LocalJobSet
 from airflow_provider_jax.jobset.accelerators import parse_tpu
 from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.jobset.pod_command import python_call
 from airflow_provider_jax.jobset.spec import JaxJobSpec
+from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 from airflow_provider_jax.runtime.messages import parse_message
 from bench import startup_parts
 from bench.targets import QUICK, Targets, quick
@@ -76,19 +77,20 @@ def fresh_plans(manifest: dict[str, Any]) -> list[PodPlan]:
 def by_hand(manifest: dict[str, Any]) -> Run:
     plans = fresh_plans(manifest)
     scratch = [tempfile.mkdtemp(prefix="bench-") for _ in plans]
+    envs = [process_env(plan, tmp, PYTHONPATH) for plan, tmp in zip(plans, scratch, strict=True)]
     started = time.time()
     processes = [
         subprocess.Popen(
             plan.argv,
-            env=process_env(plan, tmp, PYTHONPATH),
+            env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
         )
-        for plan, tmp in zip(plans, scratch, strict=True)
+        for plan, env in zip(plans, envs, strict=True)
     ]
     codes = [p.wait() for p in processes]
-    message = Path(scratch[0], TERMINATION_LOG).read_text()
+    message = Path(envs[0][TERMINATION_PATH_ENV]).read_text()  # where the leader was told
     ended = time.time()
     for tmp in scratch:
         shutil.rmtree(tmp, ignore_errors=True)

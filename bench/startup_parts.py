@@ -30,6 +30,11 @@ from collections.abc import Callable, Sequence
 from airflow_provider_jax.backends.local.pods import PodPlan
 from airflow_provider_jax.backends.local.processes import POD_INIT, process_env
 from airflow_provider_jax.jobset.pod_command import BOOTSTRAP
+from airflow_provider_jax.runtime.env import (
+    COORDINATOR_ADDRESS_ENV,
+    NUM_PROCESSES_ENV,
+    PROCESS_ID_ENV,
+)
 
 _RUN_MAIN = "sys.exit(main())\n"
 assert BOOTSTRAP.endswith(_RUN_MAIN), "the bootstrap no longer ends by calling main()"
@@ -44,8 +49,8 @@ def timed(code: str) -> str:
 BUNDLE = timed(BOOTSTRAP.removesuffix(_RUN_MAIN))  # everything up to the runtime's main()
 IMPORT_JAX = timed("import jax")
 INITIALIZE = "import os, jax\n" + timed(
-    "jax.distributed.initialize(os.environ['JAX_COORDINATOR_ADDRESS'], "
-    "int(os.environ['JAX_NUM_PROCESSES']), int(os.environ['JAX_PROCESS_ID']))"
+    f"jax.distributed.initialize(os.environ[{COORDINATOR_ADDRESS_ENV!r}], "
+    f"int(os.environ[{NUM_PROCESSES_ENV!r}]), int(os.environ[{PROCESS_ID_ENV!r}]))"
 )
 
 #: A pod's command with ``python3 -c CODE`` in place of the bootstrap.
