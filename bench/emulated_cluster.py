@@ -3,6 +3,7 @@ readings, percentiles."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from typing import Any
@@ -25,6 +26,32 @@ class LagProbe(threading.Thread):
             self.lags.append(time.monotonic() - asked)
 
 
+class GcClock:
+    """The cyclic garbage collector's time in this process while entered: a full collection
+    stops everything else in it (at N = 10,000, about a second each, on either side)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.full: list[tuple[float, float]] = []  # (monotonic time at its end, seconds)
+        self._began = 0.0
+
+    def __enter__(self) -> GcClock:
+        gc.callbacks.append(self._clock)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._clock)
+
+    def _clock(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.perf_counter()
+            return
+        spent = time.perf_counter() - self._began
+        self.seconds += spent
+        if info["generation"] == 2:
+            self.full.append((time.monotonic(), spent))
+
+
 def cpu_between(samples: list[tuple[float, float]], since: float, until: float) -> float:
     """CPU seconds spent between two moments, from (time, CPU so far) samples."""
 
@@ -32,6 +59,15 @@ def cpu_between(samples: list[tuple[float, float]], since: float, until: float) 
         return next((cpu for t, cpu in samples if t >= moment), samples[-1][1])
 
     return at(until) - at(since)
+
+
+def cpu_share_within(samples: list[tuple[float, float]], since: float, until: float) -> float:
+    """The share of one core spent between the first sample at or after ``since`` and the
+    last at or before ``until``: a phase's own, not the next phase's first half-second (at
+    N = 10,000 the first ends' work read as 1 % of a core of "waiting")."""
+    inside = [(t, cpu) for t, cpu in samples if since <= t <= until]
+    (t0, cpu0), (t1, cpu1) = inside[0], inside[-1]
+    return (cpu1 - cpu0) / (t1 - t0)
 
 
 def percentile(values: list[float], p: float) -> float:

@@ -243,10 +243,11 @@ def main() -> int:
     import logging
 
     logging.disable(logging.WARNING)
-    work = Path(tempfile.mkdtemp(prefix="bench-real-apiserver-"))
-    rows = [real_run(args.jobs, args.seed, work)]
-    if not QUICK:  # the emulator's side is bench.triggerer_scale's scenario, quick-run there
-        rows.append(emulator_run(args.jobs, args.seed, work))
+    with tempfile.TemporaryDirectory(prefix="bench-real-apiserver-") as scratch:
+        work = Path(scratch)  # etcd's data (100 MiB at N = 1,000), certificates, kubeconfigs
+        rows = [real_run(args.jobs, args.seed, work)]
+        if not QUICK:  # the emulator's side is bench.triggerer_scale's scenario, quick-run there
+            rows.append(emulator_run(args.jobs, args.seed, work))
     print(
         f"\n{args.jobs} JobSetTriggers, one triggerer process, no log streams; 1 in "
         f"{FAIL_EVERY} JobSets fails."

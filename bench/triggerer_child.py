@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.emulated_cluster import rss_kib
+from bench.emulated_cluster import GcClock, rss_kib
 
 POLL_INTERVAL = 10.0
 NAMESPACE = "default"
@@ -172,17 +172,6 @@ def triggerer(kind: str, timeout: float, log_lines: int, count_at: float) -> Non
     samples: list[tuple[float, float]] = []  # (monotonic time, CPU seconds so far)
     rss: list[tuple[float, int]] = []  # (monotonic time, RSS in KiB)
     done = threading.Event()
-    gc_time = [0.0, 0]  # seconds in the cyclic garbage collector, and its full collections
-    gc_began = [0.0]
-
-    def gc_clock(phase: str, info: dict[str, int]) -> None:
-        if phase == "start":
-            gc_began[0] = time.perf_counter()
-            return
-        gc_time[0] += time.perf_counter() - gc_began[0]
-        gc_time[1] += info["generation"] == 2
-
-    gc.callbacks.append(gc_clock)
 
     def sample() -> None:
         while True:
@@ -195,17 +184,18 @@ def triggerer(kind: str, timeout: float, log_lines: int, count_at: float) -> Non
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     start = time.monotonic()
-    if os.environ.get("BENCH_PROFILE"):
-        import cProfile
+    with GcClock() as gc_clock:
+        if os.environ.get("BENCH_PROFILE"):
+            import cProfile
 
-        with cProfile.Profile(time.process_time) as prof:  # CPU time: the emulator shares the cores
+            # CPU time: the emulator shares the cores.
+            with cProfile.Profile(time.process_time) as prof:
+                asyncio.run(run_all())
+            # One file per child: a side-by-side run profiles each code (``.<pid>`` added).
+            prof.dump_stats(f"{os.environ['BENCH_PROFILE']}.{os.getpid()}")
+        else:
             asyncio.run(run_all())
-        # One file per child: a side-by-side run profiles each code (``.<pid>`` added).
-        prof.dump_stats(f"{os.environ['BENCH_PROFILE']}.{os.getpid()}")
-    else:
-        asyncio.run(run_all())
     end = time.monotonic()
-    gc.callbacks.remove(gc_clock)
     done.set()
     sampler.join()
     report = {
@@ -213,8 +203,9 @@ def triggerer(kind: str, timeout: float, log_lines: int, count_at: float) -> Non
         "end": end,
         "fired": fired,
         "cpu": samples,
+        "full_gcs": gc_clock.full,
         "rss": rss,
-        "gc": gc_time,
+        "gc": [gc_clock.seconds, len(gc_clock.full)],
         "tracked": tracked,
         "baseline_rss_kib": baseline_rss,
         "waiting_rss_kib": waiting_rss[0],

@@ -5,10 +5,14 @@ our calls (the cncf provider's attempts and wait bounds, with ``retry.py``'s one
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import inspect
 import json
 import logging
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import tenacity
 from aiohttp import ClientPayloadError
@@ -25,6 +29,7 @@ from kubernetes_asyncio.client.exceptions import ApiException as AsyncApiExcepti
 from airflow_provider_jax.hooks.retry import ExponentialJitter
 
 log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def api_status(exc: BaseException) -> int | None:
@@ -79,13 +84,48 @@ def is_transient(exc: BaseException) -> bool:
     )
 
 
-def api_retry() -> Any:
+def api_retry() -> Callable[[F], F]:
     """For one API call: the cncf provider's attempts (``[workers] api_retries``) and wait
-    bounds (``api_retry_wait_min``/``max``), with the one backoff every caller uses."""
-    return tenacity.retry(
-        stop=tenacity.stop_after_attempt(API_RETRIES),
-        wait=ExponentialJitter(API_RETRY_WAIT_MIN, API_RETRY_WAIT_MAX),
-        retry=tenacity.retry_if_exception(is_transient),
-        reraise=True,
-        before_sleep=tenacity.before_sleep_log(log, logging.WARNING),
+    bounds (``api_retry_wait_min``/``max``), with the one backoff every caller uses.
+
+    A coroutine's first try runs outside tenacity, which builds its retry state and rewraps
+    its callbacks on every call (some 50 µs of the event loop, against 0.3 µs) for calls that
+    nearly always succeed, a few per job end. Only a transient failure enters it, for the
+    tries left, with the waits they would have had."""
+    wait = ExponentialJitter(API_RETRY_WAIT_MIN, API_RETRY_WAIT_MAX)
+    retry_args: dict[str, Any] = {
+        "retry": tenacity.retry_if_exception(is_transient),
+        "reraise": True,
+        "before_sleep": tenacity.before_sleep_log(log, logging.WARNING),
+    }
+    whole = tenacity.retry(stop=tenacity.stop_after_attempt(API_RETRIES), wait=wait, **retry_args)
+    # After the first failure: try k of these is try k + 1 of the whole, so it waits twice as
+    # long as try k would (ExponentialJitter doubles per try).
+    rest = tenacity.retry(
+        stop=tenacity.stop_after_attempt(API_RETRIES - 1),
+        wait=ExponentialJitter(2 * API_RETRY_WAIT_MIN, API_RETRY_WAIT_MAX),
+        **retry_args,
     )
+
+    def decorate(fn: F) -> F:
+        if not inspect.iscoroutinefunction(fn) or API_RETRIES < 2:
+            return whole(fn)
+        retried = rest(fn)
+
+        @functools.wraps(fn)
+        async def first_then_retried(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await fn(*args, **kwargs)
+            except Exception as err:
+                if not is_transient(err):
+                    raise
+                delay = wait.delay(1, err)
+                log.warning(
+                    "Retrying %s in %.2f seconds as it raised %r", fn.__qualname__, delay, err
+                )
+            await asyncio.sleep(delay)
+            return await retried(*args, **kwargs)
+
+        return cast(F, first_then_retried)
+
+    return decorate

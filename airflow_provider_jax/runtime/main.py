@@ -22,6 +22,7 @@ from typing import Any
 from airflow_provider_jax import runtime
 from airflow_provider_jax.runtime import data_inputs, storage
 from airflow_provider_jax.runtime.call import decode_call
+from airflow_provider_jax.runtime.coordinator import wait_for_coordinator
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     NUM_PROCESSES_ENV,
@@ -129,14 +130,18 @@ def install_packages(packages: list[str]) -> None:
 
 
 def initialize_distributed() -> Any:
-    """``jax.distributed.initialize`` with all three values explicit: JAX itself reads only the
-    coordinator address from the environment."""
+    """``jax.distributed.initialize`` with all three values explicit (JAX itself reads only the
+    coordinator address from the environment), every process but the coordinator's first
+    waiting for it to listen (``coordinator.py``)."""
     import jax
 
+    address, process_id = os.environ[COORDINATOR_ADDRESS_ENV], int(os.environ[PROCESS_ID_ENV])
+    if process_id != 0:
+        wait_for_coordinator(address)
     jax.distributed.initialize(
-        coordinator_address=os.environ[COORDINATOR_ADDRESS_ENV],
+        coordinator_address=address,
         num_processes=int(os.environ[NUM_PROCESSES_ENV]),
-        process_id=int(os.environ[PROCESS_ID_ENV]),
+        process_id=process_id,
     )
     return jax.distributed
 

@@ -7,6 +7,7 @@ import json
 import time
 
 import pytest
+from kubernetes_asyncio.client.exceptions import ApiException
 from kubernetes_asyncio.client.rest import RESTClientObject
 
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
@@ -100,6 +101,20 @@ def test_transient_errors_are_retried_and_a_lost_create_reads_as_exists(k8s, hoo
     with pytest.raises(JobSetExists):  # it was created; the retry met it
         hook.create_jobset(manifest())
     assert len(k8s.submitted) == 1
+
+
+async def test_an_async_call_is_tried_again_after_transient_errors_only(k8s, hook):
+    """Its first try runs outside tenacity; a transient failure still gets the tries left."""
+    async_hook = KubernetesCluster().async_hook()
+    calls = iter(range(1000))
+    k8s.faults = Faults(rate=1.0, kinds=(503,), retry_after=0, only=lambda r: next(calls) < 2)
+    assert await async_hook.list_jobset_pods("nope", "default") == []  # the third try
+    assert [r.status for r in k8s.requests if "/pods" in r.path] == [503, 503, "ok"]
+    k8s.faults = Faults()
+    before = len(k8s.requests)
+    with pytest.raises(ApiException) as raised:  # 404 is an answer: not tried again
+        await async_hook.read_pod_log_tail("nope", "default", 10)
+    assert raised.value.status == 404 and len(k8s.requests) == before + 1
 
 
 async def test_a_list_is_read_in_pages_of_kept_objects(k8s, hook):
