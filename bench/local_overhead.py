@@ -3,10 +3,11 @@
 Both sides run the very same pods: the same manifest, argv and env (``process_env``), with
 fresh coordinator ports each run. "By hand" is bare ``subprocess.Popen`` and ``wait``, the
 physical limit; the backend adds each pod's init process, log streaming, report parsing,
-failure watching and result reading. Runs alternate, after one warm-up of each.
-Target: median wall-time ratio <= 1.05, over 9 runs of each: from a quarter to over half of
-the starts wait about 1 s more in ``jax.distributed.initialize`` (gRPC's first reconnect
-backoff; ``bench.startup_parts``), on either side, and a median of 5 swung by +-10 % with it.
+failure watching and result reading. Runs alternate, after one warm-up of each, and which
+side of a pair goes first alternates too. Target: median wall-time ratio <= 1.05, over 9
+runs of each (a run's ratio alone swings from 0.9 to 1.2 on two shared cores). Until the
+workers waited for the coordinator to listen (``runtime/coordinator.py``), from a quarter to
+over half of the starts paid gRPC's first reconnect backoff, about 1 s, on either side.
 
 Each run's wall time is split by the clock the user's code reads at its first and last line
 (``bench/pods/timed_train.py``): start-up before the first line, the user's code, and the
@@ -134,7 +135,15 @@ def main() -> None:
 
         if not QUICK:
             by_hand(manifest), through_backend(manifest, log)  # warm-up
-        rows = [(by_hand(manifest), through_backend(manifest, log)) for _ in range(args.reps)]
+        rows = []
+        for rep in range(args.reps):
+            # In turn which goes first: the second of a pair starts as the first's two
+            # interpreters are still giving back their memory.
+            if rep % 2:
+                backend = through_backend(manifest, log)
+                rows.append((by_hand(manifest), backend))
+            else:
+                rows.append((by_hand(manifest), through_backend(manifest, log)))
 
     print(f"2 processes x 4 CPU devices, quickstart_train({args.steps} steps), {args.reps} reps")
     print("seconds: wall = start-up (to the user's first line) + user code + end (to the result)")

@@ -9,7 +9,8 @@ starts them; the median and the slowest of ``reps`` runs:
   unzip the runtime, import it), timed inside the process, the slower of the two;
 - ``import jax``, timed the same way (inside, not to exit: an interpreter that imported
   JAX takes a while to tear down, which a job pays after its last line, not before the first);
-- ``jax.distributed.initialize``, timed inside the process that reaches it last: the call
+- ``jax.distributed.initialize`` as the runtime calls it (a worker first waits for the
+  coordinator to listen), timed inside the process that reaches it last: the call
   itself once both are in it (the other's wait for it is counted under the imports);
 - the backend's pod init (``pod_init.py``, a container's PID 1), less the interpreter: the
   one part "by hand" does not have.
@@ -30,11 +31,6 @@ from collections.abc import Callable, Sequence
 from airflow_provider_jax.backends.local.pods import PodPlan
 from airflow_provider_jax.backends.local.processes import POD_INIT, process_env
 from airflow_provider_jax.jobset.pod_command import BOOTSTRAP
-from airflow_provider_jax.runtime.env import (
-    COORDINATOR_ADDRESS_ENV,
-    NUM_PROCESSES_ENV,
-    PROCESS_ID_ENV,
-)
 
 _RUN_MAIN = "sys.exit(main())\n"
 assert BOOTSTRAP.endswith(_RUN_MAIN), "the bootstrap no longer ends by calling main()"
@@ -48,9 +44,10 @@ def timed(code: str) -> str:
 
 BUNDLE = timed(BOOTSTRAP.removesuffix(_RUN_MAIN))  # everything up to the runtime's main()
 IMPORT_JAX = timed("import jax")
-INITIALIZE = "import os, jax\n" + timed(
-    f"jax.distributed.initialize(os.environ[{COORDINATOR_ADDRESS_ENV!r}], "
-    f"int(os.environ[{NUM_PROCESSES_ENV!r}]), int(os.environ[{PROCESS_ID_ENV!r}]))"
+# As the runtime joins: a worker first waits for the coordinator to listen.
+INITIALIZE = (
+    "import jax\nfrom airflow_provider_jax.runtime.main import initialize_distributed\n"
+    + timed("initialize_distributed()")
 )
 
 #: A pod's command with ``python3 -c CODE`` in place of the bootstrap.

@@ -10,7 +10,10 @@ in this process. Every JobSet runs until a random moment between the wait window
 longer with more triggers); one in ten fails. Meanwhile every watch is dropped within
 ``--drop-watch`` seconds, and twice the API server "restarts": every watch is cut and its
 history is gone, so the informer meets 410 Gone and lists again. Every trigger must still
-fire with its own JobSet's outcome.
+fire with its own JobSet's outcome. While the triggers run, the emulator's process runs
+without its cyclic garbage collector: at N = 10,000 each full collection of its heap paused
+its loop, and so every JobSet's end and event, for 1.3-6.6 s (``emulator_full_gcs`` in the
+dump below), which a kube-apiserver written in Go does not do.
 
 Measured while the triggers wait:
 
