@@ -12,7 +12,7 @@ longer with more triggers); one in ten fails. Meanwhile every watch is dropped w
 history is gone, so the informer meets 410 Gone and lists again. Every trigger must still
 fire with its own JobSet's outcome. While the triggers run, the emulator's process runs
 without its cyclic garbage collector: at N = 10,000 each full collection of its heap paused
-its loop, and so every JobSet's end and event, for 1.3-6.6 s (``emulator_full_gcs`` in the
+its loop, and so every JobSet's end and event, for 4.6-6.6 s (``emulator_full_gcs`` in the
 dump below), which a kube-apiserver written in Go does not do.
 
 Measured while the triggers wait:
@@ -151,7 +151,7 @@ def scenario(
         if child.stdout.readline().strip() != "ready":
             raise RuntimeError("the triggerer process did not start")
         # The emulator is Python, in this process: a full collection of its heap (the JobSets,
-        # their pods, the watch history: 2 GiB at N = 10,000) stopped its loop for 1.3-6.6 s,
+        # their pods, the watch history: 2 GiB at N = 10,000) stopped its loop for 4.6-6.6 s,
         # no JobSet ending and no event sent meanwhile, and each pause landed in the
         # triggerer's detection latency. A kube-apiserver (Go: a concurrent collector) does
         # not stop so. The emulator's cyclic garbage waits for the scenario's end instead.

@@ -50,5 +50,7 @@ def test_an_ipv6_literal_is_read_with_its_brackets():
     except OSError:
         pytest.skip("no IPv6 loopback here")
     with server:
-        threading.Thread(target=lambda: server.accept()[0].close(), daemon=True).start()
+        accepting = threading.Thread(target=lambda: server.accept()[0].close(), daemon=True)
+        accepting.start()
         assert wait_for_coordinator(f"[::1]:{port}", timeout=5, poll=0.05)
+        accepting.join(5)  # before the server closes under it
