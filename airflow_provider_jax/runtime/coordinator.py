@@ -15,8 +15,9 @@ import socket
 import time
 
 POLL = 0.25  # seconds between tries
-# JAX's own default ``initialization_timeout``: past it the join would fail anyway.
+# JAX's own default ``initialization_timeout``, for the wait and the join together.
 JOIN_TIMEOUT = 300.0
+LAST_JOIN_S = 30.0  # the least the join itself is given, however long the wait took
 
 
 def wait_for_coordinator(address: str, timeout: float = JOIN_TIMEOUT, poll: float = POLL) -> bool:

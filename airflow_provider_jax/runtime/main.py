@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import traceback
 import types
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from typing import Any
 from airflow_provider_jax import runtime
 from airflow_provider_jax.runtime import data_inputs, storage
 from airflow_provider_jax.runtime.call import decode_call
-from airflow_provider_jax.runtime.coordinator import wait_for_coordinator
+from airflow_provider_jax.runtime.coordinator import JOIN_TIMEOUT, LAST_JOIN_S, wait_for_coordinator
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     NUM_PROCESSES_ENV,
@@ -136,12 +137,18 @@ def initialize_distributed() -> Any:
     import jax
 
     address, process_id = os.environ[COORDINATOR_ADDRESS_ENV], int(os.environ[PROCESS_ID_ENV])
+    timeout = JOIN_TIMEOUT
     if process_id != 0:
-        wait_for_coordinator(address)
+        began = time.monotonic()
+        wait_for_coordinator(address, JOIN_TIMEOUT)
+        # One budget for the wait and the join, JAX's own default, as before the wait: a
+        # leader that never comes fails the worker after 300 s, not 600.
+        timeout = max(JOIN_TIMEOUT - (time.monotonic() - began), LAST_JOIN_S)
     jax.distributed.initialize(
         coordinator_address=address,
         num_processes=int(os.environ[NUM_PROCESSES_ENV]),
         process_id=process_id,
+        initialization_timeout=int(timeout),
     )
     return jax.distributed
 
