@@ -12,8 +12,8 @@ longer with more triggers); one in ten fails. Meanwhile every watch is dropped w
 history is gone, so the informer meets 410 Gone and lists again. Every trigger must still
 fire with its own JobSet's outcome. While the triggers run, the emulator's process runs
 without its cyclic garbage collector: at N = 10,000 each full collection of its heap paused
-its loop, and so every JobSet's end and event, for 4.6-6.6 s (``emulator_full_gcs`` in the
-dump below), which a kube-apiserver written in Go does not do.
+its loop, and so every JobSet's end and event, for 4.6-6.6 s, which a kube-apiserver written
+in Go does not do.
 
 Measured while the triggers wait:
 
@@ -56,7 +56,6 @@ from pathlib import Path
 from typing import Any
 
 from bench.emulated_cluster import (
-    GcClock,
     LagProbe,
     cpu_between,
     cpu_share_within,
@@ -161,8 +160,7 @@ def scenario(
         emulator.faults = Faults(drop_watch_after=drop_watch)
         for thread in (probe, *restarts):
             thread.start()
-        with GcClock() as emulator_gc:
-            out, _ = child.communicate(json.dumps(uids) + "\n", timeout=when.window + 120)
+        out, _ = child.communicate(json.dumps(uids) + "\n", timeout=when.window + 120)
     finally:
         gc.enable()
         probe.stopped.set()
@@ -207,7 +205,6 @@ def scenario(
                     ],
                     "triggerer_cpu": [(at - start, cpu) for at, cpu in report["cpu"]],
                     "full_gcs": [(at - start, spent) for at, spent in report["full_gcs"]],
-                    "emulator_full_gcs": [(at - start, spent) for at, spent in emulator_gc.full],
                     "emulator_rss_mib": rss_kib() / 1024,
                     "pod_requests": [
                         (r.at - start, r.path.rsplit("/", 1)[-1], r.query, r.status)

@@ -40,3 +40,19 @@ def wait_for_coordinator(address: str, timeout: float = JOIN_TIMEOUT, poll: floa
             if time.monotonic() + poll >= deadline:
                 return False
             time.sleep(poll)
+
+
+def join_timeout(address: str, process_id: int) -> int:
+    """The ``initialization_timeout`` to join with: for a worker, once the coordinator
+    listens, what its wait left of JAX's own 300 s (at least ``LAST_JOIN_S``), so a leader
+    that never comes fails the worker after 300 s, not 600. The coordinator's own process
+    waits for nothing.
+
+    :param address: the coordinator's ``host:port``.
+    :param process_id: this process's JAX process id.
+    """
+    if process_id == 0:
+        return int(JOIN_TIMEOUT)
+    began = time.monotonic()
+    wait_for_coordinator(address, JOIN_TIMEOUT)
+    return int(max(JOIN_TIMEOUT - (time.monotonic() - began), LAST_JOIN_S))

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
 import traceback
 import types
 from collections.abc import Callable
@@ -23,7 +22,7 @@ from typing import Any
 from airflow_provider_jax import runtime
 from airflow_provider_jax.runtime import data_inputs, storage
 from airflow_provider_jax.runtime.call import decode_call
-from airflow_provider_jax.runtime.coordinator import JOIN_TIMEOUT, LAST_JOIN_S, wait_for_coordinator
+from airflow_provider_jax.runtime.coordinator import join_timeout
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     NUM_PROCESSES_ENV,
@@ -137,18 +136,11 @@ def initialize_distributed() -> Any:
     import jax
 
     address, process_id = os.environ[COORDINATOR_ADDRESS_ENV], int(os.environ[PROCESS_ID_ENV])
-    timeout = JOIN_TIMEOUT
-    if process_id != 0:
-        began = time.monotonic()
-        wait_for_coordinator(address, JOIN_TIMEOUT)
-        # One budget for the wait and the join, JAX's own default, as before the wait: a
-        # leader that never comes fails the worker after 300 s, not 600.
-        timeout = max(JOIN_TIMEOUT - (time.monotonic() - began), LAST_JOIN_S)
     jax.distributed.initialize(
         coordinator_address=address,
         num_processes=int(os.environ[NUM_PROCESSES_ENV]),
         process_id=process_id,
-        initialization_timeout=int(timeout),
+        initialization_timeout=join_timeout(address, process_id),
     )
     return jax.distributed
 
