@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 
 from airflow_provider_jax.backends.local.pods import PodPlan
-from airflow_provider_jax.backends.local.processes import POD_INIT, process_env
+from airflow_provider_jax.backends.local.processes import POD_INIT_ARGV, process_env
 from airflow_provider_jax.jobset.pod_command import BOOTSTRAP
 
 _RUN_MAIN = "sys.exit(main())\n"
@@ -63,7 +62,7 @@ def python(code: str) -> Program:
 
 
 def under_pod_init(code: str) -> Program:
-    return lambda plan: [sys.executable, POD_INIT, *python(code)(plan)]
+    return lambda plan: [*POD_INIT_ARGV, *python(code)(plan)]
 
 
 def both(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -27,7 +28,9 @@ from airflow_provider_jax.backends.local.pods import PodPlan
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 from airflow_provider_jax.runtime.messages import TERMINATION_MESSAGE_LIMIT
 
-POD_INIT = pod_init.__file__  # run as a script: no package imports in every pod
+# Run as a script, isolated and without ``site`` (stdlib only): no package or ``.pth`` imports
+# in every pod's start-up. The interpreter's own start is all it pays.
+POD_INIT_ARGV = (sys.executable, "-I", "-S", pod_init.__file__)
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 TERMINATION_LOG = "termination-log"
 
@@ -75,6 +78,11 @@ class PodProcess:
         self.termination_path = scratch / TERMINATION_LOG
         self._readers: list[threading.Thread] = []
         self._message: str | None = None
+        # Readable once the process has exited (Linux 5.3+), so a waiter wakes at the exit,
+        # not at its next tick. Taken before the process can be reaped: its pid stays ours.
+        self.exit_fd: int | None = None
+        with contextlib.suppress(AttributeError, OSError):  # no pidfd: the waiter ticks
+            self.exit_fd = os.pidfd_open(popen.pid)
 
     @classmethod
     def start(
@@ -82,7 +90,7 @@ class PodProcess:
     ) -> PodProcess:
         scratch = tempfile.mkdtemp(prefix=f"{plan.name}-")
         popen = subprocess.Popen(
-            [sys.executable, POD_INIT, *plan.argv],
+            [*POD_INIT_ARGV, *plan.argv],
             env=process_env(plan, scratch, pythonpath),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
@@ -142,6 +150,19 @@ class PodProcess:
             reader.join(timeout)
         self._message = self.termination_message() or ""
         shutil.rmtree(self.scratch, ignore_errors=True)
+        if self.exit_fd is not None:
+            os.close(self.exit_fd)
+            self.exit_fd = None
+
+
+def wait_any_exit(processes: Sequence[PodProcess], timeout: float) -> None:
+    """Return once one of ``processes`` that had not exited at its last :meth:`PodProcess.poll`
+    exits, or after ``timeout`` (a process without a pidfd is seen then). Safe on the thread
+    that takes signals, where Airflow's SIGTERM calls ``on_kill``: ``select`` runs the handler
+    and goes on waiting (PEP 475). A lock's timed wait (``SimpleQueue.get(timeout=...)``) once
+    stayed blocked for good after a handler ran in it, every process gone."""
+    running = [p.exit_fd for p in processes if p.exit_fd is not None and p.popen.returncode is None]
+    select.select(running, [], [], timeout)
 
 
 def _pump(stream: IO[str], plan: PodPlan, name: str, on_line: LineCallback) -> None:

@@ -23,7 +23,7 @@ from airflow.sdk.exceptions import AirflowTaskTimeout
 from airflow_provider_jax.backends.local.localize import free_ports, localize
 from airflow_provider_jax.backends.local.pathways import is_pathways, single_controller
 from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
-from airflow_provider_jax.backends.local.processes import PodProcess
+from airflow_provider_jax.backends.local.processes import PodProcess, wait_any_exit
 from airflow_provider_jax.backends.local.secret_files import check_runs_locally, secret_files
 from airflow_provider_jax.backends.local.storage_links import linked_storage
 from airflow_provider_jax.backends.timeout_alarm import disarm_airflows_alarm
@@ -217,7 +217,9 @@ class _Attempt:
         """Until all exit 0, one fails, or the job is killed or times out."""
         jobset = self.jobset
         while not jobset._killed:
-            self._log_lines(_TICK_S)
+            if self.lines.empty():
+                wait_any_exit(processes, _TICK_S)  # a line waits for the tick
+            self._log_lines()
             codes = {p: p.poll() for p in processes}
             if failed := [p for p, code in codes.items() if code not in (None, 0)]:
                 return failed
@@ -231,14 +233,8 @@ class _Attempt:
     def _on_line(self, plan: PodPlan, stream: str, line: str) -> None:
         self.lines.put((plan, stream, line, time.time()))  # logged by the waiting thread
 
-    def _log_lines(self, wait_s: float = 0.0) -> None:
+    def _log_lines(self) -> None:
         log = self.jobset.log
-        if wait_s and self.lines.empty():
-            # A plain sleep, not SimpleQueue.get(timeout=...): this runs on the thread that
-            # receives signals (Airflow's SIGTERM calls on_kill here), and a handler that
-            # landed in that C-level wait once left it blocked for good, with every process
-            # gone (py-spy: stuck at the get, its pods zombies). sleep() resumes correctly.
-            time.sleep(wait_s)
         try:
             item = self.lines.get_nowait()
             while True:

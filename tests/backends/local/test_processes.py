@@ -1,12 +1,13 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import threading
 import time
 
 from airflow_provider_jax.backends.local.pods import PodPlan
-from airflow_provider_jax.backends.local.processes import PodProcess, process_env
+from airflow_provider_jax.backends.local.processes import PodProcess, process_env, wait_any_exit
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 from tests.support.processes import alive, wait_gone
 
@@ -117,3 +118,37 @@ def test_kill_takes_a_descendant_that_left_the_session():
     process.kill()
     process.close()
     assert wait_gone([escaped]) == []
+
+
+def test_a_missing_executable_exits_127_with_its_name():
+    lines: list[tuple[str, str]] = []
+    process = PodProcess.start(
+        plan(["no-such-command-here"]), lambda p, s, line: lines.append((s, line))
+    )
+    assert process.wait(10) == 127  # as a container runtime reports it
+    process.close()
+    assert ("stderr", "cannot run 'no-such-command-here': No such file or directory") in lines
+
+
+def test_the_command_gets_sigterm_back_from_the_init():
+    """The init ignores SIGTERM (the command decides); the command must not inherit that."""
+    ready = threading.Event()
+    process = PodProcess.start(
+        plan(["python3", "-c", "import time; print('up', flush=True); time.sleep(600)"]),
+        lambda p, s, line: ready.set(),
+    )
+    assert ready.wait(10)
+    process.kill(signal.SIGTERM)
+    assert process.wait(10) == -signal.SIGTERM  # the init dies as its command did
+    process.close()
+
+
+def test_a_waiter_wakes_at_the_exit_not_at_its_timeout():
+    process = PodProcess.start(plan(["python3", "-c", "pass"]), lambda p, s, line: None)
+    assert process.exit_fd is not None
+    started = time.monotonic()
+    wait_any_exit([process], timeout=30)
+    assert time.monotonic() - started < 10
+    assert process.wait(1) == 0
+    process.close()
+    assert process.exit_fd is None
