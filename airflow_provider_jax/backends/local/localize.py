@@ -6,6 +6,7 @@ Shared by the local backend and the test cluster's kubelet, which run pods as lo
 from __future__ import annotations
 
 import copy
+import itertools
 import random
 import socket
 from collections.abc import Mapping
@@ -40,7 +41,8 @@ def free_ports(count: int) -> list[int]:
     low, high = SHARED_PORT_RANGE[0], min(SHARED_PORT_RANGE[1], _ephemeral_low())
     held: list[socket.socket] = []
     try:
-        for port in random.sample(range(low, high), high - low):
+        start = random.randrange(low, high)  # every port once, from a random one
+        for port in itertools.chain(range(start, high), range(low, start)):
             if len(held) == count:
                 break
             candidate = socket.socket()

@@ -23,6 +23,7 @@ from airflow_provider_jax.jobset.api import (
 from airflow_provider_jax.runtime.messages import host_tag
 
 _FIELD_PATH = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
+_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")  # "$$", or "$(" up to the first ")"
 _ACCELERATOR_RESOURCES = ("google.com/tpu", "nvidia.com/gpu")
 # A Secret's data by its name, as the kubelet reads it; KeyError when there is no such Secret.
 SecretSource = Callable[[str], Mapping[str, str]]
@@ -50,26 +51,15 @@ class PodPlan:
 
 def expand(text: str, env: Mapping[str, str]) -> str:
     """Kubernetes' variable expansion: ``$(VAR)`` from ``env``, ``$$`` to ``$``; an unknown
-    reference stays as written."""
-    out: list[str] = []
-    i = 0
-    while i < len(text):
-        if text[i] == "$" and i + 1 < len(text):
-            nxt = text[i + 1]
-            if nxt == "$":
-                out.append("$")
-                i += 2
-                continue
-            if nxt == "(":
-                end = text.find(")", i + 2)
-                if end != -1:
-                    name = text[i + 2 : end]
-                    out.append(env[name] if name in env else text[i : end + 1])
-                    i = end + 1
-                    continue
-        out.append(text[i])
-        i += 1
-    return "".join(out)
+    reference stays as written. One regular-expression pass: an env value may be the whole
+    runtime bundle, and every pod's start waits on this."""
+
+    def replace(ref: re.Match[str]) -> str:
+        if ref[0] == "$$":
+            return "$"
+        return env.get(ref[1], ref[0])
+
+    return _REFERENCE.sub(replace, text)
 
 
 def _field_value(path: str, labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
