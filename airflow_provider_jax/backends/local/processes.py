@@ -28,8 +28,8 @@ from airflow_provider_jax.backends.local.pods import PodPlan
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 from airflow_provider_jax.runtime.messages import TERMINATION_MESSAGE_LIMIT
 
-# Run as a script, isolated and without ``site`` (stdlib only): no package or ``.pth`` imports
-# in every pod's start-up. The interpreter's own start is all it pays.
+# Isolated and without ``site`` (it is stdlib only): no ``.pth`` file or package is imported
+# in every pod's start-up.
 POD_INIT_ARGV = (sys.executable, "-I", "-S", pod_init.__file__)
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 TERMINATION_LOG = "termination-log"
