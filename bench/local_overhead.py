@@ -5,9 +5,9 @@ fresh coordinator ports each run. "By hand" is bare ``subprocess.Popen`` and ``w
 physical limit; the backend adds each pod's init process, log streaming, report parsing,
 failure watching and result reading. Runs alternate, after one warm-up of each, and which
 side of a pair goes first alternates too. Target: median wall-time ratio <= 1.05, over 25
-runs of each. A pair's ratio alone swings from 0.85 to 1.2 on two shared cores, and over 9
-runs the median still moved from 1.00 to 1.07 between runs of the same code; the backend's
-own cost is now a few hundredths of a second. Until the workers waited for the coordinator
+runs of each. A pair's ratio alone swings from 0.8 to 1.2 on two shared cores, so the median
+of 9 moves by some 0.04, the whole margin (the same code read 1.060x over 9 pairs, then
+1.003x, 1.028x and 1.032x over 25); the backend's own cost is a few hundredths of a second. Until the workers waited for the coordinator
 to listen (``runtime/coordinator.py``), from a quarter to over half of the starts paid gRPC's
 first reconnect backoff, about 1 s, on either side.
 
