@@ -12,9 +12,11 @@ from typing import Any
 
 
 def bench_airflow_home() -> None:
-    """A throwaway AIRFLOW_HOME, unless one is set."""
+    """A throwaway AIRFLOW_HOME, unless one is set, logging warnings only: the report is the
+    bench's table, not the info line every poke and watcher logs (hundreds of them)."""
     os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-jax-bench-"))
     os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+    os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
 
 
 @contextmanager
