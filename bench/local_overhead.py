@@ -7,9 +7,10 @@ failure watching and result reading. Runs alternate, after one warm-up of each, 
 side of a pair goes first alternates too. Target: median wall-time ratio <= 1.05, over 25
 runs of each. A pair's ratio alone swings from 0.8 to 1.2 on two shared cores, so the median
 of 9 moves by some 0.04, the whole margin (the same code read 1.060x over 9 pairs, then
-1.003x, 1.028x and 1.032x over 25); the backend's own cost is a few hundredths of a second. Until the workers waited for the coordinator
-to listen (``runtime/coordinator.py``), from a quarter to over half of the starts paid gRPC's
-first reconnect backoff, about 1 s, on either side.
+1.003x, 1.028x and 1.032x over 25); the backend's own cost is a few hundredths of a second.
+Until the workers waited for the coordinator to listen (``runtime/coordinator.py``), from a
+quarter to over half of the starts paid gRPC's first reconnect backoff, about 1 s, on either
+side.
 
 Each run's wall time is split by the clock the user's code reads at its first and last line
 (``bench/pods/timed_train.py``): start-up before the first line, the user's code, and the
@@ -142,10 +143,10 @@ def main() -> None:
             # In turn which goes first: the second of a pair starts as the first's two
             # interpreters are still giving back their memory.
             if rep % 2:
-                backend = through_backend(manifest, log)
-                rows.append((by_hand(manifest), backend))
+                backend, hand = through_backend(manifest, log), by_hand(manifest)
             else:
-                rows.append((by_hand(manifest), through_backend(manifest, log)))
+                hand, backend = by_hand(manifest), through_backend(manifest, log)
+            rows.append((hand, backend))
 
     print(f"2 processes x 4 CPU devices, quickstart_train({args.steps} steps), {args.reps} reps")
     print("seconds: wall = start-up (to the user's first line) + user code + end (to the result)")

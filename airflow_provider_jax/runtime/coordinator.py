@@ -42,11 +42,11 @@ def wait_for_coordinator(address: str, timeout: float = JOIN_TIMEOUT, poll: floa
             time.sleep(poll)
 
 
-def join_timeout(address: str, process_id: int) -> int:
-    """The ``initialization_timeout`` to join with: for a worker, once the coordinator
-    listens, what its wait left of JAX's own 300 s (at least ``LAST_JOIN_S``), so a leader
-    that never comes fails the worker after 300 s, not 600. The coordinator's own process
-    waits for nothing.
+def wait_to_join(address: str, process_id: int) -> int:
+    """Block until this process may join, and return the ``initialization_timeout`` to join
+    with. A worker waits for the coordinator to listen, then gets what its wait left of JAX's
+    own 300 s (at least ``LAST_JOIN_S``), so a leader that never comes fails the worker after
+    300 s, not 600. The coordinator's own process waits for nothing.
 
     :param address: the coordinator's ``host:port``.
     :param process_id: this process's JAX process id.

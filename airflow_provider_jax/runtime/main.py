@@ -22,7 +22,7 @@ from typing import Any
 from airflow_provider_jax import runtime
 from airflow_provider_jax.runtime import data_inputs, storage
 from airflow_provider_jax.runtime.call import decode_call
-from airflow_provider_jax.runtime.coordinator import join_timeout
+from airflow_provider_jax.runtime.coordinator import wait_to_join
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     NUM_PROCESSES_ENV,
@@ -136,11 +136,12 @@ def initialize_distributed() -> Any:
     import jax
 
     address, process_id = os.environ[COORDINATOR_ADDRESS_ENV], int(os.environ[PROCESS_ID_ENV])
+    timeout = wait_to_join(address, process_id)  # a worker: until the coordinator listens
     jax.distributed.initialize(
         coordinator_address=address,
         num_processes=int(os.environ[NUM_PROCESSES_ENV]),
         process_id=process_id,
-        initialization_timeout=join_timeout(address, process_id),
+        initialization_timeout=timeout,
     )
     return jax.distributed
 
