@@ -35,10 +35,10 @@ control-plane:
 # Start it in the background (state in .cache/control-plane/run); the last line printed is
 # `export KUBECONFIG=...`. `make cluster-down` stops it.
 cluster: $(STAMP) control-plane
-	@$(PY) -m tests.support.real_cluster up
+	@$(PY) -m harness.real_cluster up
 
 cluster-down: $(STAMP)
-	@$(PY) -m tests.support.real_cluster down
+	@$(PY) -m harness.real_cluster down
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

@@ -43,7 +43,7 @@ async def _watch(emulator: Any, watchers: int, polls: int, steps: int, change: A
     from airflow_provider_jax.checkpoints.stream import cursor_key
     from airflow_provider_jax.triggers import orbax_events
     from airflow_provider_jax.triggers.orbax_events import OrbaxCheckpointEventTrigger
-    from tests.support.event_triggerer import AssetStore, EventTriggerer, WatchedAssets
+    from harness.event_triggerer import AssetStore, EventTriggerer, WatchedAssets
 
     orbax_events.TAKEOVER_SETTLE_SECONDS = 0.0  # no earlier owner here
     directory = f"gs://{BUCKET}/{RUN}"

@@ -21,7 +21,7 @@ def bench_airflow_home() -> None:
 
 @contextmanager
 def emulated_gcs() -> Iterator[Any]:
-    from tests.support.gcs_emulator import GcsEmulator
+    from harness.gcs_emulator import GcsEmulator
 
     emulator = GcsEmulator().start()
     os.environ["STORAGE_EMULATOR_HOST"] = emulator.url

@@ -56,8 +56,8 @@ def measure(
     emulator: Any, scenario: str, jobs: int, spread: float, waiter: Callable, hosts: int = 2
 ) -> Row:
     from airflow_provider_jax.hooks.cluster import KubernetesCluster
-    from tests.support.jobsets import manifest
-    from tests.support.k8s_emulator import PodScript
+    from harness.jobsets import manifest
+    from harness.k8s_emulator import PodScript
 
     emulator.reset()
     durations = {f"job-{i:04d}-0123456789": random.uniform(5, spread) for i in range(jobs)}
@@ -129,7 +129,7 @@ def main() -> None:
 
     import logging
 
-    from tests.support.k8s_emulator import Emulator
+    from harness.k8s_emulator import Emulator
 
     logging.disable(logging.WARNING)  # the triggers' own log lines are not the point here
     # The CRD is checked by the tests (and its file may be absent); here it would only slow

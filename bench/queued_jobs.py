@@ -51,8 +51,8 @@ class QueuedRow:
 def queued_scenario(emulator: Any, jobs: int, wait: float, env: dict) -> QueuedRow:
     """N JobSets waiting on quota behind one that holds it, for ``wait`` seconds."""
     from airflow_provider_jax.hooks.cluster import KubernetesCluster
-    from tests.support.jobsets import manifest, run_forever
-    from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
+    from harness.jobsets import manifest, run_forever
+    from harness.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
 
     emulator.reset()
     emulator.script(run_forever)

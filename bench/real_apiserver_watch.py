@@ -1,7 +1,7 @@
 """The shared JobSet watch against the real kube-apiserver, next to the emulator (#38).
 
 N = 1,000 ``JobSetTrigger``\\ s wait in one triggerer process (``bench.triggerer_child``) on
-the real control plane of the tests (``tests/support/real_cluster``: kube-apiserver and etcd
+the real control plane of the tests (``harness/real_cluster``: kube-apiserver and etcd
 with the JobSet controller, kube-controller-manager and Kueue running), as the ``airflow``
 identity with the docs' Role. Then the same N on the emulator, in the same run.
 
@@ -51,7 +51,7 @@ rules:
 
 def audited_plane(directory: Path) -> Any:
     """A control plane whose API server writes an audit log of the triggerer's requests."""
-    from tests.support.real_cluster.control_plane import ControlPlane
+    from harness.real_cluster.control_plane import ControlPlane
 
     class Audited(ControlPlane):
         def apiserver_argv(self, apiserver: Path) -> list[str]:
@@ -81,7 +81,7 @@ def audited_requests(plane: Any, since: float) -> list[dict[str, Any]]:
 
 
 def suspended(name: str) -> dict[str, Any]:
-    from tests.support.jobsets import manifest
+    from harness.jobsets import manifest
 
     body = manifest(name)
     body["spec"]["suspend"] = True
@@ -108,9 +108,8 @@ def end(hook: Any, name: str, failed: bool) -> None:
 def real_run(jobs: int, seed: int, work: Path) -> dict[str, Any]:
     """N triggers on the real control plane; what they cost and how fast they heard."""
     from airflow_provider_jax.hooks.cluster import KubernetesCluster
-    from tests.support.k8s_emulator.rbac import docs_role_manifest
-    from tests.support.real_cluster.fixtures import connection
-    from tests.support.real_cluster.identities import grant
+    from harness.k8s_emulator.rbac import docs_role_manifest
+    from harness.real_cluster.identities import connection, grant
 
     plane = audited_plane(work / "control-plane").up()
     try:
@@ -205,8 +204,8 @@ def _end_on_time(
 def emulator_run(jobs: int, seed: int, work: Path) -> dict[str, Any]:
     """The same N on the emulator, as ``bench.triggerer_scale`` runs it, without log streams."""
     from bench.triggerer_scale import Kind, scenario
-    from tests.support.certificates import self_signed
-    from tests.support.k8s_emulator import Emulator
+    from harness.certificates import self_signed
+    from harness.k8s_emulator import Emulator
 
     emulator = Emulator(lambda body: []).start(self_signed(work))
     kubeconfig = emulator.kubeconfig(work / "kubeconfig.json")

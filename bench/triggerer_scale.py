@@ -99,8 +99,8 @@ def scenario(
     log_lines: int = 1000,
 ) -> Row:
     from airflow_provider_jax.hooks.cluster import KubernetesCluster
-    from tests.support.jobsets import manifest
-    from tests.support.k8s_emulator import Faults, PodScript
+    from harness.jobsets import manifest
+    from harness.k8s_emulator import Faults, PodScript
 
     emulator.reset()
     rng = random.Random(seed)
@@ -288,8 +288,8 @@ def main() -> int:
 
     import logging
 
-    from tests.support.certificates import self_signed
-    from tests.support.k8s_emulator import Emulator
+    from harness.certificates import self_signed
+    from harness.k8s_emulator import Emulator
 
     logging.disable(logging.WARNING)
     # The CRD is checked by the tests; here it would only slow the creates down.

@@ -23,8 +23,24 @@ pytest_plugins = [
     "tests.support.gke",
     "tests.support.orbax_fixtures",
     "tests.support.postgres",
-    "tests.support.real_cluster.fixtures",
+    "tests.support.real_cluster_fixtures",
 ]
+
+
+# Test tiers (``make check`` runs neither): what a test needs, read from the fixtures it uses,
+# so a new test lands in the right tier without anyone remembering to mark it.
+TIER_FIXTURES = {
+    "real_cluster": ("real_cluster", "real_k8s"),
+    "airflow_stack": ("postgres", "browser_session"),
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for marker, fixtures in TIER_FIXTURES.items():
+            if used.intersection(fixtures):
+                item.add_marker(marker)
 
 
 def pytest_report_header() -> list[str]:

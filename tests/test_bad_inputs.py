@@ -21,11 +21,11 @@ from airflow.sdk import DAG, task
 
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
 from airflow_provider_jax.sensors import OrbaxCheckpointSensor
+from harness.k8s_emulator import Emulator, ProcessRunner
 from tests.operators.dags.bad_inputs import MISSING_IMAGE
 from tests.support.airflow_home import AirflowHome
 from tests.support.dag_runs import Run, run_dag
 from tests.support.jobset_schema import REPO
-from tests.support.k8s_emulator import Emulator, ProcessRunner
 
 TPU = {"task_id": "t", "accelerator": "tpu-v6e-16", "image": "img", "command": ["python3"]}
 GPU = {**TPU, "accelerator": "h100", "num_nodes": 2, "gpus_per_node": 8}

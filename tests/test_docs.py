@@ -7,15 +7,13 @@ import re
 import runpy
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
 from airflow_provider_jax.jobset.accelerators import parse_tpu
+from tests.support.docs_pages import PAGES, REPO
 
-REPO = Path(__file__).resolve().parent.parent
-PAGES = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 
 

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
+from tests.support.docs_pages import PAGES, REPO
 from tests.support.fresh_shell import fresh_shell
-from tests.test_docs import PAGES, REPO
 
 SHELL = ("bash", "sh", "shell")
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)

@@ -21,7 +21,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_jax.backends import (
+from airflow_provider_jax.backends.contract import (
     Deferral,
     JobSettings,
     Outcome,

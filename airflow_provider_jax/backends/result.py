@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from airflow_provider_jax.backends import DEFAULT_MAX_RESULT_BYTES
+from airflow_provider_jax.backends.contract import DEFAULT_MAX_RESULT_BYTES
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.runtime.output_paths import RESULT_FILE, result_uri
 

@@ -10,12 +10,13 @@ from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_jax.arguments import one_of, positive_seconds
-from airflow_provider_jax.backends import (
+from airflow_provider_jax.backends.contract import (
     BACKENDS,
     ON_FINISH_ACTIONS,
     get_backend,
     resolve_backend,
 )
+from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.jobset.accelerators import Accelerator
 from airflow_provider_jax.jobset.capacity import Capacity, queue_timeout_seconds
 from airflow_provider_jax.jobset.failure_policy import DEFAULT_MAX_RESTARTS
@@ -40,7 +41,6 @@ from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom ke
 )
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, RenderedManifest
 from airflow_provider_jax.reporting.host_logs import STREAM_LEADER
-from airflow_provider_jax.triggers.watch.options import WatchOptions
 
 if TYPE_CHECKING:
     import datetime

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow.sdk import conf
 
-from airflow_provider_jax.backends import (
+from airflow_provider_jax.backends.contract import (
     DEFAULT_MAX_RESULT_BYTES,
     RESUME_SETTLE_S,
     ClusterSettings,
     JobSettings,
     try_deadline,
 )
-from airflow_provider_jax.triggers.watch.options import WatchOptions
+from airflow_provider_jax.backends.watch_options import WatchOptions
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

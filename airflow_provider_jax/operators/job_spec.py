@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_jax.arguments import is_template
-from airflow_provider_jax.backends import cluster_deadline_seconds
+from airflow_provider_jax.backends.contract import cluster_deadline_seconds
 from airflow_provider_jax.jobset import data
 from airflow_provider_jax.jobset.api import MANAGED_BY, MANAGED_BY_LABEL
 from airflow_provider_jax.jobset.build import build_jobset

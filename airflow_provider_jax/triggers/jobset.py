@@ -7,7 +7,6 @@ import importlib
 import sys
 import time
 from collections.abc import AsyncIterator
-from dataclasses import fields, replace
 from types import ModuleType
 from typing import Any
 
@@ -15,6 +14,7 @@ from airflow import __version__ as airflow_version
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
+from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers.watch.events import (
     ERROR,
@@ -23,7 +23,6 @@ from airflow_provider_jax.triggers.watch.events import (
     TIMEOUT,
     JobSetEvent,
 )
-from airflow_provider_jax.triggers.watch.options import WatchOptions
 from airflow_provider_jax.triggers.watch.run_clock import RunClock
 from airflow_provider_jax.triggers.watch.task_state import (
     in_background,
@@ -65,8 +64,8 @@ class JobSetTrigger(BaseTrigger):
     so never a successor) before firing: the slice stops at once. Waiting costs almost
     nothing: the JobSet is watched through the informer shared by every trigger on that
     (cluster, namespace). How it waits, and what of the job reaches the task log, are the
-    :class:`~airflow_provider_jax.triggers.watch.options.WatchOptions` fields, passed as
-    kwargs of the same names (the leader's or every host's log lines, at most ``log_lines``
+    :class:`~airflow_provider_jax.backends.watch_options.WatchOptions` fields, passed as
+    kwargs of the same names and held as :attr:`watch` (the leader's or every host's log lines, at most ``log_lines``
     per host; the queue timeout; the poll interval without watch permission). A pod that can never start
     (its image cannot be pulled) ends the wait at once. While it waits for capacity, each
     change in why (Kueue's verdict, its queue position, unschedulable pods) is logged; past
@@ -91,18 +90,15 @@ class JobSetTrigger(BaseTrigger):
         **watch: Any,
     ) -> None:
         super().__init__()
-        self.name, self.namespace, self.uid = name, namespace, uid
+        self.name = name
+        self.namespace = namespace
+        self.uid = uid
         self.cluster = dict(cluster)
         self.deadline = deadline
-        # Flat attributes, one per WatchOptions field: what the watchers read.
-        # Shallow (the values are plain scalars): asdict's deep copy of each was a third of
-        # a millisecond per trigger, paid by every trigger a triggerer resumes.
-        options = WatchOptions(**watch)
-        self.__dict__.update({f.name: getattr(options, f.name) for f in fields(options)})
         self.fire_not_before = fire_not_before
-        self._fired = False
+        self.watch = WatchOptions(**watch)  # its fields are this trigger's row's other kwargs
         self.clock = RunClock()  # in memory only: the goodput ledger of what this run sees
-        self.restart_lines: list[str] = []  # in memory only: the restarts this run saw
+        self._fired = False
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -123,10 +119,6 @@ class JobSetTrigger(BaseTrigger):
         )
 
     @property
-    def watch(self) -> WatchOptions:
-        return WatchOptions(**{f.name: getattr(self, f.name) for f in fields(WatchOptions)})
-
-    @property
     def kubernetes(self) -> KubernetesCluster:
         return KubernetesCluster.from_dict(self.cluster)
 
@@ -143,15 +135,20 @@ class JobSetTrigger(BaseTrigger):
         """The event this trigger fires; the operator's blocking mode awaits it directly.
         It carries the restarts seen and the goodput ledger (the leader's last lines in)."""
         watch = await load_watch(self.kubernetes)
-        event = await watch.wait(self, connection_extras)
-        return replace(event, restarts=list(self.restart_lines), goodput=self.clock.ledger())
+        return await watch.wait(self._watched(watch), connection_extras)
 
-    def event(
-        self, outcome: str, reason: str, message: str, jobset: dict[str, Any] | None = None
-    ) -> JobSetEvent:
-        """The event to fire, and the end of this run's goodput ledger."""
-        self.clock.finish(None if outcome == SUCCESS else reason)
-        return JobSetEvent(outcome, self.name, self.namespace, self.uid, reason, message, jobset)
+    def _watched(self, watch: ModuleType) -> Any:
+        """What the wait reads (a ``jobset_wait.WatchedJobSet``): plain values and the log."""
+        return watch.WatchedJobSet(
+            name=self.name,
+            namespace=self.namespace,
+            uid=self.uid,
+            cluster=self.kubernetes,
+            deadline=self.deadline,
+            options=self.watch,
+            log=self.log,
+            clock=self.clock,
+        )
 
     async def on_kill(self) -> None:
         """The task was killed, cleared or marked failed/success while deferred (3.3+), or
@@ -191,4 +188,4 @@ class JobSetTrigger(BaseTrigger):
 
     async def _delete(self) -> None:
         watch = await load_watch(self.kubernetes)
-        await watch.delete(self)
+        await watch.delete(self._watched(watch))

@@ -37,8 +37,8 @@ from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.reporting.host_logs import SUMMARY_HEADER, SUMMARY_LINES
 from airflow_provider_jax.runtime.messages import failure_message, success_message
 from airflow_provider_jax.triggers.watch.events import JobSetEvent
-from tests.support.jobsets import manifest, run_forever, succeed
-from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
+from harness.jobsets import manifest, run_forever, succeed
+from harness.k8s_emulator import Emulator, Faults, PodRun, PodScript
 
 CLUSTER = KubernetesCluster()
 LOG = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
-from tests.support.jobsets import manifest
+from harness.jobsets import manifest
 
 
 def backend(tmp_path) -> KubernetesBackend:

@@ -23,9 +23,9 @@ from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import success_message
 from airflow_provider_jax.triggers.watch.events import JobSetEvent
+from harness.jobsets import manifest
+from harness.k8s_emulator import Emulator, PodRun, PodScript
 from tests.support.jobset_schema import REPO
-from tests.support.jobsets import manifest
-from tests.support.k8s_emulator import Emulator, PodRun, PodScript
 
 LOG = logging.getLogger(__name__)
 SECRET = '{"private_key": "-----BEGIN PRIVATE KEY-----"}'  # JSON, so it would pass as a result

@@ -28,7 +28,7 @@ from airflow_provider_jax.checkpoints import (
     find_newest_finalized,
 )
 from airflow_provider_jax.hooks.retry import ExponentialJitter
-from tests.support.gcs_emulator import GcsEmulator
+from harness.gcs_emulator import GcsEmulator
 from tests.support.orbax_saves import MULTI_ITEM_PREFIXED_PADDED, SINGLE_ITEM, Layout, save_steps
 
 LAYOUTS = pytest.mark.parametrize(

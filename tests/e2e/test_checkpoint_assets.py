@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
+from harness.gcs_emulator import GcsEmulator
 from tests.support.airflow_stack import AirflowStack, airflow_stack
-from tests.support.gcs_emulator import GcsEmulator
 from tests.support.jobset_schema import REPO
 from tests.support.postgres import PostgresServer
 from tests.support.triggerers import Triggerers

@@ -26,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.jobsets import matching, run_forever, succeed
+from harness.k8s_emulator import Emulator, PodRun, PodScript
 from tests.e2e.dags.drills import TIMEOUT, TRIALS
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.jobset_schema import REPO
-from tests.support.jobsets import matching, run_forever, succeed
-from tests.support.k8s_emulator import Emulator, PodRun, PodScript
 from tests.support.postgres import PostgresServer
 from tests.support.triggerers import Triggerers
 

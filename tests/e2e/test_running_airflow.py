@@ -21,13 +21,13 @@ import pytest
 import yaml
 
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
+from harness.jobsets import matching, succeed
+from harness.k8s_emulator import Emulator, ProcessRunner
+from harness.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.browser import Browser
 from tests.support.gke import CLUSTER, LOCATION, PROJECT, Gke
 from tests.support.jobset_schema import REPO
-from tests.support.jobsets import matching, succeed
-from tests.support.k8s_emulator import Emulator, ProcessRunner
-from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
 from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.timeout(900)

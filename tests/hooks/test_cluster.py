@@ -10,9 +10,9 @@ import pytest
 from google.api_core.exceptions import NotFound
 
 from airflow_provider_jax.hooks.cluster import cluster_from
+from harness.jobsets import manifest
 from tests.support.gke import LOCATION, PATH, PROJECT, Gke
 from tests.support.gke_api import HOST
-from tests.support.jobsets import manifest
 
 
 @pytest.fixture

@@ -15,9 +15,9 @@ import pytest
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.gke import GKEAsyncJobSetHook, GKEJobSetHook
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
+from harness.jobsets import manifest, succeed
+from harness.k8s_emulator import Emulator
 from tests.support.gke import ServiceAccount
-from tests.support.jobsets import manifest, succeed
-from tests.support.k8s_emulator import Emulator
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import JobSetExists
 from airflow_provider_jax.hooks.resources import JOBSETS
 from airflow_provider_jax.jobset import status
-from tests.support.jobsets import disrupt_host, manifest, succeed
-from tests.support.k8s_emulator import Emulator, Faults
+from harness.jobsets import disrupt_host, manifest, succeed
+from harness.k8s_emulator import Emulator, Faults
 
 
 @pytest.fixture

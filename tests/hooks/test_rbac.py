@@ -12,15 +12,15 @@ import pytest
 
 from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
+from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.hooks.api_errors import explain
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
-from airflow_provider_jax.triggers.watch.options import WatchOptions
-from tests.support.jobsets import fail_host, manifest, run_forever, succeed
-from tests.support.k8s_emulator import Emulator
-from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
-from tests.support.k8s_emulator.rbac import docs_role
-from tests.support.k8s_emulator.scheduler import NodePool
+from harness.jobsets import fail_host, manifest, run_forever, succeed
+from harness.k8s_emulator import Emulator
+from harness.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
+from harness.k8s_emulator.rbac import docs_role
+from harness.k8s_emulator.scheduler import NodePool
 
 LOG = logging.getLogger(__name__)
 CLUSTER = KubernetesCluster()

@@ -13,7 +13,7 @@ from airflow_provider_jax.jobset.names import jobset_name, max_name_length
 from airflow_provider_jax.jobset.pod_override import merge_override
 from airflow_provider_jax.jobset.spec import JaxJobSpec
 from airflow_provider_jax.operators.job_spec import airflow_labels
-from tests.jobset.test_accelerators import TPU_TABLE
+from tests.support.tpu_table import TPU_TABLE
 
 
 def spec(accelerator, num_slices=1, **kwargs) -> JaxJobSpec:

@@ -20,8 +20,8 @@ from airflow_provider_jax.backends.local.secret_files import MissingSecret
 from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.jobset.secret_refs import SecretRef
 from airflow_provider_jax.operators import JaxTpuSliceOperator
+from harness.k8s_emulator import Emulator, ProcessRunner
 from tests.support.jobset_schema import REPO
-from tests.support.k8s_emulator import Emulator, ProcessRunner
 
 LOG = logging.getLogger("tests.secrets")
 TOKEN = (

@@ -10,7 +10,7 @@ import pytest
 from airflow_provider_jax.hooks.resources import JOBSETS
 from airflow_provider_jax.jobset import status
 from airflow_provider_jax.reporting.goodput import chips
-from tests.support.jobsets import manifest
+from harness.jobsets import manifest
 
 LABELS = {"dag_id": "dag", "task_id": "train", "run_id": "manual__1", "map_index": "-1"}
 

@@ -19,11 +19,11 @@ import pytest
 
 from airflow_provider_jax.runtime.call import decode_call
 from airflow_provider_jax.runtime.data_inputs import MARKER
+from harness.gcs_emulator import GcsEmulator
+from harness.jobsets import fail_host, run_forever, succeed
+from harness.k8s_emulator import Emulator, Faults, PodRun, PodScript
 from tests.support.airflow_home import AirflowHome
 from tests.support.dag_runs import DAGS, Run, env, run_dag
-from tests.support.gcs_emulator import GcsEmulator
-from tests.support.jobsets import fail_host, run_forever, succeed
-from tests.support.k8s_emulator import Emulator, Faults, PodRun, PodScript
 
 DAG_FILE = DAGS / "kubernetes_dags.py"
 DATA_BUCKET = "e2e-data"

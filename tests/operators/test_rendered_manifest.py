@@ -13,11 +13,11 @@ import yaml
 from airflow_provider_jax.jobset.pod_command import runtime_bundle
 from airflow_provider_jax.operators.rendered_manifest import digest, for_display, manifest_yaml
 from airflow_provider_jax.runtime.call import decode_call
+from harness.jobsets import matching, succeed
+from harness.k8s_emulator import Emulator
 from tests.support.airflow_home import AirflowHome
 from tests.support.dag_runs import DAGS, env, run_dag
 from tests.support.dag_tasks import tpu
-from tests.support.jobsets import matching, succeed
-from tests.support.k8s_emulator import Emulator
 
 DAY = "2024-03-05"
 ROOMY = {"AIRFLOW__CORE__MAX_TEMPLATED_FIELD_LENGTH": "32768"}

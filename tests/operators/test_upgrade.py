@@ -11,7 +11,7 @@ from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import success_message
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
-from tests.support.k8s_emulator import PodRun, PodScript
+from harness.k8s_emulator import PodRun, PodScript
 
 # As 0.1.0 stored them (a Kubernetes connection cluster).
 CLUSTER_0_1 = {

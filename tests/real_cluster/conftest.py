@@ -1,9 +1,9 @@
-"""Every test here runs against the real control plane (``tests/support/real_cluster``)."""
+"""Every test here runs against the real control plane (``harness/real_cluster``)."""
 
 import pytest
 from kubernetes import client, config
 
-from tests.support.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.control_plane import ControlPlane
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 

@@ -4,8 +4,8 @@ visibility API served through the aggregator, and the fake kubelet's Nodes ready
 
 from __future__ import annotations
 
-from tests.support.real_cluster.build import versions
-from tests.support.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.build import versions
+from harness.real_cluster.control_plane import ControlPlane
 
 
 def test_the_real_components_are_up_at_their_pinned_versions(real_cluster: ControlPlane):

@@ -4,7 +4,7 @@ is admitted when quota frees; and a higher-priority job preempts a running one."
 
 from __future__ import annotations
 
-from tests.real_cluster.jobs import gated, logger
+from tests.support.real_cluster_jobs import gated, logger
 
 
 def test_a_job_waits_on_quota_with_kueues_message_and_position_then_runs(

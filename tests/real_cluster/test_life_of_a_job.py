@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.real_cluster.control_plane import REPO, ControlPlane
+from harness.real_cluster.identities import connection
 from tests.support.airflow_home import AIRFLOW, AirflowHome
 from tests.support.dag_runs import task_states
-from tests.support.real_cluster.control_plane import REPO, ControlPlane
-from tests.support.real_cluster.fixtures import connection
 
 DAGS = Path(__file__).parent / "dags"
 

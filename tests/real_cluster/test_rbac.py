@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
-from tests.real_cluster.jobs import gated, logger
-from tests.support.k8s_emulator.rbac import docs_role_manifest
-from tests.support.real_cluster.control_plane import ControlPlane
-from tests.support.real_cluster.fixtures import connection
-from tests.support.real_cluster.identities import grant
+from harness.k8s_emulator.rbac import docs_role_manifest
+from harness.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.identities import connection, grant
+from tests.support.real_cluster_jobs import gated, logger
 
 OPTIONAL = {  # (group, resource, verb) -> the task log line the docs promise without it
     ("jobset.x-k8s.io", "jobsets", "watch"): None,  # polls with list instead, silently

@@ -3,8 +3,8 @@ and the provider's restart accounting agrees with the JobSet's own ``status.rest
 
 from __future__ import annotations
 
-from tests.real_cluster.jobs import logger, run
-from tests.support.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.control_plane import ControlPlane
+from tests.support.real_cluster_jobs import logger, run
 
 
 def test_a_lost_host_restarts_the_slice_and_the_count_agrees(real_k8s: ControlPlane):

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from harness.real_cluster.control_plane import REPO, ControlPlane
+from harness.real_cluster.identities import connection
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.postgres import PostgresServer
-from tests.support.real_cluster.control_plane import REPO, ControlPlane
-from tests.support.real_cluster.fixtures import connection
 
 pytestmark = pytest.mark.timeout(600)
 DAGS = Path(__file__).parent / "dags"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import time
 
-from tests.real_cluster.jobs import logger, run
-from tests.support.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.control_plane import ControlPlane
+from tests.support.real_cluster_jobs import logger, run
 
 
 def pods_running(plane: ControlPlane, prefix: str) -> bool:

@@ -18,7 +18,7 @@ from kubernetes import client, config
 
 from airflow_provider_jax import Data, Pathways, SecretRef, Storage
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
-from tests.support.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.control_plane import ControlPlane
 
 IMAGE = "us-docker.pkg.dev/my-project/jax/train:1"
 COMMON = {"image": IMAGE, "command": ["python3", "-c", "pass"], "backend": "kubernetes"}

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import time
 
-from tests.real_cluster.jobs import logger, run
-from tests.support.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.control_plane import ControlPlane
+from tests.support.real_cluster_jobs import logger, run
 
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
 

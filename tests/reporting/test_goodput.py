@@ -9,7 +9,7 @@ from airflow_provider_jax.reporting.goodput import (
     epoch,
     summary_line,
 )
-from tests.support.jobsets import manifest
+from harness.jobsets import manifest
 
 
 def test_a_disruption_splits_the_failed_attempt_at_the_step_the_next_resumed_from():

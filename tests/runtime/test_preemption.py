@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 
 from airflow_provider_jax.runtime.exits import EXIT_SIGTERM
-from tests.backends.local.test_backend import LOG, run_outcome
+from tests.support.local_runs import LOG, run_outcome
 
 
 def test_without_jax_the_hook_runs_at_the_next_report_and_the_set_restarts(tmp_path: Path, caplog):

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_jax.exceptions import JaxCodeError
-from tests.backends.local.test_backend import LOG, run_outcome
 from tests.support.jobset_schema import REPO
+from tests.support.local_runs import LOG, run_outcome
 from tests.support.orbax_saves import save_steps
 
 PROBE = """

@@ -22,7 +22,7 @@ import airflow_provider_jax
 from airflow_provider_jax.get_provider_info import get_provider_info
 from airflow_provider_jax.sensors import OrbaxCheckpointSensor
 from airflow_provider_jax.triggers.orbax import OrbaxCheckpointTrigger
-from tests.support.gcs_emulator import GcsEmulator
+from harness.gcs_emulator import GcsEmulator
 from tests.support.imports import heavy_modules_loaded_by
 from tests.support.orbax_saves import MULTI_ITEM_PREFIXED_PADDED, save_steps
 

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.jobsets import matching
+from harness.k8s_emulator import Emulator
 from tests.support.airflow_home import AIRFLOW, AirflowHome
-from tests.support.jobsets import matching
-from tests.support.k8s_emulator import Emulator
 
 DAGS = Path(__file__).parent.parent / "operators" / "dags"
 HANG_SECONDS = 280  # within pytest-timeout's 300 s, to leave time for the stacks

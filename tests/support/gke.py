@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.certificates import self_signed
+from harness.certificates import self_signed
+from harness.k8s_emulator import Emulator
 from tests.support.gke_api import GkeApi, GkeCluster, cluster_path
-from tests.support.k8s_emulator import Emulator
 from tests.support.k8s_fixtures import checked_emulator
 
 PROJECT, LOCATION, CLUSTER = "ml-platform", "us-central2", "tpu-v5e"

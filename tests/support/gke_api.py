@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.support.certificates import self_signed
+from harness.certificates import self_signed
 
 HOST = "container.googleapis.com"
 SERVICE = "google.container.v1.ClusterManager"

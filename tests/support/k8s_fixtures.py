@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.k8s_emulator import Emulator
+from harness.k8s_emulator.rbac import docs_role
 from tests.support.jobset_schema import SCHEMA_PATH, jobset_validator
-from tests.support.k8s_emulator import Emulator
-from tests.support.k8s_emulator.rbac import docs_role
 
 
 def checked_emulator() -> Emulator:

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.gcs_emulator import GCS_MAX_PAGE_SIZE, GcsEmulator
+from harness.gcs_emulator import GCS_MAX_PAGE_SIZE, GcsEmulator
 
 ANONYMOUS_GCP_CONNECTION = json.dumps(
     {"conn_type": "google_cloud_platform", "extra": {"is_anonymous": True}}

@@ -6,6 +6,7 @@ import asyncio
 import json
 import re
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -13,8 +14,7 @@ from airflow_provider_jax.hooks import jobset as jobset_hooks
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers import jobset as trigger_module
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
-from tests.support.imports import heavy_modules_loaded_by
-from tests.support.jobsets import (
+from harness.jobsets import (
     disrupt_host,
     fail_host,
     manifest,
@@ -22,29 +22,14 @@ from tests.support.jobsets import (
     succeed,
     trigger_for,
 )
-from tests.support.k8s_emulator import Faults
-from tests.support.k8s_emulator.rbac import docs_role
+from harness.k8s_emulator import Faults
+from harness.k8s_emulator.rbac import docs_role
+from tests.support.imports import heavy_modules_loaded_by
+from tests.support.trigger_runs import assert_restart_logged, events, submit
 
 CLUSTER = KubernetesCluster().to_dict()
 
 JOBSETS = ("jobset.x-k8s.io", "jobsets")  # (API group, resource)
-
-
-def submit(k8s, **kwargs) -> JobSetTrigger:
-    return trigger_for(KubernetesCluster().hook().create_jobset(manifest(**kwargs)))
-
-
-def assert_restart_logged(task_log: str, count: str, cause: str) -> None:
-    """The restart's line, naming host 1 and why when its pods were still there to read.
-    JobSet deletes a restarted attempt's Jobs right after counting the restart, so on a busy
-    machine (or cluster) the pods can be gone first; the line then says so."""
-    named = rf"restart {count} after a disruption on \[0/1\]: {cause}"
-    gone = rf"restart {count}: its cause was not visible"
-    assert re.search(f"{named}|{gone}", task_log), task_log
-
-
-async def events(trigger: JobSetTrigger) -> list[dict]:
-    return [event.payload async for event in trigger.run()]
 
 
 async def test_fires_once_with_success_and_streams_the_leaders_log(k8s, capsys):
@@ -108,6 +93,44 @@ async def test_execution_timeout_is_enforced_while_deferred(k8s):
     # The trigger stops the slice itself, without waiting for a worker to resume the task.
     k8s.wait_for(lambda: k8s.jobset(trigger.name) is None, trigger.deadline + 5 - time.time())
     assert k8s.controller.deletions == [(trigger.name, "Foreground")]
+
+
+# A row as release 0.1 stored it (every option away from its default): the triggerer of this
+# release must load it and resume the wait. Its keys are the trigger's kwargs, never renamed.
+STORED_ROW = {
+    "name": None,  # the JobSet under test
+    "namespace": "default",
+    "uid": None,
+    "cluster": {
+        "conn_id": "kubernetes_default",
+        "cluster_context": None,
+        "in_cluster": None,
+        "cluster_url": None,
+        "ssl_ca_cert": None,
+        "gcp_conn_id": "google_cloud_default",
+        "impersonation_chain": None,
+        "use_dns_endpoint": False,
+    },
+    "deadline": None,
+    "poll_interval": 5.0,
+    "retry_budget": 300.0,
+    "log_lines": 50,
+    "queue_timeout": 600.0,
+    "queue_until": "admitted",
+    "stream_logs": "all",
+    "fire_not_before": 0.0,
+}
+
+
+async def test_a_row_stored_by_the_previous_release_resumes(k8s, capsys):
+    k8s.script(succeed({"loss": 0.5}, steps=2))
+    submitted = submit(k8s)
+    row = {**STORED_ROW, "name": submitted.name, "uid": submitted.uid}
+    trigger = JobSetTrigger(**row)
+    assert trigger.serialize() == ("airflow_provider_jax.triggers.jobset.JobSetTrigger", row)
+    (event,) = await asyncio.wait_for(events(trigger), 20)
+    assert (event["status"], event["uid"]) == ("success", submitted.uid)
+    assert "[0/1]" in capsys.readouterr().out  # stream_logs="all" came through the row
 
 
 async def test_serializes_plain_data_and_survives_a_triggerer_restart(k8s):
@@ -302,7 +325,7 @@ async def test_falls_back_to_polling_where_watch_is_forbidden(k8s):
     k8s.grant(docs_role().without("watch", *JOBSETS))
     k8s.script(succeed(duration=0.5))
     trigger = submit(k8s)
-    trigger.poll_interval = 0.2
+    trigger.watch = replace(trigger.watch, poll_interval=0.2)
     (event,) = await asyncio.wait_for(events(trigger), 20)
     assert event["status"] == "success"
 
@@ -310,7 +333,7 @@ async def test_falls_back_to_polling_where_watch_is_forbidden(k8s):
 async def test_gives_up_with_an_error_event_when_the_api_stays_down(k8s):
     k8s.script(run_forever)
     trigger = submit(k8s)
-    trigger.retry_budget = 2
+    trigger.watch = replace(trigger.watch, retry_budget=2)
     k8s.faults = Faults(rate=1.0, kinds=(503,), retry_after=0)
     (event,) = await asyncio.wait_for(events(trigger), 20)
     assert event["status"] == "error"

@@ -12,7 +12,7 @@ from airflow.sdk.module_loading import import_string
 from airflow.triggers.base import TriggerEvent
 
 from airflow_provider_jax.triggers.orbax import OrbaxCheckpointTrigger
-from tests.support.gcs_emulator import GcsEmulator
+from harness.gcs_emulator import GcsEmulator
 from tests.support.orbax_saves import MULTI_ITEM_PREFIXED_PADDED, save_steps
 
 EVENT_TIMEOUT = 30

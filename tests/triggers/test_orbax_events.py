@@ -15,8 +15,8 @@ from airflow.sdk.module_loading import import_string
 from airflow_provider_jax.checkpoints.stream import OWNER_KEY_PREFIX, cursor_key
 from airflow_provider_jax.triggers import orbax_events
 from airflow_provider_jax.triggers.orbax_events import OrbaxCheckpointEventTrigger
-from tests.support.event_triggerer import AssetStore, EventTriggerer, WatchedAssets
-from tests.support.gcs_emulator import GcsEmulator
+from harness.event_triggerer import AssetStore, EventTriggerer, WatchedAssets
+from harness.gcs_emulator import GcsEmulator
 from tests.support.orbax_saves import save_steps
 
 WAIT = 20

@@ -11,7 +11,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_jax.backends import JobSettings, Outcome, Started, log_deadline
+from airflow_provider_jax.backends.contract import JobSettings, Outcome, Started, log_deadline
 from airflow_provider_jax.backends.local.runner import LocalJobSet
 from airflow_provider_jax.backends.result import ResultReader
 from airflow_provider_jax.backends.timeout_alarm import postpone_airflows_alarm

@@ -27,6 +27,7 @@ from airflow_provider_jax.backends.local.processes import PodProcess, wait_any_e
 from airflow_provider_jax.backends.local.secret_files import check_runs_locally, secret_files
 from airflow_provider_jax.backends.local.storage_links import linked_storage
 from airflow_provider_jax.backends.timeout_alarm import disarm_airflows_alarm
+from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.jobset.failure_policy import on_failure, restartable_in
 from airflow_provider_jax.reporting import host_logs
@@ -41,7 +42,6 @@ from airflow_provider_jax.runtime.messages import (
     parse_report,
     parse_resumed,
 )
-from airflow_provider_jax.triggers.watch.options import WatchOptions
 
 if TYPE_CHECKING:
     from airflow.sdk.types import Logger

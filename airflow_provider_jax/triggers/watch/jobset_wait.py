@@ -1,4 +1,4 @@
-"""How a :class:`~airflow_provider_jax.triggers.jobset.JobSetTrigger` waits and deletes.
+"""How a JobSet is waited on and deleted: :class:`WatchedJobSet` in, one :class:`JobSetEvent` out.
 
 Apart from the trigger's class because the triggerer imports a trigger's class on its event
 loop: the Kubernetes clients and the cncf hooks this needs are about 2,000 modules, seconds
@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
+from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.hooks.api_errors import api_status, explain
+from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.jobset import status
 from airflow_provider_jax.reporting.host_logs import STREAM_NONE
 from airflow_provider_jax.triggers.watch.events import (
@@ -29,59 +32,105 @@ from airflow_provider_jax.triggers.watch.pod_startup import PodsCannotStart, Pod
 from airflow_provider_jax.triggers.watch.queue_wait import QueueFailed, QueueWait
 from airflow_provider_jax.triggers.watch.restarts import RestartLog
 from airflow_provider_jax.triggers.watch.retry_budget import ApiUnavailable, with_retries
-
-if TYPE_CHECKING:
-    from airflow_provider_jax.triggers.jobset import JobSetTrigger
+from airflow_provider_jax.triggers.watch.run_clock import RunClock
 
 LOG_GRACE = 5.0  # seconds to show the end of the finished pods' logs before firing
 
 
-async def wait(trigger: JobSetTrigger, connection_extras: dict[str, Any] | None) -> JobSetEvent:
-    """The event ``trigger`` fires: its JobSet's end, or why the wait itself ended."""
-    deadline = trigger.deadline
+@dataclass(frozen=True)
+class WatchedJobSet:
+    """Which JobSet a wait is for and how to wait on it: everything the wait reads.
+
+    :param name: the JobSet's name.
+    :param namespace: its namespace.
+    :param uid: its uid: the wait ends, and a delete acts, on that object only.
+    :param cluster: where it runs.
+    :param deadline: when the task's ``execution_timeout`` runs out (epoch seconds), or None.
+    :param options: how it is waited on and what of it reaches the task log.
+    :param log: the task log.
+    :param clock: the goodput ledger of what this wait sees (in memory only).
+    """
+
+    name: str
+    namespace: str
+    uid: str
+    cluster: KubernetesCluster
+    deadline: float | None
+    options: WatchOptions
+    log: Any
+    clock: RunClock = field(default_factory=RunClock)
+
+    @property
+    def where(self) -> str:
+        return f"JobSet {self.namespace}/{self.name}"
+
+    def event(
+        self, outcome: str, reason: str, message: str, jobset: dict[str, Any] | None = None
+    ) -> JobSetEvent:
+        """The event to fire, and the end of this run's goodput ledger."""
+        self.clock.finish(None if outcome == SUCCESS else reason)
+        return JobSetEvent(outcome, self.name, self.namespace, self.uid, reason, message, jobset)
+
+
+async def wait(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -> JobSetEvent:
+    """The event ``job``'s wait ends with: its end, or why the wait itself ended, with the
+    restarts it saw and its goodput ledger."""
+    restarts: list[str] = []
+    event = await _until_deadline(job, connection_extras, restarts)
+    return JobSetEvent(
+        **{**event.to_dict(), "restarts": list(restarts), "goodput": job.clock.ledger()}
+    )
+
+
+async def _until_deadline(
+    job: WatchedJobSet, connection_extras: dict[str, Any] | None, restarts: list[str]
+) -> JobSetEvent:
+    deadline = job.deadline
     limit = asyncio.timeout(None if deadline is None else deadline - time.time())
     try:
         async with limit:
-            return await _watch(trigger, connection_extras)
+            return await _watch(job, connection_extras, restarts)
     except TimeoutError:
         if not limit.expired():
             raise
         # Stop the slice now, not once a worker has picked the task up again.
-        await delete(trigger, connection_extras)
-        return trigger.event(TIMEOUT, "ExecutionTimeout", "the task's execution_timeout passed")
+        await delete(job, connection_extras)
+        return job.event(TIMEOUT, "ExecutionTimeout", "the task's execution_timeout passed")
     except PodsCannotStart as err:
-        return trigger.event(FAILED, CANNOT_START, str(err))
+        return job.event(FAILED, CANNOT_START, str(err))
     except QueueFailed as err:
-        await delete(trigger, connection_extras)  # queued, it holds quota; admitted, nodes
-        return trigger.event(FAILED, err.reason, str(err))
+        await delete(job, connection_extras)  # queued, it holds quota; admitted, nodes
+        return job.event(FAILED, err.reason, str(err))
     except ApiUnavailable as err:
-        return trigger.event(ERROR, "ApiUnavailable", str(err))
+        return job.event(ERROR, "ApiUnavailable", str(err))
     except Exception as err:
         if api_status(err) is None:
             raise
         # Not transient (401, 403, ...): waiting longer will not help.
-        return trigger.event(ERROR, "ApiError", f"Kubernetes API refused a call: {explain(err)}")
+        return job.event(ERROR, "ApiError", f"Kubernetes API refused a call: {explain(err)}")
 
 
-async def delete(trigger: JobSetTrigger, connection_extras: dict[str, Any] | None = None) -> None:
-    """Delete the trigger's JobSet (by uid, so never a successor), logging a failure."""
-    name, namespace = trigger.name, trigger.namespace
-    trigger.log.info("Deleting JobSet %s/%s (Foreground)", namespace, name)
-    hook = trigger.kubernetes.async_hook(connection_extras)
+async def delete(job: WatchedJobSet, connection_extras: dict[str, Any] | None = None) -> None:
+    """Delete the JobSet (by uid, so never a successor), logging a failure."""
+    name, namespace = job.name, job.namespace
+    job.log.info("Deleting JobSet %s/%s (Foreground)", namespace, name)
+    hook = job.cluster.async_hook(connection_extras)
     try:
-        await hook.delete_jobset(name, namespace, trigger.uid)
+        await hook.delete_jobset(name, namespace, job.uid)
     except Exception:
-        trigger.log.exception("Could not delete JobSet %s/%s", namespace, name)
+        job.log.exception("Could not delete JobSet %s/%s", namespace, name)
 
 
-async def _watch(trigger: JobSetTrigger, connection_extras: dict[str, Any] | None) -> JobSetEvent:
-    t = trigger
+async def _watch(
+    job: WatchedJobSet, connection_extras: dict[str, Any] | None, restart_lines: list[str]
+) -> JobSetEvent:
+    options, log = job.options, job.log
     async with subscribe(
-        t.kubernetes,
-        t.namespace,
-        t.name,
-        poll_interval=t.poll_interval,
-        retry_budget=t.retry_budget,
+        job.cluster,
+        job.namespace,
+        job.name,
+        poll_interval=options.poll_interval,
+        retry_budget=options.retry_budget,
         connection_extras=connection_extras,
     ) as changes:
         # A thousand triggers starting at once must not each load a kubeconfig.
@@ -89,57 +138,56 @@ async def _watch(trigger: JobSetTrigger, connection_extras: dict[str, Any] | Non
         pod_logs = (
             PodLogs(
                 hook,
-                t.name,
-                t.namespace,
-                hosts=t.stream_logs,
-                max_lines=t.log_lines,
-                log=t.log,
-                on_line=t.clock.leader_line,
+                job.name,
+                job.namespace,
+                hosts=options.stream_logs,
+                max_lines=options.log_lines,
+                log=log,
+                on_line=job.clock.leader_line,
             )
-            if t.log_lines > 0 and t.stream_logs != STREAM_NONE
+            if options.log_lines > 0 and options.stream_logs != STREAM_NONE
             else None
         )
         queue = QueueWait(
-            t.kubernetes,
+            job.cluster,
             hook,
-            t.name,
-            t.namespace,
-            timeout=t.queue_timeout,
-            until=t.queue_until,
+            job.name,
+            job.namespace,
+            timeout=options.queue_timeout,
+            until=options.queue_until,
             on_fail=changes.put,
-            log=t.log,
-            retry_budget=t.retry_budget,
+            log=log,
+            retry_budget=options.retry_budget,
             connection_extras=connection_extras,
         )
         startup = PodStartup(
             hook,
-            t.name,
-            t.namespace,
+            job.name,
+            job.namespace,
             on_stuck=changes.put,
-            log=t.log,
+            log=log,
             on_waiting=queue.pods_waiting,
         )
-        restarts = RestartLog(hook, t.name, t.namespace, t.log)
-        t.restart_lines = restarts.lines
+        restarts = RestartLog(hook, job.name, job.namespace, log, lines=restart_lines)
         try:
             while True:
                 change = await changes.next()
-                if change.type == ABSENT or status.uid(change.obj) != t.uid:
+                if change.type == ABSENT or status.uid(change.obj) != job.uid:
                     # Not news about our JobSet (a lagging watch, a predecessor's
                     # DELETED): ask the API server itself.
                     fresh = await with_retries(
-                        lambda: hook.get_jobset(t.name, t.namespace), t.retry_budget
+                        lambda: hook.get_jobset(job.name, job.namespace), options.retry_budget
                     )
                     change = Change("GET", fresh)
                 if change.obj is not None:
                     for attempt, culprit in await restarts.update(change.obj):
-                        t.clock.restarted(attempt, culprit.kind if culprit else None)
-                    t.clock.seen(change.obj)  # after: the old attempt ends first
+                        job.clock.restarted(attempt, culprit.kind if culprit else None)
+                    job.clock.seen(change.obj)  # after: the old attempt ends first
                     startup.update(change.obj)
                     queue.update(change.obj)
                     if pod_logs is not None:
                         pod_logs.update(change.obj)
-                if (event := _verdict(t, change)) is not None:
+                if (event := _verdict(job, change)) is not None:
                     if pod_logs is not None:
                         await pod_logs.stop(grace=LOG_GRACE)
                     return event
@@ -150,19 +198,19 @@ async def _watch(trigger: JobSetTrigger, connection_extras: dict[str, Any] | Non
                 await pod_logs.stop()
 
 
-def _verdict(trigger: JobSetTrigger, change: Change) -> JobSetEvent | None:
+def _verdict(job: WatchedJobSet, change: Change) -> JobSetEvent | None:
     jobset = change.obj
-    where = f"JobSet {trigger.namespace}/{trigger.name}"
-    if jobset is None or status.uid(jobset) != trigger.uid:
-        return trigger.event(FAILED, "Deleted", f"{where} no longer exists; was it deleted?")
+    where = job.where
+    if jobset is None or status.uid(jobset) != job.uid:
+        return job.event(FAILED, "Deleted", f"{where} no longer exists; was it deleted?")
     info = status.summary(jobset)
     state = status.terminal_state(jobset)
     if state == status.COMPLETED:
-        return trigger.event(SUCCESS, "Completed", f"{where} completed", info)
+        return job.event(SUCCESS, "Completed", f"{where} completed", info)
     if state == status.FAILED:
         failed = next((c for c in info["conditions"] if c["type"] == status.FAILED), {})
         reason = failed.get("reason", "Failed")
-        return trigger.event(FAILED, reason, failed.get("message", f"{where} failed"), info)
+        return job.event(FAILED, reason, failed.get("message", f"{where} failed"), info)
     if change.type == "DELETED" or status.is_deleting(jobset):
-        return trigger.event(FAILED, "Deleted", f"{where} was deleted before it finished", info)
+        return job.event(FAILED, "Deleted", f"{where} was deleted before it finished", info)
     return None

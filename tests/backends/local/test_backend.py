@@ -12,66 +12,16 @@ import signal
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
-from airflow_provider_jax.backends import JobSettings, Outcome
-from airflow_provider_jax.backends.local.backend import LocalBackend
 from airflow_provider_jax.backends.local.localize import localize
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed
-from airflow_provider_jax.jobset.build import build_jobset
-from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.reporting.host_logs import SUMMARY_HEADER
 from tests.support.jobset_schema import REPO
+from tests.support.local_runs import LOG, manifest, operator, run, run_outcome
 from tests.support.processes import wait_gone
-
-LOG = logging.getLogger("tests.local")
-
-
-def operator(program: str, **kwargs: Any) -> JaxTpuSliceOperator:
-    kwargs.setdefault("accelerator", "tpu-v5litepod-8")
-    return JaxTpuSliceOperator(
-        task_id="train",
-        name="job",
-        image="ignored-locally",
-        entrypoint=f"tests.support.programs:{program}",
-        **kwargs,
-    )
-
-
-def manifest(program: str, **kwargs: Any) -> dict[str, Any]:
-    return build_jobset(operator(program, **kwargs).build_spec(name="job"))
-
-
-def run(program: str, timeout_s: float | None = None, **kwargs: Any) -> tuple[Any, Any]:
-    """(result, last report) of ``program`` run by the local backend, as the operator does."""
-    outcome = run_outcome(program, timeout_s, **kwargs)
-    return outcome.result, outcome.report
-
-
-def run_outcome(
-    program: str, timeout_s: float | None = None, deadline: float | None = None, **kwargs: Any
-) -> Outcome:
-    """The whole outcome of ``program`` run by the local backend (ledger included), ending
-    ``timeout_s`` from now or at ``deadline`` (epoch seconds)."""
-    if timeout_s is not None:
-        deadline = time.time() + timeout_s
-    op = operator(program, **kwargs)
-    backend = LocalBackend(
-        JobSettings(
-            name="job",
-            namespace="default",
-            log=LOG,
-            deadline=deadline,
-            execution_timeout_s=timeout_s,
-            output_dir=op.output_dir,
-            pythonpath=(str(REPO),),
-            watch=op.watch,
-        )
-    )
-    return backend.wait(backend.start(build_jobset(op.build_spec(name="job"))))
 
 
 @pytest.fixture(autouse=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from airflow_provider_jax import Data
 from airflow_provider_jax.runtime import storage
-from tests.backends.local.test_backend import run
+from tests.support.local_runs import run
 
 
 def test_every_host_gets_the_gcs_data_set_as_a_path(gcs_emulator, gcs_bucket):

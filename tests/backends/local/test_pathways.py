@@ -10,7 +10,7 @@ import pytest
 from airflow_provider_jax import Pathways
 from airflow_provider_jax.backends.local.pathways import single_controller
 from airflow_provider_jax.exceptions import JaxCodeError
-from tests.backends.local.test_backend import LOG, manifest, run
+from tests.support.local_runs import LOG, manifest, run
 
 PATHWAYS = {"pathways": Pathways(scratch_location="gs://bkt/scratch"), "num_slices": 2}
 

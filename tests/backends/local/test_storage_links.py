@@ -9,7 +9,7 @@ import pytest
 
 from airflow_provider_jax import Storage
 from airflow_provider_jax.jobset.named_storage import LOCAL_STORAGE_ENV
-from tests.backends.local.test_backend import run
+from tests.support.local_runs import run
 
 
 def test_a_mapped_claim_is_at_its_mount_path(tmp_path, monkeypatch):

@@ -13,9 +13,9 @@ import pytest
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.runtime.messages import report_line
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
-from tests.support.jobsets import disrupt_host, manifest, succeed, trigger_for
-from tests.support.k8s_emulator import PodRun, PodScript
-from tests.triggers.test_jobset import events
+from harness.jobsets import disrupt_host, manifest, succeed, trigger_for
+from harness.k8s_emulator import PodRun, PodScript
+from tests.support.trigger_runs import events
 
 
 def submit(k8s, *, hosts: int = 2, max_restarts: int = 0, **kwargs) -> JobSetTrigger:
@@ -157,7 +157,7 @@ def test_serializes_stream_logs_only_when_not_the_default(k8s):
     every = JobSetTrigger(**{**kwargs, "stream_logs": "all"})
     _, again = every.serialize()
     assert json.loads(json.dumps(again))["stream_logs"] == "all"
-    assert JobSetTrigger(**again).stream_logs == "all"
+    assert JobSetTrigger(**again).watch.stream_logs == "all"
 
 
 def json_report(step: int) -> str:

@@ -1,7 +1,7 @@
 """Pods that no node can hold: the wait fails once the cluster autoscaler says it cannot help,
 with the scheduler's reason and the likely fix; a node pool that scales up, or one that is only
 full, is waited on. The emulator places pods as kube-scheduler does and records the autoscaler's
-events (``tests/support/k8s_emulator/scheduler.py``)."""
+events (``harness/k8s_emulator/scheduler.py``)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from tests.support.jobsets import manifest, run_forever, succeed
-from tests.support.k8s_emulator.rbac import docs_role
-from tests.support.k8s_emulator.scheduler import NodePool
-from tests.triggers.test_jobset import events, submit
+from harness.jobsets import manifest, run_forever, succeed
+from harness.k8s_emulator.rbac import docs_role
+from harness.k8s_emulator.scheduler import NodePool
+from tests.support.trigger_runs import events, submit
 
 TPU = "google.com/tpu"
 # What manifest() selects: a 2x4 v5e slice as two 4-chip VMs.

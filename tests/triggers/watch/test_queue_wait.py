@@ -16,9 +16,9 @@ from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
-from tests.support.jobsets import manifest, run_forever, succeed, trigger_for
-from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
-from tests.triggers.test_jobset import events
+from harness.jobsets import manifest, run_forever, succeed, trigger_for
+from harness.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
+from tests.support.trigger_runs import events
 
 TPU = "google.com/tpu"
 CLUSTER = KubernetesCluster()
@@ -207,7 +207,7 @@ async def test_an_older_kueue_serving_only_v1beta1_is_read(k8s, capsys):
 
 async def test_without_the_visibility_api_the_wait_has_no_position(k8s, capsys):
     """Optional permission: ``get`` localqueues/pendingworkloads. The log says why, once."""
-    from tests.support.k8s_emulator.rbac import docs_role
+    from harness.k8s_emulator.rbac import docs_role
 
     k8s.grant(
         docs_role().without("get", "visibility.kueue.x-k8s.io", "localqueues/pendingworkloads")

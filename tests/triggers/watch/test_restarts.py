@@ -16,9 +16,9 @@ from airflow_provider_jax.jobset.failure_policy import (
     pod_failure_policy,
 )
 from airflow_provider_jax.runtime.messages import report_line, resumed_line
-from tests.support.jobsets import manifest, succeed
-from tests.support.k8s_emulator import PodRun, PodScript
-from tests.triggers.test_jobset import assert_restart_logged, events, submit
+from harness.jobsets import manifest, succeed
+from harness.k8s_emulator import PodRun, PodScript
+from tests.support.trigger_runs import assert_restart_logged, events, submit
 
 
 def test_the_rules_class_failures_as_the_job_controller_would():

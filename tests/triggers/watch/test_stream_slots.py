@@ -12,9 +12,9 @@ import pytest
 
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers.watch.stream_slots import StreamSlots, stream_slots
-from tests.support.jobsets import manifest, trigger_for
-from tests.support.k8s_emulator import PodRun, PodScript
-from tests.triggers.test_jobset import events
+from harness.jobsets import manifest, trigger_for
+from harness.k8s_emulator import PodRun, PodScript
+from tests.support.trigger_runs import events
 
 
 async def test_slots_pass_in_order_and_a_waiter_that_leaves_holds_none():

@@ -19,13 +19,13 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
-from tests.support.k8s_emulator.defaults import defaulted_jobset
-from tests.support.k8s_emulator.kueue import Kueue
-from tests.support.k8s_emulator.kueue_api import kueue_routes
-from tests.support.k8s_emulator.rbac import Access, Role
-from tests.support.k8s_emulator.store import Expired, Store, parse_selector
-from tests.support.k8s_emulator.wire import (
+from harness.k8s_emulator.controller import JOBSET, POD, Controller
+from harness.k8s_emulator.defaults import defaulted_jobset
+from harness.k8s_emulator.kueue import Kueue
+from harness.k8s_emulator.kueue_api import kueue_routes
+from harness.k8s_emulator.rbac import Access, Role
+from harness.k8s_emulator.store import Expired, Store, parse_selector
+from harness.k8s_emulator.wire import (
     _REASONS,
     Faults,
     Request,

@@ -1,8 +1,8 @@
 """A Kubernetes API emulator for tests: JobSets, their pods, watches and faults, over HTTP."""
 
-from tests.support.k8s_emulator.api import Faults
-from tests.support.k8s_emulator.emulator import Emulator
-from tests.support.k8s_emulator.kubelet import (
+from harness.k8s_emulator.api import Faults
+from harness.k8s_emulator.emulator import Emulator
+from harness.k8s_emulator.kubelet import (
     Exit,
     PodRun,
     PodScript,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tests.support.k8s_emulator.kueue_objects import (
+from harness.k8s_emulator.kueue_objects import (
     PROVISIONING_REQUEST,
     WORKLOAD,
     ClusterQueue,
@@ -13,7 +13,7 @@ from tests.support.k8s_emulator.kueue_objects import (
     condition,
     set_conditions,
 )
-from tests.support.k8s_emulator.store import Store, now
+from harness.k8s_emulator.store import Store, now
 
 
 class ProvisioningChecks:

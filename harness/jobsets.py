@@ -10,7 +10,7 @@ from airflow_provider_jax.jobset.build import build_jobset
 from airflow_provider_jax.jobset.spec import JaxJobSpec
 from airflow_provider_jax.operators.job_spec import airflow_labels
 from airflow_provider_jax.runtime.messages import failure_message, report_line, success_message
-from tests.support.k8s_emulator import PodRun, PodScript
+from harness.k8s_emulator import PodRun, PodScript
 
 
 def matching(objects: Iterable[dict[str, Any]], **labels: str) -> list[dict[str, Any]]:

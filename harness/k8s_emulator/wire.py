@@ -12,9 +12,9 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.support.k8s_emulator.controller import JOBSET, POD
-from tests.support.k8s_emulator.kueue_objects import WORKLOAD
-from tests.support.k8s_emulator.rbac import Access
+from harness.k8s_emulator.controller import JOBSET, POD
+from harness.k8s_emulator.kueue_objects import WORKLOAD
+from harness.k8s_emulator.rbac import Access
 
 _KINDS = {
     JOBSET: ("jobset.x-k8s.io", "JobSet"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.k8s_emulator.store import now
+from harness.k8s_emulator.store import now
 
 WORKLOAD = "workloads"
 PROVISIONING_REQUEST = "provisioningrequests"

@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from tests.support.real_cluster.components import ControlPlaneError
+from harness.real_cluster.components import ControlPlaneError
 
 FIELD_MANAGER = "airflow-provider-jax-test-control-plane"
 

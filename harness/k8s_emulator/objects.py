@@ -7,8 +7,8 @@ from typing import Any
 
 from airflow_provider_jax.backends.local.pods import PodPlan
 from airflow_provider_jax.jobset.api import COMPLETION_INDEX_ANNOTATION
-from tests.support.k8s_emulator.kubelet import PodRun
-from tests.support.k8s_emulator.store import now
+from harness.k8s_emulator.kubelet import PodRun
+from harness.k8s_emulator.store import now
 
 
 def pod_object(

@@ -1,5 +1,6 @@
-"""How a running JobSet is watched, and what of it reaches the task log: one dataclass, carried
-whole from the operator to whichever backend runs the job and into the deferred trigger.
+"""How a running job is watched, and what of it reaches the task log: one dataclass, part of
+the backend contract, carried whole from the operator to whichever backend runs the job and
+into the deferred trigger.
 
 An option of this kind is added in three places: the operator's signature and ``:param``, a
 field here, and the one module that reads it. The layers between (the operator's settings,

@@ -8,9 +8,9 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tests.support.real_cluster.components import ControlPlaneError, log_tail
+from harness.real_cluster.components import ControlPlaneError, log_tail
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 TOOLS = REPO / "tools" / "control-plane"
 CACHE = Path(os.environ.get("CONTROL_PLANE_CACHE", REPO / ".cache" / "control-plane"))
 

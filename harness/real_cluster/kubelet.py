@@ -36,8 +36,8 @@ from kubernetes_asyncio import client, config, watch
 from airflow_provider_jax.backends.local.localize import free_ports, local_coordinates
 from airflow_provider_jax.backends.local.pods import expand
 from airflow_provider_jax.runtime.env import COORDINATOR_PORT_ENV, TERMINATION_PATH_ENV
-from tests.support.real_cluster.nodes import NODES, affinity_allows, fits, selector_matches
-from tests.support.real_cluster.pod_env import container_env, hosts_file
+from harness.real_cluster.nodes import NODES, affinity_allows, fits, selector_matches
+from harness.real_cluster.pod_env import container_env, hosts_file
 
 log = logging.getLogger("fake-kubelet")
 DEVICE_FLAG = "--xla_force_host_platform_device_count"
@@ -348,7 +348,7 @@ class Kubelet:
     # -- logs ----------------------------------------------------------------------------------
 
     async def logs(self, request: web.Request) -> web.StreamResponse:
-        from tests.support.real_cluster.pod_logs import serve_log
+        from harness.real_cluster.pod_logs import serve_log
 
         key = (request.match_info["namespace"], request.match_info["pod"])
         run = self.running.get(key)

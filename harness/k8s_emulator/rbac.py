@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-DOCS_PAGE = Path(__file__).parents[3] / "docs" / "kubernetes.md"
+DOCS_PAGE = Path(__file__).parents[2] / "docs" / "kubernetes.md"
 USER = "system:serviceaccount:airflow:airflow-worker"  # the docs' RoleBinding subject
 _PATH = re.compile(
     r"^/(?:api/(?P<core>v1)|apis/(?P<group>[^/]+)/[^/]+)"

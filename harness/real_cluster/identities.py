@@ -7,6 +7,7 @@ test identities get only what RBAC grants them.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -14,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from tests.support.real_cluster.api import Api
-from tests.support.real_cluster.pki import Authority, Pair, service_account_keys
+from harness.real_cluster.api import Api
+from harness.real_cluster.pki import Authority, Pair, service_account_keys
 
 # token name -> (user, groups)
 IDENTITIES = {
@@ -87,3 +88,8 @@ def grant(api: Api, role: dict[str, Any]) -> None:
     for kind, body in (("roles", role), ("rolebindings", binding)):
         path = f"{base}/{kind}/airflow-jax?fieldManager=test&force=true"
         api.request("PATCH", path, body, "application/apply-patch+yaml")
+
+
+def connection(kubeconfig: Path) -> str:
+    """An ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value for this kubeconfig."""
+    return json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}})

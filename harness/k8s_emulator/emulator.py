@@ -14,14 +14,14 @@ from typing import Any
 
 from aiohttp import web
 
-from tests.support.k8s_emulator.api import Api, Faults, Request
-from tests.support.k8s_emulator.controller import JOBSET, POD, Controller
-from tests.support.k8s_emulator.kubelet import PodRun, PodScript, Runner, ScriptedRunner
-from tests.support.k8s_emulator.kueue import Kueue
-from tests.support.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
-from tests.support.k8s_emulator.rbac import Role
-from tests.support.k8s_emulator.scheduler import NodePool, Scheduler, event
-from tests.support.k8s_emulator.store import Store
+from harness.k8s_emulator.api import Api, Faults, Request
+from harness.k8s_emulator.controller import JOBSET, POD, Controller
+from harness.k8s_emulator.kubelet import PodRun, PodScript, Runner, ScriptedRunner
+from harness.k8s_emulator.kueue import Kueue
+from harness.k8s_emulator.kueue_objects import ClusterQueue, LocalQueue
+from harness.k8s_emulator.rbac import Role
+from harness.k8s_emulator.scheduler import NodePool, Scheduler, event
+from harness.k8s_emulator.store import Store
 
 TOKEN = "emulator-token"
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.support.k8s_emulator.store import now
+from harness.k8s_emulator.store import now
 
 ACCELERATORS = ("google.com/tpu", "nvidia.com/gpu")
 SELECTOR_MISMATCH = "node(s) didn't match Pod's node affinity/selector"

@@ -19,10 +19,10 @@ from typing import Any
 from airflow_provider_jax.backends.local.pods import plan_pods
 from airflow_provider_jax.jobset.api import REPLICATED_JOB_LABEL
 from airflow_provider_jax.jobset.failure_policy import FAIL_JOBSET_REASON, jobset_action, on_failure
-from tests.support.k8s_emulator.kubelet import Exit, PodRun, Runner, killed_within
-from tests.support.k8s_emulator.objects import fail_message, pod_object, set_condition
-from tests.support.k8s_emulator.scheduler import Scheduler, unschedulable
-from tests.support.k8s_emulator.store import Store, now
+from harness.k8s_emulator.kubelet import Exit, PodRun, Runner, killed_within
+from harness.k8s_emulator.objects import fail_message, pod_object, set_condition
+from harness.k8s_emulator.scheduler import Scheduler, unschedulable
+from harness.k8s_emulator.store import Store, now
 
 JOBSET, POD = "jobsets", "pods"
 GC_DELAY = 0.5  # seconds before a restarted attempt's pods are gone

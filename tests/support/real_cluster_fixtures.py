@@ -7,19 +7,13 @@ real_cluster`` runs them alone.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.support.real_cluster.components import ControlPlaneError
-from tests.support.real_cluster.control_plane import ControlPlane
-
-
-def connection(kubeconfig: Path) -> str:
-    """An ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value for this kubeconfig."""
-    return json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}})
+from harness.real_cluster.components import ControlPlaneError
+from harness.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.identities import connection
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
-from tests.support.k8s_emulator.kueue import Kueue
-from tests.support.k8s_emulator.kueue_objects import WORKLOAD
+from harness.k8s_emulator.kueue import Kueue
+from harness.k8s_emulator.kueue_objects import WORKLOAD
 
 if TYPE_CHECKING:
-    from tests.support.k8s_emulator.api import Api
+    from harness.k8s_emulator.api import Api
 
 WORKLOADS_PATH = "/apis/kueue.x-k8s.io/{version}/namespaces/{namespace}/workloads"
 PENDING_PATH = (
@@ -22,7 +22,7 @@ VISIBILITY_VERSIONS = ("v1beta1", "v1beta2")
 
 
 def kueue_routes(api: Api, kueue: Kueue) -> list[web.RouteDef]:
-    from tests.support.k8s_emulator.api import status
+    from harness.k8s_emulator.api import status
 
     def served(request: web.Request) -> web.Response | None:
         version = request.match_info["version"]

@@ -18,10 +18,10 @@ from typing import Any
 
 import yaml
 
-from tests.support.real_cluster import manifests
-from tests.support.real_cluster.api import Api
-from tests.support.real_cluster.build import CACHE, REPO, binaries, build, versions
-from tests.support.real_cluster.components import (
+from harness.real_cluster import manifests
+from harness.real_cluster.api import Api
+from harness.real_cluster.build import CACHE, REPO, binaries, build, versions
+from harness.real_cluster.components import (
     Component,
     free_port,
     http_ok,
@@ -29,7 +29,7 @@ from tests.support.real_cluster.components import (
     port_in_use,
     stop_group,
 )
-from tests.support.real_cluster.identities import make_identities
+from harness.real_cluster.identities import make_identities
 
 RUN_DIR = CACHE / "run"  # `make cluster`'s
 SERVICE_CIDR = "10.0.0.0/24"
@@ -358,7 +358,7 @@ class ControlPlane:
                 [
                     sys.executable,
                     "-m",
-                    "tests.support.real_cluster.kubelet",
+                    "harness.real_cluster.kubelet",
                     f"--kubeconfig={self.kubeconfig('admin')}",
                     f"--port={self.ports['kubelet']}",
                     f"--cert-dir={self.authority.server_dir('kubelet')}",

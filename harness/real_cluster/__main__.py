@@ -1,4 +1,4 @@
-"""``python -m tests.support.real_cluster up|down``: what ``make cluster`` and
+"""``python -m harness.real_cluster up|down``: what ``make cluster`` and
 ``make cluster-down`` run. ``up`` builds what is missing, starts the control plane in the
 background in ``.cache/control-plane/run``, and prints ``export KUBECONFIG=<path>`` last."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from tests.support.real_cluster.components import ControlPlaneError
-from tests.support.real_cluster.control_plane import RUN_DIR, ControlPlane, stop_recorded
+from harness.real_cluster.components import ControlPlaneError
+from harness.real_cluster.control_plane import RUN_DIR, ControlPlane, stop_recorded
 
 
 def main(argv: list[str]) -> int:
@@ -17,7 +17,7 @@ def main(argv: list[str]) -> int:
         print(f"stopped: {', '.join(stopped)}" if stopped else "no control plane was running")
         return 0
     if command != "up":
-        print("usage: python -m tests.support.real_cluster [up|down]", file=sys.stderr)
+        print("usage: python -m harness.real_cluster [up|down]", file=sys.stderr)
         return 2
     if stop_recorded(RUN_DIR):
         print("stopped the control plane that was running", file=sys.stderr)

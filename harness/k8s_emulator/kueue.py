@@ -33,7 +33,7 @@ import itertools
 from collections.abc import Callable
 from typing import Any
 
-from tests.support.k8s_emulator.kueue_objects import (
+from harness.k8s_emulator.kueue_objects import (
     JOB_UID_LABEL,
     QUEUE_LABEL,
     WORKLOAD,
@@ -44,8 +44,8 @@ from tests.support.k8s_emulator.kueue_objects import (
     request_of,
     set_conditions,
 )
-from tests.support.k8s_emulator.kueue_provisioning import ProvisioningChecks
-from tests.support.k8s_emulator.store import Store, now
+from harness.k8s_emulator.kueue_provisioning import ProvisioningChecks
+from harness.k8s_emulator.store import Store, now
 
 SERVED_VERSIONS: tuple[str, ...] = ("v1beta2", "v1beta1")  # Kueue 0.15+; a test may narrow it
 
