@@ -17,10 +17,10 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
 from airflow_provider_jax.backends.contract import DEFAULT_MAX_RESULT_BYTES
 from airflow_provider_jax.exceptions import JaxJobFailed
+from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.output_paths import RESULT_FILE, result_uri
 
 
@@ -79,15 +79,13 @@ class ResultReader:
     def read(self) -> Any:
         """The JSON value of ``<output_dir>/result.json``; FileNotFoundError if absent."""
         assert self.location is not None
-        parts = urlsplit(self.location)
-        if parts.scheme == "gs":
-            data = self._read_gcs(parts.netloc, parts.path.lstrip("/"))
-        elif parts.scheme == "" and os.path.isabs(self.location):
-            data = self._read_local(self.location)
-        else:
-            raise ResultRejected(
-                f"output_dir {self.output_dir!r} is neither gs:// nor an absolute local path."
-            )
+        try:
+            where = Location.parse(self.location, "output_dir")
+        except ValueError as err:
+            raise ResultRejected(str(err)) from None
+        data = (
+            self._read_gcs(where.bucket, where.key) if where.is_gcs else self._read_local(where.key)
+        )
         try:
             return json.loads(data)
         except ValueError as err:

@@ -14,6 +14,7 @@ from airflow_provider_jax.runtime.orbax_steps import (
     FinalizedStep,
     StepNameFormat,
 )
+from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.output_paths import check_storage_path
 
 __all__ = [
@@ -49,7 +50,7 @@ class CheckpointQuery:
 
     @property
     def is_gcs(self) -> bool:
-        return self.checkpoint_dir.startswith(GCS_SCHEME)
+        return Location.is_gcs_uri(self.checkpoint_dir)
 
 
 class GcsLocation(orbax_steps.GcsLocation):

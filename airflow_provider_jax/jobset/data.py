@@ -17,7 +17,7 @@ from typing import Any
 
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.runtime.data_inputs import MARKER
-from airflow_provider_jax.runtime.output_paths import check_storage_path
+from airflow_provider_jax.runtime.location import Location
 
 FUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 FUSE_ANNOTATIONS = {  # xpk's: the sidecar with no CPU, memory or ephemeral-storage limit
@@ -81,7 +81,7 @@ class Data:
 
     @property
     def is_gcs(self) -> bool:
-        return isinstance(self.path, str) and self.path.startswith("gs://")
+        return Location.is_gcs_uri(self.path)
 
     def check(self) -> None:
         """What no backend could deliver, named by argument, before anything is created. A
@@ -94,16 +94,14 @@ class Data:
         if self.fuse not in (True, False) or self.read_only not in (True, False):
             raise ValueError("Data fuse and read_only must be True or False.")
         if self.is_gcs:
-            if not path.removeprefix("gs://").split("/")[0]:
-                raise ValueError(f"Data {path!r} names no bucket: use gs://bucket/prefix/.")
-            check_storage_path("Data", path)
+            Location.parse(path, "Data")
             return
         if self.fuse:
             raise ValueError(
                 f"Data({path!r}, fuse=True): GCS FUSE mounts gs:// buckets; a local folder is "
                 "passed as it is. Drop fuse=True, or copy the folder to gs:// first."
             )
-        check_storage_path("Data", path)  # only GCS or a local path, no other scheme
+        Location.parse(path, "Data")  # only GCS or a local path, no other scheme
         if not os.path.exists(path):
             raise ValueError(
                 f"Data({path!r}): no such file or folder on this machine (relative paths are "
@@ -150,7 +148,8 @@ def fuse_volume(data: Data, host_network: bool, identity_provider: str | None) -
     """The CSI ephemeral volume of a ``fuse=True`` input. A hostNetwork pod (multi-host TPU
     slices) must opt in to its own service account's identity (``hostNetworkPodKSA``) and,
     on GKE, name the cluster's identity provider."""
-    bucket, _, prefix = str(data.path).removeprefix("gs://").partition("/")
+    location = Location.parse(data.path, "Data")
+    bucket, prefix = location.bucket, location.key
     options = ["implicit-dirs", *data.mount_options]
     if prefix.strip("/"):
         options.append(f"only-dir={prefix.strip('/')}")

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from airflow_provider_jax.jobset.accelerators import Accelerator
 from airflow_provider_jax.jobset.accelerators.model import TPU_ACCELERATOR_LABEL
 from airflow_provider_jax.jobset.api import NODEPOOL_LABEL
-from airflow_provider_jax.runtime.output_paths import check_storage_path
+from airflow_provider_jax.runtime.location import Location
 
 HEAD = "pathways-head"
 WORKER = "worker"
@@ -135,13 +135,13 @@ class Pathways:
 
 def check_scratch(location: object) -> None:
     """Pathways' servers share their scratch data through GCS only."""
-    if not isinstance(location, str) or not location.startswith("gs://"):
+    if not Location.is_gcs_uri(location):
         raise ValueError(
             f"pathways scratch location {location!r} must be a gs:// URI (e.g. "
             "'gs://bucket/pathways'): Pathways' servers share it through GCS. Set "
             "Pathways(scratch_location=...) or a gs:// output_dir."
         )
-    check_storage_path("pathways scratch_location", location)
+    Location.parse(location, "pathways scratch_location")
 
 
 def instance_type(accelerator: Accelerator) -> str:

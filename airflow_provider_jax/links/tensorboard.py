@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from airflow_provider_jax.links.jobset import StoredLink
+from airflow_provider_jax.runtime.location import Location
 
 EVENT_FILES = "events.out.tfevents."
 MAX_FILES = 10_000  # files looked at under output_dir before giving up
@@ -36,7 +37,7 @@ def tensorboard_url(
     or ``output_dir`` holds no event files."""
     if not template or not output_dir:
         return ""
-    if output_dir.startswith("gs://"):
+    if Location.is_gcs_uri(output_dir):
         found = _gcs_has_events(output_dir, gcp_conn_id, impersonation_chain)
     else:
         found = _local_has_events(Path(output_dir))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_jax.jobset.data import Data
+from airflow_provider_jax.runtime.location import GCS, Location
 
 MAX_STAGED_BYTES = 5 * 2**30  # larger data sets belong in GCS already
 STAGING_PREFIX = "airflow-jax-data"
@@ -70,16 +71,16 @@ def folder(path: str) -> Folder:
 
 def staging_uri(data: Data, output_dir: str | None) -> str:
     """Where ``data`` (a local folder or file) is uploaded for GKE: in output_dir's bucket."""
-    if not output_dir or not output_dir.startswith("gs://"):
+    if not Location.is_gcs_uri(output_dir):
         raise ValueError(
             f"{data!r} is a local folder; on Kubernetes it is uploaded to the bucket of "
             f"output_dir, which must be gs:// (got {output_dir!r}). Give a gs:// output_dir, "
             "or pass Data('gs://bucket/prefix/')."
         )
-    bucket = output_dir.removeprefix("gs://").split("/")[0]
     found = folder(str(data.path))
     single = found.files[0][0] if found.root.is_file() else ""
-    return f"gs://{bucket}/{STAGING_PREFIX}/{found.digest}/{single}"
+    bucket = Location.parse(output_dir, "output_dir").bucket
+    return str(Location(GCS, bucket, f"{STAGING_PREFIX}/{found.digest}/{single}"))
 
 
 def upload(inputs: Sequence[Data], gcp_conn_id: str, impersonation_chain: Any, log: Any) -> None:
@@ -91,7 +92,7 @@ def upload(inputs: Sequence[Data], gcp_conn_id: str, impersonation_chain: Any, l
 
     hook = GCSHook(gcp_conn_id=gcp_conn_id, impersonation_chain=impersonation_chain)
     for data in staged:
-        bucket = data.staged.removeprefix("gs://").split("/")[0]
+        bucket = Location.parse(data.staged).bucket
         found = folder(str(data.path))
         base = f"{STAGING_PREFIX}/{found.digest}/"
         done = f"{STAGING_PREFIX}/{found.digest}{COMPLETE}"

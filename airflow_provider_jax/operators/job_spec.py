@@ -26,6 +26,7 @@ from airflow_provider_jax.jobset.spec import JaxJobSpec
 from airflow_provider_jax.operators.argument_types import as_mapping
 from airflow_provider_jax.operators.data_staging import staging_uri
 from airflow_provider_jax.operators.secret_guard import refuse_masked_values
+from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.output_paths import check_storage_path
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ class JobSpecBuilder:
             return pathways
         if output_dir is not None and not rendered and is_template(output_dir):
             return pathways  # checked once rendered
-        if output_dir and output_dir.startswith("gs://"):
+        if Location.is_gcs_uri(output_dir):
             return dataclasses.replace(pathways, scratch_location=pathways.scratch(output_dir))
         if self.resolved_backend == "kubernetes":
             if output_dir is None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
+from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.output_paths import checkpoints_uri
 
 if TYPE_CHECKING:
@@ -19,14 +19,18 @@ _LOCATION_KEYS = ("path", "checkpoint_dir", "checkpoint_path", "output_dir", "in
 
 def dataset_name(location: str) -> tuple[str, str]:
     """OpenLineage's naming: ``gs://bucket`` and the object path; ``file`` and the path."""
-    if location.startswith("gs://"):
-        parts = urlsplit(location)
-        return f"gs://{parts.netloc}", parts.path.strip("/")
-    return "file", location.rstrip("/") or "/"
+    where = Location.parse(location)
+    if where.is_gcs:
+        return str(Location(where.scheme, where.bucket, "")), where.key.strip("/")
+    return "file", where.key.rstrip("/") or "/"
 
 
 def _is_location(value: Any) -> bool:
-    return isinstance(value, str) and (value.startswith("gs://") or value.startswith("/"))
+    try:
+        Location.parse(value)
+    except ValueError:
+        return False
+    return True
 
 
 def input_locations(arguments: Any) -> Iterator[str]:

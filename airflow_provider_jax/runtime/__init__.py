@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow_provider_jax.runtime import preemption
 from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, PROCESS_ID_ENV, RESTART_ATTEMPT_ENV
+from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.messages import (
     TOTAL_STEPS_KEY,
     is_count,
@@ -133,7 +134,7 @@ def _newest_step(step_prefix: str | None, length: int | None) -> int | None:
     if where is None:
         return None
     names = orbax_steps.StepNameFormat(step_prefix, length)
-    if where.startswith(orbax_steps.GCS_SCHEME):
+    if Location.is_gcs_uri(where):
         location = orbax_steps.GcsLocation.from_url(where)
 
         def fetch(request: orbax_steps.ListRequest) -> orbax_steps.ListPage:

@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_jax.runtime.location import Location
+
 MARKER = "__airflow_jax_data__"  # {MARKER: {"uri": ..., "fuse": bool, "mount": path | None}}
 DOWNLOAD_THREADS = 16
 
@@ -35,7 +37,7 @@ def resolve(value: Any) -> Any:
 
 def local_path(data: dict[str, Any]) -> str:
     uri, mount = data["uri"], data.get("mount")
-    if not uri.startswith("gs://"):
+    if not Location.is_gcs_uri(uri):
         if not os.path.exists(uri):
             raise FileNotFoundError(f"Data({uri!r}): no such file or folder on this host.")
         return uri
@@ -48,7 +50,8 @@ def download(uri: str, fuse: bool = False) -> str:
     """Every object under ``uri`` into a folder of this host's temp dir; the folder."""
     from airflow_provider_jax.runtime import storage  # urllib: only where a download runs
 
-    bucket, _, prefix = uri.removeprefix("gs://").partition("/")
+    location = Location.parse(uri, "Data")
+    bucket, prefix = location.bucket, location.key
     target = Path(
         tempfile.gettempdir(), "airflow-jax-data", hashlib.sha256(uri.encode()).hexdigest()[:16]
     )

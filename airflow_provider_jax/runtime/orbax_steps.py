@@ -24,9 +24,8 @@ from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from airflow_provider_jax.runtime.output_paths import GCS_SCHEME
+from airflow_provider_jax.runtime.location import GCS_SCHEME, Location
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +96,8 @@ class GcsLocation:
 
     @classmethod
     def from_url(cls, url: str) -> GcsLocation:
-        parts = urlsplit(url)
-        path = parts.path.strip("/")
-        return cls(parts.netloc, f"{path}/" if path else "")
+        location = Location.parse(url, "checkpoint_dir")
+        return cls(location.bucket, location.prefix)
 
     def url(self, relative: str = "") -> str:
         return f"{GCS_SCHEME}{self.bucket}/{self.prefix}{relative}"

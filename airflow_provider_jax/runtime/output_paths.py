@@ -7,17 +7,8 @@ instance (keep ``try_number`` out of it): a retry resumes from the same checkpoi
 
 from __future__ import annotations
 
-import os
-import re
-from urllib.parse import urlsplit
+from airflow_provider_jax.runtime.location import Location
 
-GCS_SCHEME = "gs://"
-STORAGE_PATHS = "gs://<bucket>/<path> or an absolute local path"
-# GCS's naming rules: 3-63 characters (222 with dots, 63 per dot-separated part) of lowercase
-# letters, digits, '-', '_' and '.', starting and ending with a letter or digit; no "goog"
-# prefix, no "google". https://cloud.google.com/storage/docs/buckets#naming
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
-_ANY_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:")
 RESULT_FILE = "result.json"  # the leader's result, when it is too big for a termination message
 CHECKPOINTS = "checkpoints"  # Orbax's directory (runtime.checkpoint_dir())
 
@@ -40,30 +31,6 @@ def checkpoints_uri(output_dir: str) -> str:
 def check_storage_path(argument: str, value: object) -> str:
     """``value`` if it is ``gs://<bucket>/...`` or an absolute local path; else a ValueError
     naming ``argument``. One check for every path the provider writes or reads (``output_dir``,
-    ``checkpoint_dir``), on the Airflow side and in the pods alike: a relative path would land
-    in whatever directory the process happens to run in, and another scheme nowhere at all."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(f"{argument} must be {STORAGE_PATHS}, got {value!r}.")
-    if value.startswith(GCS_SCHEME):
-        bucket = urlsplit(value).netloc
-        parts = bucket.split(".")
-        if (
-            not _BUCKET.match(bucket)
-            or any(not 0 < len(part) <= 63 for part in parts)
-            or bucket.startswith("goog")
-            or "google" in bucket
-        ):
-            raise ValueError(
-                f"{argument} {value!r}: {bucket!r} is not a valid GCS bucket name (3-63 "
-                "lowercase letters, digits, '-', '_' and '.', starting and ending with a letter "
-                "or digit; see https://cloud.google.com/storage/docs/buckets#naming)."
-            )
-        return value
-    if _ANY_SCHEME.match(value):
-        raise ValueError(f"{argument} {value!r}: only GCS is supported; use {STORAGE_PATHS}.")
-    if not os.path.isabs(value):
-        raise ValueError(
-            f"{argument} {value!r} is relative, so it would depend on the working directory of "
-            f"whatever process reads or writes it; use {STORAGE_PATHS}."
-        )
-    return value
+    ``checkpoint_dir``), on the Airflow side and in the pods alike (:class:`Location`)."""
+    Location.parse(value, argument)
+    return str(value)

@@ -1,8 +1,11 @@
-"""Read and write small text files at a local path or a ``gs://`` URI, with the stdlib only.
+"""The stores behind a :class:`~airflow_provider_jax.runtime.location.Location`, with the stdlib
+only: one small driver interface (:class:`Store`) and its two drivers, a local folder and GCS.
 
 Pods write their large results here, so this must work in any image with nothing but Python:
 ``gs://`` goes through the GCS JSON API with a token from the GKE metadata server (Workload
 Identity). ``STORAGE_EMULATOR_HOST`` points it at an emulator instead, without credentials.
+The Airflow side reads GCS through the google provider's hooks instead, with the task's
+connection (``backends/result.py``, ``checkpoints/gcs_drivers.py``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
+
+from airflow_provider_jax.runtime.location import GCS, Location
 
 GCS_ENDPOINT = "https://storage.googleapis.com"
 _METADATA_TOKEN_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
@@ -25,27 +30,81 @@ _RETRIES = 4
 _TIMEOUT_S = 30.0
 
 
-def write_text(uri: str, text: str) -> None:
-    if uri.startswith("gs://"):
-        bucket, name = _split(uri)
+class Store(Protocol):
+    """What a store does for the runtime: every call takes a parsed :class:`Location`."""
+
+    def exists(self, location: Location) -> bool: ...
+
+    def list(self, location: Location) -> list[str]: ...
+
+    def read(self, location: Location) -> bytes: ...
+
+    def write(self, location: Location, data: bytes) -> None: ...
+
+
+class LocalFolder:
+    """A folder on this host (or a volume mounted on it)."""
+
+    def exists(self, location: Location) -> bool:
+        return os.path.exists(location.key)
+
+    def list(self, location: Location) -> list[str]:
+        """Every file below the folder, as paths relative to it."""
+        root = Path(location.key)
+        return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
+
+    def read(self, location: Location) -> bytes:
+        return Path(location.key).read_bytes()
+
+    def write(self, location: Location, data: bytes) -> None:
+        path = Path(location.key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
+        partial.write_bytes(data)
+        partial.replace(path)  # readers never see half a file
+
+
+class GcsJsonApi:
+    """GCS through its JSON API, with the pod's Workload Identity (or the emulator)."""
+
+    def exists(self, location: Location) -> bool:
+        """An object of that name, or any object below it as a folder: one list request."""
+        key = location.key.rstrip("/")
+        page = list_page(location.bucket, key)
+        return any(o["name"] == key for o in page.get("items", [])) or (
+            f"{key}/" in page.get("prefixes", []) or not key
+        )
+
+    def list(self, location: Location) -> list[str]:
+        """Every object below the prefix, as names relative to it."""
+        prefix = location.prefix
+        return [o["name"][len(prefix) :] for o in list_objects(location.bucket, prefix)]
+
+    def read(self, location: Location) -> bytes:
+        return read_object(location.bucket, _object_name(location))
+
+    def write(self, location: Location, data: bytes) -> None:
         url = (
-            f"{_endpoint()}/upload/storage/v1/b/{bucket}/o"
-            f"?uploadType=media&name={urllib.parse.quote(name, safe='')}"
+            f"{_endpoint()}/upload/storage/v1/b/{location.bucket}/o"
+            f"?uploadType=media&name={urllib.parse.quote(_object_name(location), safe='')}"
         )
         # Not application/json: the emulator would parse a JSON body as object metadata.
-        _request("POST", url, text.encode(), {"Content-Type": "text/plain; charset=utf-8"})
-        return
-    path = Path(uri)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.partial")
-    partial.write_text(text)
-    partial.replace(path)  # readers never see half a file
+        _request("POST", url, data, {"Content-Type": "text/plain; charset=utf-8"})
+
+
+def store_for(location: Location) -> Store:
+    """The driver of ``location``'s scheme."""
+    return GcsJsonApi() if location.scheme == GCS else LocalFolder()
+
+
+def write_text(uri: str, text: str) -> None:
+    location = Location.parse(uri)
+    store_for(location).write(location, text.encode())
 
 
 def read_text(uri: str) -> str:
-    if uri.startswith("gs://"):
-        return read_object(*_split(uri)).decode()
-    return Path(uri).read_text()
+    location = Location.parse(uri)
+    return store_for(location).read(location).decode()
 
 
 def read_object(bucket: str, name: str) -> bytes:
@@ -94,11 +153,10 @@ def list_page(bucket: str, prefix: str, page_token: str | None = None) -> dict:
     return json.loads(_request("GET", url))
 
 
-def _split(uri: str) -> tuple[str, str]:
-    bucket, _, name = uri.removeprefix("gs://").partition("/")
-    if not bucket or not name:
-        raise ValueError(f"{uri!r} is not a gs://bucket/object URI")
-    return bucket, name
+def _object_name(location: Location) -> str:
+    if not location.key:
+        raise ValueError(f"{location} is not a gs://bucket/object URI")
+    return location.key
 
 
 def _emulator() -> str | None:
