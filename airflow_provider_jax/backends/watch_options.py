@@ -13,7 +13,12 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from airflow_provider_jax.arguments import one_of, positive_seconds
-from airflow_provider_jax.reporting.host_logs import STREAM_LEADER, STREAM_LOGS
+from airflow_provider_jax.reporting.host_logs import (
+    STREAM_ALL,
+    STREAM_LEADER,
+    STREAM_LOGS,
+    STREAM_NONE,
+)
 
 # The fields every JobSetTrigger row has carried since 0.1; the others are written only when
 # they differ from their default, so a row stays one that the previous release can load.
@@ -43,6 +48,25 @@ class WatchOptions:
         positive_seconds("poll_interval", self.poll_interval)
         positive_seconds("retry_budget", self.retry_budget)
         one_of("stream_logs", self.stream_logs, STREAM_LOGS)
+
+    @property
+    def every_host(self) -> bool:
+        """Whether every host's lines reach the task log, not only the leader's."""
+        return self.stream_logs == STREAM_ALL
+
+    @property
+    def shows_progress(self) -> bool:
+        """Whether the leader's progress reaches the task log at all."""
+        return self.stream_logs != STREAM_NONE
+
+    @property
+    def streams_pod_logs(self) -> bool:
+        """Whether any pod's log is read while the job runs."""
+        return self.shows_progress and self.log_lines > 0
+
+    def shows_host(self, leader: bool) -> bool:
+        """Whether a host's lines (the leader's when ``leader``) go to the task log."""
+        return self.every_host or (leader and self.shows_progress)
 
     @classmethod
     def of_task(cls, task_id: str, **options: Any) -> WatchOptions:

@@ -6,15 +6,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from airflow_provider_jax.runtime import orbax_steps
+from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.orbax_steps import (
     COMMIT_SUCCESS_FILE,
-    GCS_SCHEME,
     TMP_DIR_SUFFIX,
     CheckpointDirError,
     FinalizedStep,
     StepNameFormat,
 )
-from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.output_paths import check_storage_path
 
 __all__ = [

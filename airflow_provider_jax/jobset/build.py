@@ -71,8 +71,7 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         pod_spec["serviceAccountName"] = spec.service_account_name
     if spec.priority_class_name:
         pod_spec["priorityClassName"] = spec.priority_class_name
-    if spec.termination_grace_period is not None:
-        pod_spec["terminationGracePeriodSeconds"] = spec.termination_grace_period
+    pod_spec.update(spec.grace_fields)
     if spec.uses_host_network:
         # Slice-to-slice (DCN) traffic on the node's NICs, as xpk runs TPU and GPU jobs; DNS
         # stays the cluster's, so the leader's name still resolves.
@@ -144,8 +143,7 @@ def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
         job = jobset_spec["replicatedJobs"][0]["template"]["spec"]
         job["activeDeadlineSeconds"] = spec.active_deadline_seconds
         jobset_spec["failurePolicy"]["rules"].append(dict(DEADLINE_RULE))
-    if spec.ttl_seconds_after_finished is not None:
-        jobset_spec["ttlSecondsAfterFinished"] = spec.ttl_seconds_after_finished
+    jobset_spec.update(spec.retention_fields)
     if spec.queue_name:
         labels[KUEUE_QUEUE_LABEL] = spec.queue_name
         jobset_spec["suspend"] = True  # Kueue admits (unsuspends) it when quota allows

@@ -191,8 +191,7 @@ def _worker_pod(spec: JaxJobSpec) -> dict[str, Any]:
     assert pw is not None
     capacity = spec.capacity_fields
     pod: dict[str, Any] = {"hostNetwork": True, "dnsPolicy": "ClusterFirstWithHostNet"}
-    if spec.termination_grace_period is not None:
-        pod["terminationGracePeriodSeconds"] = spec.termination_grace_period
+    pod.update(spec.grace_fields)
     if spec.priority_class_name:
         pod["priorityClassName"] = spec.priority_class_name
     pod["nodeSelector"] = {**acc.node_selector, **spec.node_selector, **capacity.node_selector}
@@ -293,8 +292,7 @@ def build_pathways_jobset(spec: JaxJobSpec) -> dict[str, Any]:
     jobset_spec["suspend"] = bool(spec.queue_name)  # Kueue admits (unsuspends) it
     if spec.queue_name:
         labels[KUEUE_QUEUE_LABEL] = spec.queue_name
-    if spec.ttl_seconds_after_finished is not None:
-        jobset_spec["ttlSecondsAfterFinished"] = spec.ttl_seconds_after_finished
+    jobset_spec.update(spec.retention_fields)
     metadata: dict[str, Any] = {"name": spec.name, "namespace": spec.namespace, "labels": labels}
     if spec.annotations:
         metadata["annotations"] = dict(spec.annotations)

@@ -246,6 +246,18 @@ class JaxJobSpec:
         )
 
     @property
+    def grace_fields(self) -> dict[str, int]:
+        """The pod-spec key of ``termination_grace_period``, for every pod, when given."""
+        grace = self.termination_grace_period
+        return {} if grace is None else {"terminationGracePeriodSeconds": grace}
+
+    @property
+    def retention_fields(self) -> dict[str, int]:
+        """The JobSet-spec key of ``ttl_seconds_after_finished``, when given."""
+        ttl = self.ttl_seconds_after_finished
+        return {} if ttl is None else {"ttlSecondsAfterFinished": ttl}
+
+    @property
     def replicated_job_name(self) -> str:
         return rjob_name(self.accelerator)
 

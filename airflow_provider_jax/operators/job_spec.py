@@ -32,6 +32,10 @@ from airflow_provider_jax.runtime.output_paths import check_storage_path
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+# A JaxJobSpec field is computed for each build (build_spec), keeps the spec's default (these),
+# or is the operator attribute of the same name: an option is declared once, in the spec.
+SPEC_DEFAULTS = frozenset({"megascale_port"})
+SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(JaxJobSpec) if f.name not in SPEC_DEFAULTS)
 TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
 GKE_API = "https://container.googleapis.com/v1"
 
@@ -86,45 +90,22 @@ class JobSpecBuilder:
         image = self.image
         if not rendered and is_template(image):
             image = TEMPLATED_IMAGE  # checked once rendered
-        spec = JaxJobSpec(
-            name=name,
-            accelerator=self.accelerator,
-            image=image,
-            command=command,
-            namespace=self.namespace,
-            num_slices=self.num_slices,
-            env={**self._mapping("env", rendered), **env},
-            resources=self.container_resources,
-            labels={**self._mapping("labels", rendered), **(labels or {})},
-            annotations=self._mapping("annotations", rendered),
-            service_account_name=self.service_account_name,
-            node_selector=self.node_selector,
-            tolerations=self.tolerations,
-            volumes=self.volumes,
-            volume_mounts=self.volume_mounts,
-            storage=self.storage,
-            max_restarts=self.max_restarts,
-            restart_on_exit_codes=self.restart_on_exit_codes,
-            termination_grace_period=self.termination_grace_period,
-            active_deadline_seconds=cluster_deadline_seconds(self.execution_timeout),
-            ttl_seconds_after_finished=self.ttl_seconds_after_finished,
-            priority_class_name=self.priority_class_name,
-            queue_name=self.queue_name,
-            capacity=self.capacity,
-            placement=self.placement,
-            pod_template_override=self.pod_template_override,
-            image_pull_policy=self.image_pull_policy,
-            coordinator_port=self.coordinator_port,
-            host_network=self.host_network,
-            gpu_networking=self.gpu_networking,
-            gpu_networks=self.gpu_networks,
-            secrets=self.secrets,
-            security_context=self.security_context,
-            pathways=self._pathways(rendered),
-            data_inputs=tuple(d for d in inputs if d.fuse),
-            identity_provider=self._identity_provider(),
-            unrendered=not rendered,
-        )
+        computed = {
+            "name": name,
+            "image": image,
+            "command": command,
+            "env": {**self._mapping("env", rendered), **env},
+            "resources": self.container_resources,
+            "labels": {**self._mapping("labels", rendered), **(labels or {})},
+            "annotations": self._mapping("annotations", rendered),
+            "active_deadline_seconds": cluster_deadline_seconds(self.execution_timeout),
+            "pathways": self._pathways(rendered),
+            "data_inputs": tuple(d for d in inputs if d.fuse),
+            "identity_provider": self._identity_provider(),
+            "unrendered": not rendered,
+        }
+        held = {f: getattr(self, f) for f in SPEC_FIELDS if f not in computed}
+        spec = JaxJobSpec(**held, **computed)
         if rendered:  # the values are real now: none may be one Airflow masks
             refuse_masked_values(self.env, self._call_arguments(rendered))
         return spec

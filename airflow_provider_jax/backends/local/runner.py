@@ -33,7 +33,6 @@ from airflow_provider_jax.jobset.failure_policy import on_failure, restartable_i
 from airflow_provider_jax.reporting import host_logs
 from airflow_provider_jax.reporting.failures import ProcessFailure, culprits_first, restart_line
 from airflow_provider_jax.reporting.goodput import GoodputClock, chips
-from airflow_provider_jax.reporting.host_logs import STREAM_ALL, STREAM_LEADER, STREAM_NONE
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress
 from airflow_provider_jax.runtime.messages import (
@@ -252,7 +251,7 @@ class _Attempt:
                     self.last_report = report
                     self.jobset.clock.report(self.attempt, report.get("step"), at)
                     shown = self.progress.line(report, at)
-                    if shown is not None and self.jobset.watch.stream_logs != STREAM_NONE:
+                    if shown is not None and self.jobset.watch.shows_progress:
                         log.info("%s %s", plan.tag, shown)
                 else:  # every process reports the same; the leader speaks for them
                     log.debug("%s %s", plan.tag, format_report(report))
@@ -261,9 +260,8 @@ class _Attempt:
             pass
 
     def shows(self, plan: PodPlan) -> bool:
-        """Whether ``plan``'s lines go to the task log (``stream_logs``)."""
-        mode = self.jobset.watch.stream_logs
-        return mode == STREAM_ALL or (mode == STREAM_LEADER and plan is self.leader)
+        """Whether ``plan``'s lines go to the task log."""
+        return self.jobset.watch.shows_host(plan is self.leader)
 
     def summary(self, failures: Sequence[ProcessFailure]) -> list[str]:
         """Each host's last lines, the failed ones first (``host_logs.summary``)."""

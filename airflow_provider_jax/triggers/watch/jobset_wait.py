@@ -17,7 +17,6 @@ from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.hooks.api_errors import api_status, explain
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.jobset import status
-from airflow_provider_jax.reporting.host_logs import STREAM_NONE
 from airflow_provider_jax.triggers.watch.events import (
     ERROR,
     FAILED,
@@ -140,12 +139,12 @@ async def _watch(
                 hook,
                 job.name,
                 job.namespace,
-                hosts=options.stream_logs,
+                every_host=options.every_host,
                 max_lines=options.log_lines,
                 log=log,
                 on_line=job.clock.leader_line,
             )
-            if options.log_lines > 0 and options.stream_logs != STREAM_NONE
+            if options.streams_pod_logs
             else None
         )
         queue = QueueWait(
@@ -153,11 +152,9 @@ async def _watch(
             hook,
             job.name,
             job.namespace,
-            timeout=options.queue_timeout,
-            until=options.queue_until,
+            options,
             on_fail=changes.put,
             log=log,
-            retry_budget=options.retry_budget,
             connection_extras=connection_extras,
         )
         startup = PodStartup(

@@ -24,7 +24,6 @@ from typing import Any
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.jobset import status
-from airflow_provider_jax.reporting.host_logs import STREAM_ALL
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress, kubelet_time
 from airflow_provider_jax.runtime.messages import host_tag, parse_report
@@ -71,7 +70,7 @@ class _Stream:
 class PodLogs:
     """Streams one JobSet's pod logs into ``log`` while the trigger waits.
 
-    :param hosts: ``"leader"`` (process 0) or ``"all"`` (every pod of the newest attempt).
+    :param every_host: every pod of the newest attempt, not only the leader (process 0).
     :param max_lines: the most log lines per host, and the most progress lines, per try.
     :param on_line: called with (the pod's restart attempt, kubelet's timestamp, text, its
         report) of each new line of the leader.
@@ -83,13 +82,13 @@ class PodLogs:
         name: str,
         namespace: str,
         *,
-        hosts: str,
+        every_host: bool,
         max_lines: int,
         log: logging.Logger | Any,
         on_line: LineHook | None = None,
     ) -> None:
         self.hook, self.name, self.namespace = hook, name, namespace
-        self.every_host = hosts == STREAM_ALL
+        self.every_host = every_host
         self.reports_left = max_lines
         self.log = log
         self.on_line = on_line

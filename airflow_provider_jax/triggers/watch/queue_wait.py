@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.hooks.resources import WORKLOADS
@@ -86,17 +87,16 @@ class QueueWait:
         hook: AsyncJobSetHook,
         name: str,
         namespace: str,
+        options: WatchOptions,
         *,
-        timeout: float | None,
-        until: str,
         on_fail: Callable[[QueueFailed], None],
         log: logging.Logger | Any,
-        retry_budget: float = 600.0,
         connection_extras: dict[str, Any] | None = None,
     ) -> None:
         self.cluster, self.hook, self.name, self.namespace = cluster, hook, name, namespace
-        self.timeout, self.until, self.on_fail, self.log = timeout, until, on_fail, log
-        self.retry_budget, self.connection_extras = retry_budget, connection_extras
+        self.timeout, self.until = options.queue_timeout, options.queue_until
+        self.retry_budget = options.retry_budget
+        self.on_fail, self.log, self.connection_extras = on_fail, log, connection_extras
         self.last = ""  # the last reason told: what a timeout says
         self._jobset: Mapping[str, Any] = {}
         self._workload: Mapping[str, Any] = {}
