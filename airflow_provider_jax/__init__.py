@@ -14,18 +14,18 @@ __version__ = "0.1.0"
 
 # name -> the module that defines it; imported on first use (PEP 562).
 _LAZY = {
-    "Data": "airflow_provider_jax.jobset.data",
-    "Pathways": "airflow_provider_jax.jobset.pathways",
-    "SecretRef": "airflow_provider_jax.jobset.secret_refs",
-    "Storage": "airflow_provider_jax.jobset.named_storage",
+    "Data": "airflow_provider_jax.manifest.data_inputs",
+    "Pathways": "airflow_provider_jax.manifest.pathways",
+    "SecretRef": "airflow_provider_jax.manifest.secret_refs",
+    "Storage": "airflow_provider_jax.manifest.named_storage",
 }
 __all__ = ["Data", "Pathways", "SecretRef", "Storage", "__version__"]
 
 if TYPE_CHECKING:
-    from airflow_provider_jax.jobset.data import Data
-    from airflow_provider_jax.jobset.named_storage import Storage
-    from airflow_provider_jax.jobset.pathways import Pathways
-    from airflow_provider_jax.jobset.secret_refs import SecretRef
+    from airflow_provider_jax.manifest.data_inputs import Data
+    from airflow_provider_jax.manifest.named_storage import Storage
+    from airflow_provider_jax.manifest.pathways import Pathways
+    from airflow_provider_jax.manifest.secret_refs import SecretRef
 
 
 def __getattr__(name: str) -> Any:

@@ -27,7 +27,7 @@ def get_provider_info() -> dict[str, Any]:
             {
                 "integration-name": "JAX",
                 "python-modules": [
-                    "airflow_provider_jax.operators.jax_job",
+                    "airflow_provider_jax.operators.job_operator",
                     "airflow_provider_jax.operators.tpu",
                     "airflow_provider_jax.operators.gpu",
                 ],
@@ -89,7 +89,7 @@ def get_provider_info() -> dict[str, Any]:
                         "description": "The largest leader result read into XCom, in bytes. "
                         "Results live in the metadata database; write large outputs to "
                         "output_dir and return their paths.",
-                        "version_added": "0.2.0",
+                        "version_added": "0.1.0",
                         "type": "integer",
                         "example": "65536",
                         "default": "1048576",
@@ -98,7 +98,7 @@ def get_provider_info() -> dict[str, Any]:
                         "description": "Where the local backend reads the Kubernetes Secrets "
                         "a job references (secrets=): <dir>/<secret>/<key> files, as a Secret "
                         "volume lays them out. Unset: referencing a Secret locally is an error.",
-                        "version_added": "0.2.0",
+                        "version_added": "0.1.0",
                         "type": "string",
                         "example": "/run/secrets/jax",
                         "default": "",
@@ -108,18 +108,18 @@ def get_provider_info() -> dict[str, Any]:
                         "after the task deferred: Airflow 3.3 fails a try resumed before the "
                         "scheduler saw its worker exit on defer() (apache/airflow#72716). 0 "
                         "where no scheduler runs the task (airflow dags test).",
-                        "version_added": "0.3.0",
+                        "version_added": "0.1.0",
                         "type": "float",
                         "example": "0",
                         "default": "10",
                     },
                     "max_log_streams": {
                         "description": "The most pod log streams one triggerer (or one "
-                        "blocking task) holds open at once. Each holds a connection, about "
-                        "0.3 MiB of its memory and a long-lived API server request. Past it, "
+                        "blocking task) holds open at once. Each holds a connection, its TLS "
+                        "read buffer and a long-lived API server request. Past it, "
                         "a job's log waits its turn, and a job that ends first shows its last "
                         "lines. 0: only the last lines, at each job's end.",
-                        "version_added": "0.4.0",
+                        "version_added": "0.1.0",
                         "type": "integer",
                         "example": "200",
                         "default": "1000",
@@ -129,7 +129,7 @@ def get_provider_info() -> dict[str, Any]:
                         "with {output_dir} where the URL-quoted directory goes. A task whose "
                         "output_dir holds TensorBoard event files when it succeeds gets a "
                         "TensorBoard link. Unset: no link, and no listing.",
-                        "version_added": "0.3.0",
+                        "version_added": "0.1.0",
                         "type": "string",
                         "example": "https://tensorboard.example.com/?logdir={output_dir}",
                         "default": "",

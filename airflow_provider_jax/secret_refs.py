@@ -1,13 +1,13 @@
 """Deprecated path, kept for one release: import ``SecretRef`` from ``airflow_provider_jax``.
 
-The module moved to ``airflow_provider_jax/jobset/secret_refs.py`` with the manifest builder.
+The module moved to ``airflow_provider_jax/manifest/secret_refs.py`` with the manifest builder.
 """
 
 from __future__ import annotations
 
 import warnings
 
-from airflow_provider_jax.jobset.secret_refs import SecretRef
+from airflow_provider_jax.manifest.secret_refs import SecretRef
 
 __all__ = ["SecretRef"]
 

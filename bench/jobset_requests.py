@@ -46,7 +46,7 @@ class Row:
 
 async def poll_reference(hook: Any, name: str) -> None:
     """The reference: GET the JobSet every 10 s until it has finished."""
-    from airflow_provider_jax.jobset.status import terminal_state
+    from airflow_provider_jax.manifest.status import terminal_state
 
     while terminal_state(await hook.get_jobset(name, "default")) is None:
         await asyncio.sleep(POLL_INTERVAL)

@@ -36,10 +36,10 @@ from airflow_provider_jax.backends.local.localize import free_ports, localize
 from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.backends.local.processes import process_env
 from airflow_provider_jax.backends.local.runner import LocalJobSet
-from airflow_provider_jax.jobset.accelerators import parse_tpu
-from airflow_provider_jax.jobset.build import build_jobset
-from airflow_provider_jax.jobset.pod_command import python_call
-from airflow_provider_jax.jobset.spec import JaxJobSpec
+from airflow_provider_jax.manifest.accelerators import parse_tpu
+from airflow_provider_jax.manifest.build import build_jobset
+from airflow_provider_jax.manifest.pod_command import python_call
+from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 from airflow_provider_jax.runtime.messages import parse_message
 from bench import startup_parts

@@ -90,7 +90,7 @@ def suspended(name: str) -> dict[str, Any]:
 
 def end(hook: Any, name: str, failed: bool) -> None:
     """Write the terminal condition the JobSet controller writes when its Jobs end."""
-    from airflow_provider_jax.jobset.api import GROUP, PLURAL, VERSION
+    from airflow_provider_jax.manifest.jobset_api import GROUP, PLURAL, VERSION
 
     kind = "Failed" if failed else "Completed"
     condition = {

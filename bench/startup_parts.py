@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 
 from airflow_provider_jax.backends.local.pods import PodPlan
 from airflow_provider_jax.backends.local.processes import POD_INIT_ARGV, process_env
-from airflow_provider_jax.jobset.pod_command import BOOTSTRAP
+from airflow_provider_jax.manifest.pod_command import BOOTSTRAP
 
 _RUN_MAIN = "sys.exit(main())\n"
 assert BOOTSTRAP.endswith(_RUN_MAIN), "the bootstrap no longer ends by calling main()"

@@ -40,7 +40,7 @@ def poll_trigger_class() -> type:
     plain polling deferrable operator would (defined here, so the provider does not ship it)."""
     from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-    from airflow_provider_jax.jobset import status
+    from airflow_provider_jax.manifest import status
 
     KubernetesCluster = cluster_class()
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from airflow_provider_jax.jobset.accelerators import parse_tpu
-from airflow_provider_jax.jobset.build import build_jobset
-from airflow_provider_jax.jobset.spec import JaxJobSpec
+from airflow_provider_jax.manifest.accelerators import parse_tpu
+from airflow_provider_jax.manifest.build import build_jobset
+from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.operators.job_spec import airflow_labels
 from airflow_provider_jax.runtime.messages import failure_message, report_line, success_message
 from harness.k8s_emulator import PodRun, PodScript

@@ -28,7 +28,7 @@ STORED = [
     "airflow_provider_jax.operators.JaxGpuJobOperator",
     "airflow_provider_jax.sensors.OrbaxCheckpointSensor",
     "airflow_provider_jax.SecretRef",
-    "airflow_provider_jax.secret_refs.SecretRef",  # moved to jobset/; kept for one release
+    "airflow_provider_jax.secret_refs.SecretRef",  # moved to manifest/; kept for one release
 ]
 
 

@@ -11,7 +11,7 @@ import sys
 import pytest
 import yaml
 
-from airflow_provider_jax.jobset.accelerators import parse_tpu
+from airflow_provider_jax.manifest.accelerators import parse_tpu
 from tests.support.docs_pages import PAGES, REPO
 
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)

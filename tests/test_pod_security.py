@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_jax.jobset.build import build_jobset
-from airflow_provider_jax.jobset.secret_refs import SecretRef
+from airflow_provider_jax.manifest.build import build_jobset
+from airflow_provider_jax.manifest.secret_refs import SecretRef
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
 from tests.support.pod_security import baseline_violations, restricted_violations
 

@@ -39,8 +39,6 @@ from airflow_provider_jax.backends.timeout_alarm import (
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
 from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
-from airflow_provider_jax.jobset import status
-from airflow_provider_jax.jobset.api import DEFERRED_BY_TRY_ANNOTATION, KUEUE_QUEUE_LABEL
 from airflow_provider_jax.links.jobset import (
     JobSetLogsLink,
     JobSetWorkloadLink,
@@ -49,6 +47,9 @@ from airflow_provider_jax.links.jobset import (
     gke_workload_url,
     kueue_events_url,
 )
+from airflow_provider_jax.manifest import status
+from airflow_provider_jax.manifest.kueue_keys import KUEUE_QUEUE_LABEL
+from airflow_provider_jax.manifest.provider_keys import DEFERRED_BY_TRY_ANNOTATION
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.watch.events import FAILED, SUCCESS, TIMEOUT, JobSetEvent

@@ -11,8 +11,8 @@ from typing import Any
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.hooks.api_errors import explain
 from airflow_provider_jax.hooks.jobset import JobSetHook
-from airflow_provider_jax.jobset import status
-from airflow_provider_jax.jobset.api import JOBSET_NAME_LABEL
+from airflow_provider_jax.manifest import status
+from airflow_provider_jax.manifest.jobset_api import JOBSET_NAME_LABEL
 from airflow_provider_jax.reporting import host_logs
 from airflow_provider_jax.triggers.watch.events import JobSetEvent
 from airflow_provider_jax.triggers.watch.pod_startup import REASON as CANNOT_START

@@ -28,11 +28,6 @@ class ResultRejected(JaxJobFailed):
     """The leader's result is somewhere Airflow will not read, or too large to read."""
 
 
-def result_location(output_dir: str) -> str:
-    """``<output_dir>/result.json``: where the runtime writes a result too big for a message."""
-    return result_uri(output_dir)
-
-
 @dataclass(frozen=True)
 class ResultReader:
     """Reads ``<output_dir>/result.json`` and nothing else.
@@ -50,7 +45,7 @@ class ResultReader:
 
     @property
     def location(self) -> str | None:
-        return result_location(self.output_dir) if self.output_dir else None
+        return result_uri(self.output_dir) if self.output_dir else None
 
     def from_message(self, message: Mapping[str, Any] | None, log: Any) -> tuple[Any, Any]:
         """(result, last report) from the leader's parsed success message, or from

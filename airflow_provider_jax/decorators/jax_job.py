@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk.bases.decorator import DecoratedOperator
 
-from airflow_provider_jax.jobset.data import encode
-from airflow_provider_jax.jobset.pod_command import to_json
-from airflow_provider_jax.operators.jax_job import JaxJobOperator
+from airflow_provider_jax.manifest.data_inputs import encode
+from airflow_provider_jax.manifest.pod_command import to_json
+from airflow_provider_jax.operators.job_operator import JaxJobOperator
 
 if TYPE_CHECKING:
     from airflow.sdk.bases.decorator import TaskDecorator

@@ -89,8 +89,8 @@ def api_retry() -> Callable[[F], F]:
     bounds (``api_retry_wait_min``/``max``), with the one backoff every caller uses.
 
     A coroutine's first try runs outside tenacity, which builds its retry state and rewraps
-    its callbacks on every call (some 50 µs of the event loop, against 0.3 µs) for calls that
-    nearly always succeed, a few per job end. Only a transient failure enters it, for the
+    its callbacks on every call, far more work than the call itself, for calls
+    that nearly always succeed, a few per job end. Only a transient failure enters it, for the
     tries left, with the waits they would have had."""
     wait = ExponentialJitter(API_RETRY_WAIT_MIN, API_RETRY_WAIT_MAX)
     retry_args: dict[str, Any] = {

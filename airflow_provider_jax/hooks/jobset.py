@@ -2,7 +2,7 @@
 
 Objects travel as the API server's own JSON (dicts), never as generated client models, so the
 sync and async clients, the trigger and the operator all read them with the same helpers
-(:mod:`airflow_provider_jax.jobset.status`).
+(:mod:`airflow_provider_jax.manifest.status`).
 """
 
 from __future__ import annotations
@@ -24,15 +24,15 @@ from kubernetes_asyncio.client.rest import RESTResponse
 from airflow_provider_jax.hooks.api_errors import api_retry
 from airflow_provider_jax.hooks.resources import Resource
 from airflow_provider_jax.hooks.shared_client import SharedApiClient
-from airflow_provider_jax.jobset.api import (
+from airflow_provider_jax.manifest.jobset_api import (
     COMPLETION_INDEX_ANNOTATION,
-    CONTAINER_NAME,
     GROUP,
     JOB_INDEX_LABEL,
     JOBSET_NAME_LABEL,
     PLURAL,
     VERSION,
 )
+from airflow_provider_jax.manifest.provider_keys import CONTAINER_NAME
 
 LOG_STREAM_TIMEOUT = (30, 600)  # s to connect; a log may sit idle 10 minutes before a reconnect
 LIST_PAGE_SIZE = 500  # objects per page of a list, as client-go's reflector reads them

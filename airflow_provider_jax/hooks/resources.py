@@ -12,15 +12,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_jax.jobset.api import (
-    GROUP,
-    KUEUE_JOB_UID_LABEL,
-    MANAGED_BY,
-    MANAGED_BY_LABEL,
-    PLURAL,
-    VERSION,
-)
-from airflow_provider_jax.jobset.status import as_read
+from airflow_provider_jax.manifest.jobset_api import GROUP, PLURAL, VERSION
+from airflow_provider_jax.manifest.kueue_keys import KUEUE_JOB_UID_LABEL
+from airflow_provider_jax.manifest.provider_keys import MANAGED_BY, MANAGED_BY_LABEL
+from airflow_provider_jax.manifest.status import as_read
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"

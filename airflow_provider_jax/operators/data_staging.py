@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_jax.jobset.data import Data
+from airflow_provider_jax.manifest.data_inputs import Data
 from airflow_provider_jax.runtime.location import GCS, Location
 
 MAX_STAGED_BYTES = 5 * 2**30  # larger data sets belong in GCS already

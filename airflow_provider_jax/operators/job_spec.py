@@ -9,20 +9,20 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.backends.contract import cluster_deadline_seconds
-from airflow_provider_jax.jobset import data
-from airflow_provider_jax.jobset.api import MANAGED_BY, MANAGED_BY_LABEL
-from airflow_provider_jax.jobset.build import build_jobset
-from airflow_provider_jax.jobset.data import Data
-from airflow_provider_jax.jobset.named_storage import Storage
-from airflow_provider_jax.jobset.names import jobset_name
-from airflow_provider_jax.jobset.pathways import (
+from airflow_provider_jax.manifest import data_inputs
+from airflow_provider_jax.manifest.build import build_jobset
+from airflow_provider_jax.manifest.data_inputs import Data
+from airflow_provider_jax.manifest.named_storage import Storage
+from airflow_provider_jax.manifest.names import jobset_name
+from airflow_provider_jax.manifest.pathways import (
     DEFAULT_PROXY_IMAGE,
     DEFAULT_SERVER_IMAGE,
     Pathways,
     check_scratch,
 )
-from airflow_provider_jax.jobset.pod_command import python_call
-from airflow_provider_jax.jobset.spec import JaxJobSpec
+from airflow_provider_jax.manifest.pod_command import python_call
+from airflow_provider_jax.manifest.provider_keys import MANAGED_BY, MANAGED_BY_LABEL
+from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.operators.argument_types import as_mapping
 from airflow_provider_jax.operators.data_staging import staging_uri
 from airflow_provider_jax.operators.secret_guard import refuse_masked_values
@@ -41,7 +41,7 @@ GKE_API = "https://container.googleapis.com/v1"
 
 
 class JobSpecBuilder:
-    """The spec-building half of :class:`~airflow_provider_jax.operators.jax_job.JaxJobOperator`."""
+    """The spec-building half of :class:`~airflow_provider_jax.operators.job_operator.JaxJobOperator`."""
 
     # Set by the operator.
     name: str | None
@@ -113,7 +113,7 @@ class JobSpecBuilder:
     def data_inputs(self, rendered: bool) -> list[Data]:
         """The ``Data(...)`` values among the function's arguments."""
         inputs: list[Data] = []
-        data.encode(self._call_arguments(rendered), inputs)
+        data_inputs.encode(self._call_arguments(rendered), inputs)
         return inputs
 
     def _identity_provider(self) -> str | None:
@@ -192,7 +192,9 @@ class JobSpecBuilder:
         return value if isinstance(value, dict) else {}
 
     def _python_call(self, **call: Any) -> tuple[list[str], dict[str, str]]:
-        call["kwargs"] = data.encode(call.get("kwargs") or {}, [])  # Data(...) travels as JSON
+        call["kwargs"] = data_inputs.encode(
+            call.get("kwargs") or {}, []
+        )  # Data(...) travels as JSON
         return python_call(
             output_dir=self.output_dir,
             initialize=self.initialize_distributed,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import conf
 
-from airflow_provider_jax.jobset.pod_command import RUNTIME_ENV
+from airflow_provider_jax.manifest.pod_command import RUNTIME_ENV
 from airflow_provider_jax.runtime.call import CALL_ENV, CHUNK_ENV
 
 if TYPE_CHECKING:

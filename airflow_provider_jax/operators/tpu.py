@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_provider_jax.jobset.accelerators import parse_tpu
-from airflow_provider_jax.operators.jax_job import JaxJobOperator
+from airflow_provider_jax.manifest.accelerators import parse_tpu
+from airflow_provider_jax.operators.job_operator import JaxJobOperator
 
 
 class JaxTpuSliceOperator(JaxJobOperator):

@@ -128,7 +128,7 @@ def _resumed_step() -> int | None:
 
 
 def _newest_step(step_prefix: str | None, length: int | None) -> int | None:
-    from airflow_provider_jax.runtime import orbax_steps, storage
+    from airflow_provider_jax.runtime import orbax_steps, stores
 
     where = checkpoint_dir()
     if where is None:
@@ -138,7 +138,7 @@ def _newest_step(step_prefix: str | None, length: int | None) -> int | None:
         location = orbax_steps.GcsLocation.from_url(where)
 
         def fetch(request: orbax_steps.ListRequest) -> orbax_steps.ListPage:
-            page = storage.list_page(location.bucket, request.prefix, request.page_token)
+            page = stores.list_page(location.bucket, request.prefix, request.page_token)
             return orbax_steps.ListPage.from_json(page)
 
         found = orbax_steps.run_search(orbax_steps.search_gcs(location, names, 0), fetch)

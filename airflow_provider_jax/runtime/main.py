@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_provider_jax import runtime
-from airflow_provider_jax.runtime import data_inputs, storage
+from airflow_provider_jax.runtime import data_paths, stores
 from airflow_provider_jax.runtime.call import decode_call
 from airflow_provider_jax.runtime.coordinator import wait_to_join
 from airflow_provider_jax.runtime.env import (
@@ -62,7 +62,7 @@ def main() -> int:
         elif call.get("initialize", True):
             distributed = initialize_distributed()
         function = load_function(call)
-        kwargs = data_inputs.resolve(call.get("kwargs") or {})  # Data(...) -> local paths
+        kwargs = data_paths.resolve(call.get("kwargs") or {})  # Data(...) -> local paths
         runtime._total_steps = call.get("total_steps")
         watchdog = runtime._watchdog = watch_progress(call.get("progress_timeout"))
         result = function(**kwargs)
@@ -217,7 +217,7 @@ def leader_message(
             f"operator so it goes to <output_dir>/{RESULT_FILE}, or return less."
         )
     uri = result_uri(output_dir)
-    storage.write_text(uri, text)
+    stores.write_text(uri, text)
     for candidate in (report, None):
         try:
             return success_message(result_uri=uri, report=candidate, resumed_from=resumed_from)

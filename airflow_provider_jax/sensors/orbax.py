@@ -124,7 +124,7 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
                 step_prefix=query.step_prefix,
                 step_format_fixed_length=query.step_format_fixed_length,
                 gcp_conn_id=query.gcp_conn_id,
-                poke_interval=self.poke_interval,
+                poll_interval=self.poke_interval,
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),

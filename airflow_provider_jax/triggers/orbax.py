@@ -24,6 +24,9 @@ class OrbaxCheckpointTrigger(BaseTrigger):
     Yields exactly one event: ``{"status": "success", "checkpoint": {...}}`` or, when waiting
     cannot help (missing bucket, 403), ``{"status": "error", "message": ...}``. Transient storage
     errors are retried with backoff inside each check and otherwise just wait for the next one.
+
+    :param poll_interval: seconds between checks (the sensor's ``poke_interval``). Rows that
+        release 0.1 stored call it ``poke_interval``; they still load.
     """
 
     def __init__(
@@ -34,7 +37,8 @@ class OrbaxCheckpointTrigger(BaseTrigger):
         step_prefix: str | None = None,
         step_format_fixed_length: int | None = None,
         gcp_conn_id: str = "google_cloud_default",
-        poke_interval: float = 60.0,
+        poll_interval: float = 60.0,
+        poke_interval: float | None = None,
     ) -> None:
         super().__init__()
         self.query = CheckpointQuery(
@@ -44,12 +48,12 @@ class OrbaxCheckpointTrigger(BaseTrigger):
             step_format_fixed_length=step_format_fixed_length,
             gcp_conn_id=gcp_conn_id,
         )
-        self.poke_interval = float(poke_interval)
+        self.poll_interval = float(poll_interval if poke_interval is None else poke_interval)
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
             f"{type(self).__module__}.{type(self).__qualname__}",
-            {**asdict(self.query), "poke_interval": self.poke_interval},
+            {**asdict(self.query), "poll_interval": self.poll_interval},
         )
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
@@ -71,6 +75,6 @@ class OrbaxCheckpointTrigger(BaseTrigger):
                     "No finalized step >= %d in %s yet; next check in %.0fs",
                     self.query.min_step,
                     where,
-                    self.poke_interval,
+                    self.poll_interval,
                 )
-            await asyncio.sleep(self.poke_interval)
+            await asyncio.sleep(self.poll_interval)

@@ -17,8 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.backends.local.pods import plan_pods
-from airflow_provider_jax.jobset.api import REPLICATED_JOB_LABEL
-from airflow_provider_jax.jobset.failure_policy import FAIL_JOBSET_REASON, jobset_action, on_failure
+from airflow_provider_jax.manifest.failure_policy import (
+    FAIL_JOBSET_REASON,
+    jobset_action,
+    on_failure,
+)
+from airflow_provider_jax.manifest.jobset_api import REPLICATED_JOB_LABEL
 from harness.k8s_emulator.kubelet import Exit, PodRun, Runner, killed_within
 from harness.k8s_emulator.objects import fail_message, pod_object, set_condition
 from harness.k8s_emulator.scheduler import Scheduler, unschedulable

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_provider_jax.backends.local.pods import PodPlan
-from airflow_provider_jax.jobset.api import COMPLETION_INDEX_ANNOTATION
+from airflow_provider_jax.manifest.jobset_api import COMPLETION_INDEX_ANNOTATION
 from harness.k8s_emulator.kubelet import PodRun
 from harness.k8s_emulator.store import now
 

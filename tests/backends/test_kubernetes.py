@@ -24,7 +24,6 @@ from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
 from airflow_provider_jax.backends.kubernetes_failure import explain_failure
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed, JobSetConflict
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
-from airflow_provider_jax.jobset.failure_policy import CODE_ERROR_RULE
 from airflow_provider_jax.links.jobset import (
     JobSetLogsLink,
     JobSetWorkloadLink,
@@ -33,6 +32,7 @@ from airflow_provider_jax.links.jobset import (
     gke_workload_url,
     kueue_events_url,
 )
+from airflow_provider_jax.manifest.failure_policy import CODE_ERROR_RULE
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.reporting.host_logs import SUMMARY_HEADER, SUMMARY_LINES
 from airflow_provider_jax.runtime.messages import failure_message, success_message

@@ -19,7 +19,7 @@ from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
 from airflow_provider_jax.backends.local.backend import LocalBackend
 from airflow_provider_jax.backends.result import ResultReader, ResultRejected
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
-from airflow_provider_jax.jobset.build import build_jobset
+from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import success_message
 from airflow_provider_jax.triggers.watch.events import JobSetEvent

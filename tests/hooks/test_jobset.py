@@ -13,7 +13,7 @@ from kubernetes_asyncio.client.rest import RESTClientObject
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import JobSetExists
 from airflow_provider_jax.hooks.resources import JOBSETS
-from airflow_provider_jax.jobset import status
+from airflow_provider_jax.manifest import status
 from harness.jobsets import disrupt_host, manifest, succeed
 from harness.k8s_emulator import Emulator, Faults
 

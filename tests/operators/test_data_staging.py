@@ -13,7 +13,7 @@ import pytest
 from airflow_provider_jax import Data
 from airflow_provider_jax.operators import JaxTpuSliceOperator, data_staging
 from airflow_provider_jax.runtime import data_inputs
-from airflow_provider_jax.runtime.data_inputs import MARKER
+from airflow_provider_jax.runtime.data_paths import MARKER
 
 LOG = logging.getLogger("tests.staging")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from airflow_provider_jax.runtime.call import decode_call
-from airflow_provider_jax.runtime.data_inputs import MARKER
+from airflow_provider_jax.runtime.data_paths import MARKER
 from harness.gcs_emulator import GcsEmulator
 from harness.jobsets import fail_host, run_forever, succeed
 from harness.k8s_emulator import Emulator, Faults, PodRun, PodScript

@@ -5,8 +5,8 @@ import subprocess
 
 from airflow.sdk import DAG
 
-from airflow_provider_jax.jobset.api import KUEUE_QUEUE_LABEL
-from airflow_provider_jax.jobset.pod_command import CALL_ENV, OUTPUT_DIR_ENV
+from airflow_provider_jax.manifest.kueue_keys import KUEUE_QUEUE_LABEL
+from airflow_provider_jax.manifest.pod_command import CALL_ENV, OUTPUT_DIR_ENV
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
 from tests.support.airflow_home import AIRFLOW
 from tests.support.imports import heavy_modules_loaded_by

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import yaml
 
-from airflow_provider_jax.jobset.pod_command import runtime_bundle
+from airflow_provider_jax.manifest.pod_command import runtime_bundle
 from airflow_provider_jax.operators.rendered_manifest import digest, for_display, manifest_yaml
 from airflow_provider_jax.runtime.call import decode_call
 from harness.jobsets import matching, succeed

@@ -12,7 +12,7 @@ import pytest
 from airflow_provider_jax.backends.local.localize import free_ports, localize
 from airflow_provider_jax.backends.local.pods import plan_pods
 from airflow_provider_jax.backends.local.processes import PodProcess
-from airflow_provider_jax.jobset.build import build_jobset
+from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.exits import (
     CODE_ERROR,

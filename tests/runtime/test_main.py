@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from airflow_provider_jax.jobset.pod_command import TERMINATION_PATH_ENV, python_call
-from airflow_provider_jax.runtime import storage
+from airflow_provider_jax.manifest.pod_command import TERMINATION_PATH_ENV, python_call
+from airflow_provider_jax.runtime import stores
 from airflow_provider_jax.runtime.call import CHUNKS_ENV
 from airflow_provider_jax.runtime.messages import REPORT_PREFIX, parse_message
 from tests.support.jobset_schema import REPO
@@ -166,7 +166,7 @@ def test_large_result_goes_to_gcs(tmp_path, gcs_bucket):
     )
     assert code == 0, output
     assert message["result_uri"] == f"{uri}/result.json"
-    assert json.loads(storage.read_text(message["result_uri"])) == "x" * 6000
+    assert json.loads(stores.read_text(message["result_uri"])) == "x" * 6000
 
 
 def _wheel(directory: Path, name: str, version: str, module_source: str) -> Path:

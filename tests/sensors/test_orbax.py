@@ -162,7 +162,7 @@ def test_deferrable_defers_then_returns_the_step_the_trigger_found(checkpoint_ro
     assert deferred.value.timeout == timedelta(seconds=600)
     classpath, kwargs = deferred.value.trigger.serialize()
     assert kwargs["min_step"] == 20
-    assert kwargs["poke_interval"] == sensor.poke_interval
+    assert kwargs["poll_interval"] == sensor.poke_interval
     # The triggerer rebuilds the trigger from its serialized form, then runs it.
     trigger = import_string(classpath)(**kwargs)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from airflow_provider_jax.backends import JobSettings, Outcome
 from airflow_provider_jax.backends.local.backend import LocalBackend
-from airflow_provider_jax.jobset.build import build_jobset
+from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from tests.support.jobset_schema import REPO
 

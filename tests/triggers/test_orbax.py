@@ -29,7 +29,7 @@ def test_serialize_holds_plain_data_and_round_trips() -> None:
         step_prefix="ckpt",
         step_format_fixed_length=6,
         gcp_conn_id="gcp_training",
-        poke_interval=30,
+        poll_interval=30,
     )
 
     classpath, kwargs = trigger.serialize()
@@ -42,9 +42,25 @@ def test_serialize_holds_plain_data_and_round_trips() -> None:
         "step_prefix": "ckpt",
         "step_format_fixed_length": 6,
         "gcp_conn_id": "gcp_training",
-        "poke_interval": 30.0,
+        "poll_interval": 30.0,
     }
     assert import_string(classpath)(**kwargs).serialize() == (classpath, kwargs)
+
+
+def test_a_row_stored_by_release_0_1_still_loads() -> None:
+    """0.1 called the interval ``poke_interval``, as the sensor does; its rows resume."""
+    stored = {
+        "checkpoint_dir": "gs://bkt/runs/llm",
+        "min_step": 10_000,
+        "step_prefix": None,
+        "step_format_fixed_length": None,
+        "gcp_conn_id": "google_cloud_default",
+        "poke_interval": 30.0,
+    }
+    trigger = OrbaxCheckpointTrigger(**stored)
+    assert trigger.poll_interval == 30.0
+    resaved = {k: v for k, v in stored.items() if k != "poke_interval"}
+    assert trigger.serialize()[1] == {**resaved, "poll_interval": 30.0}
 
 
 def _root_listings(emulator: GcsEmulator, bucket: str) -> list[Any]:
@@ -66,7 +82,7 @@ async def test_waits_for_min_step_then_fires_once_when_the_save_lands(
     if storage == "gcs":
         emulator.clear_requests()
     trigger = OrbaxCheckpointTrigger(
-        checkpoint_dir=root, min_step=3, poke_interval=0.1, **layout.sensor_kwargs
+        checkpoint_dir=root, min_step=3, poll_interval=0.1, **layout.sensor_kwargs
     )
     events = trigger.run()
     first = asyncio.ensure_future(anext(events))
@@ -94,7 +110,7 @@ async def test_waits_for_min_step_then_fires_once_when_the_save_lands(
 
 
 async def test_missing_bucket_is_an_error_event(gcs_emulator: GcsEmulator) -> None:
-    trigger = OrbaxCheckpointTrigger(checkpoint_dir="gs://no-such-bucket/run", poke_interval=60)
+    trigger = OrbaxCheckpointTrigger(checkpoint_dir="gs://no-such-bucket/run", poll_interval=60)
 
     event = await _first_event(trigger)
 
@@ -104,7 +120,7 @@ async def test_missing_bucket_is_an_error_event(gcs_emulator: GcsEmulator) -> No
 
 async def test_forbidden_is_an_error_event(gcs_emulator: GcsEmulator, gcs_bucket: str) -> None:
     gcs_emulator.fail_next(403, times=10)
-    trigger = OrbaxCheckpointTrigger(checkpoint_dir=f"gs://{gcs_bucket}/run", poke_interval=60)
+    trigger = OrbaxCheckpointTrigger(checkpoint_dir=f"gs://{gcs_bucket}/run", poll_interval=60)
 
     event = await _first_event(trigger)
 
@@ -121,7 +137,7 @@ async def test_transient_errors_are_retried_within_a_check(
     gcs_emulator.clear_requests()
     gcs_emulator.fail_next(503, times=1, matches=lambda r: r.is_list)
     gcs_emulator.fail_next(429, times=1, matches=lambda r: r.param("prefix") == "run/7/")
-    trigger = OrbaxCheckpointTrigger(checkpoint_dir=root, poke_interval=60)
+    trigger = OrbaxCheckpointTrigger(checkpoint_dir=root, poll_interval=60)
 
     event = await _first_event(trigger)
 

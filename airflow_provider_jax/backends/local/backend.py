@@ -16,7 +16,7 @@ from airflow_provider_jax.backends.local.runner import LocalJobSet
 from airflow_provider_jax.backends.result import ResultReader
 from airflow_provider_jax.backends.timeout_alarm import postpone_airflows_alarm
 from airflow_provider_jax.exceptions import JaxJobFailed
-from airflow_provider_jax.jobset.capacity import described
+from airflow_provider_jax.manifest.capacity import described
 from airflow_provider_jax.runtime.messages import resumed_step
 
 

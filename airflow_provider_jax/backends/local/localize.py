@@ -12,7 +12,7 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_jax.jobset.coordination import SHARED_PORT_RANGE
+from airflow_provider_jax.manifest.coordination import SHARED_PORT_RANGE
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     COORDINATOR_IP_ENV,

@@ -12,9 +12,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_jax.jobset.accelerators.model import TPU_RESOURCE
-from airflow_provider_jax.jobset.api import CONTAINER_NAME
-from airflow_provider_jax.jobset.pathways import HEAD, WORKER
+from airflow_provider_jax.manifest.accelerators.model import TPU_RESOURCE
+from airflow_provider_jax.manifest.pathways import HEAD, WORKER
+from airflow_provider_jax.manifest.provider_keys import CONTAINER_NAME
 from airflow_provider_jax.reporting.goodput import chips
 
 

@@ -2,7 +2,7 @@
 
 Run as a script, isolated and without ``site`` (``processes.POD_INIT_ARGV``), stdlib only, and
 it starts its command with ``posix_spawnp``, not ``subprocess``: every pod pays its start
-before the user's first line, and so it is one bare interpreter start, about 20 ms. It makes
+before the user's first line, and so it is one bare interpreter start. It makes
 itself a child subreaper (``PR_SET_CHILD_SUBREAPER``), so whatever the command starts stays in
 its process tree even after leaving its session (``start_new_session=True``), where killing a
 process group cannot reach it. It runs the command, and once the command exits it kills every

@@ -12,14 +12,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_jax.jobset.api import (
+from airflow_provider_jax.manifest.jobset_api import (
     COMPLETION_INDEX_ANNOTATION,
     JOB_INDEX_LABEL,
     JOBSET_NAME_LABEL,
     REPLICATED_JOB_LABEL,
     RESTART_ATTEMPT_LABEL,
-    TERMINATION_MESSAGE_PATH,
 )
+from airflow_provider_jax.manifest.provider_keys import TERMINATION_MESSAGE_PATH
 from airflow_provider_jax.runtime.messages import host_tag
 
 _FIELD_PATH = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")

@@ -29,7 +29,7 @@ from airflow_provider_jax.backends.local.storage_links import linked_storage
 from airflow_provider_jax.backends.timeout_alarm import disarm_airflows_alarm
 from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.exceptions import JaxJobFailed
-from airflow_provider_jax.jobset.failure_policy import on_failure, restartable_in
+from airflow_provider_jax.manifest.failure_policy import on_failure, restartable_in
 from airflow_provider_jax.reporting import host_logs
 from airflow_provider_jax.reporting.failures import ProcessFailure, culprits_first, restart_line
 from airflow_provider_jax.reporting.goodput import GoodputClock, chips

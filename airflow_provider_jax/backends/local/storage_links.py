@@ -11,9 +11,9 @@ import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from airflow_provider_jax.jobset.api import CONTAINER_NAME
-from airflow_provider_jax.jobset.data import FUSE_MOUNT_ROOT
-from airflow_provider_jax.jobset.named_storage import LOCAL_STORAGE_ENV
+from airflow_provider_jax.manifest.data_inputs import FUSE_MOUNT_ROOT
+from airflow_provider_jax.manifest.named_storage import LOCAL_STORAGE_ENV
+from airflow_provider_jax.manifest.provider_keys import CONTAINER_NAME
 
 
 def _storage_mounts(manifest: Mapping[str, Any]) -> list[tuple[str, str]]:

@@ -16,7 +16,7 @@ from typing import Any
 from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.hooks.api_errors import api_status, explain
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
-from airflow_provider_jax.jobset import status
+from airflow_provider_jax.manifest import status
 from airflow_provider_jax.triggers.watch.events import (
     ERROR,
     FAILED,

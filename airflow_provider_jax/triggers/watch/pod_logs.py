@@ -23,7 +23,7 @@ from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
-from airflow_provider_jax.jobset import status
+from airflow_provider_jax.manifest import status
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress, kubelet_time
 from airflow_provider_jax.runtime.messages import host_tag, parse_report

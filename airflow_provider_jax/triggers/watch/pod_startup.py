@@ -29,7 +29,7 @@ from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
-from airflow_provider_jax.jobset import status
+from airflow_provider_jax.manifest import status
 
 CHECK_DELAYS = (5, 10, 20, 30)  # seconds between pod lists while not ready; then every 60 s
 CHECK_EVERY = 60

@@ -27,8 +27,8 @@ from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.hooks.resources import WORKLOADS
-from airflow_provider_jax.jobset import status
-from airflow_provider_jax.jobset.api import KUEUE_QUEUE_LABEL
+from airflow_provider_jax.manifest import status
+from airflow_provider_jax.manifest.kueue_keys import KUEUE_QUEUE_LABEL
 from airflow_provider_jax.reporting.goodput import epoch
 from airflow_provider_jax.triggers.watch.informer import subscribe
 from airflow_provider_jax.triggers.watch.queue_position import follow_position

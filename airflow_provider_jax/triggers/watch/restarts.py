@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import explain
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
-from airflow_provider_jax.jobset import status
+from airflow_provider_jax.manifest import status
 from airflow_provider_jax.reporting.failures import ProcessFailure, restart_line
 
 

@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_jax.jobset import status
+from airflow_provider_jax.manifest import status
 from airflow_provider_jax.reporting.goodput import GoodputClock, chips, epoch
 from airflow_provider_jax.runtime.messages import parse_resumed
 

@@ -1,18 +1,17 @@
 """How many pod log streams one triggerer holds open at once: ``[jax] max_log_streams``.
 
 A followed log holds an HTTP connection for as long as its pod runs, and asyncio gives every
-TLS connection a 256 KiB read buffer: about 0.3 MiB of the triggerer's memory per streamed
-job, and one long-lived request on the API server (which proxies it to the kubelet). Past
+TLS connection its own read buffer: most of what a streamed job costs the triggerer's memory,
+and one long-lived request on the API server (which proxies it to the kubelet). Past
 the limit a log waits for a free slot, first come first served; a job that ends before its
 turn shows its last lines, read once in one short request.
 
 At most ``MAX_OPENING`` streams are being opened at once. Each opening is a TLS handshake
-and a request, some 5 ms of the event loop, and they come in crowds: a thousand triggers
-resuming, or an API server restart that breaks every stream at once and hands each slot to the
-next job in line. Bounded, the loop still hears the JobSets that end meanwhile (at N = 10,000,
-unbounded: p95 detection 3.1 s; bounded: 1.7 s). A bound on openings in flight, not a rate:
-paced at 100 a second, the same 1,000 openings cost a third more CPU spread out than
-back to back (``bench/triggerer_scale.py``).
+and a request on the event loop, and they come in crowds: a thousand triggers resuming, or an
+API server restart that breaks every stream at once and hands each slot to the next job in
+line. Bounded, the loop still hears the JobSets that end meanwhile. A bound on openings in
+flight, not a rate: pacing spreads the handshakes out and costs more CPU in all
+(``bench/triggerer_scale.py``; the figures are in ``docs/kubernetes.md``).
 """
 
 from __future__ import annotations

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 from airflow_provider_jax import Data
-from airflow_provider_jax.runtime import storage
+from airflow_provider_jax.runtime import stores
 from tests.support.local_runs import run
 
 
 def test_every_host_gets_the_gcs_data_set_as_a_path(gcs_emulator, gcs_bucket):
     for name, text in {"ds/a.csv": "1,2\n", "ds/sub/b.csv": "3,4\n"}.items():
-        storage.write_text(f"gs://{gcs_bucket}/{name}", text)
+        stores.write_text(f"gs://{gcs_bucket}/{name}", text)
     result, _ = run(
         "read_dataset",
         entrypoint_kwargs={"dataset": Data(f"gs://{gcs_bucket}/ds/", fuse=True)},

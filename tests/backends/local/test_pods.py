@@ -4,7 +4,7 @@ import pytest
 
 from airflow_provider_jax.backends.local.localize import free_ports
 from airflow_provider_jax.backends.local.pods import expand
-from airflow_provider_jax.jobset.coordination import SHARED_PORT_RANGE
+from airflow_provider_jax.manifest.coordination import SHARED_PORT_RANGE
 
 ENV = {"A": "x", "B": "$(A)", "EMPTY": ""}
 

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from airflow_provider_jax import Storage
-from airflow_provider_jax.jobset.named_storage import LOCAL_STORAGE_ENV
+from airflow_provider_jax.manifest.named_storage import LOCAL_STORAGE_ENV
 from tests.support.local_runs import run
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from airflow.sdk import DAG, task
 
 from airflow_provider_jax import Data
-from airflow_provider_jax.jobset.secret_refs import SecretRef
+from airflow_provider_jax.manifest.secret_refs import SecretRef
 from tests.support.dag_tasks import tpu
 
 

@@ -8,7 +8,7 @@ import asyncio
 import math
 from dataclasses import replace
 
-from airflow_provider_jax.jobset.failure_policy import (
+from airflow_provider_jax.manifest.failure_policy import (
     BACKOFF_LIMIT_EXCEEDED,
     POD_FAILURE_POLICY,
     job_failure_reason,

@@ -1,0 +1,159 @@
+"""Turn "call this Python function" into a command and env that run in any image with Python.
+
+The stdlib-only runtime (``airflow_provider_jax.runtime``) travels inside the pod spec as a
+zipped env value, so images need JAX but not this provider. The call itself is JSON; nothing
+is ever pickled.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import io
+import json
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from airflow_provider_jax.runtime.call import CALL_ENV, encode_call
+from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, TERMINATION_PATH_ENV
+from airflow_provider_jax.runtime.messages import is_count
+
+__all__ = [
+    "CALL_ENV",
+    "OUTPUT_DIR_ENV",
+    "TERMINATION_PATH_ENV",
+    "python_call",
+    "runtime_bundle",
+    "to_json",
+]
+
+RUNTIME_ENV = "AIRFLOW_JAX_RUNTIME"
+
+BOOTSTRAP = (
+    "import base64,os,sys,tempfile\n"
+    "p=os.path.join(tempfile.mkdtemp(prefix='airflow-jax-'),'runtime.zip')\n"
+    f"open(p,'wb').write(base64.b64decode(os.environ['{RUNTIME_ENV}']))\n"
+    "sys.path.insert(0,p)\n"
+    "from airflow_provider_jax.runtime.main import main\n"
+    "sys.exit(main())\n"
+)
+
+
+_BUNDLE_INIT = "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n"
+
+
+@functools.cache
+def runtime_bundle() -> str:
+    """The runtime package, zipped and base64-encoded. Deterministic, so manifests are too."""
+    package = Path(__file__).parents[1]  # airflow_provider_jax/, whose runtime/ is shipped
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        # Extend, not shadow: with the provider installed in the image, its other modules
+        # (say, operators imported by a DAG-side entrypoint module) stay importable.
+        zf.writestr(zipfile.ZipInfo("airflow_provider_jax/__init__.py"), _BUNDLE_INIT)
+        for path in sorted((package / "runtime").rglob("*.py")):
+            arcname = path.relative_to(package.parent).as_posix()
+            zf.writestr(zipfile.ZipInfo(arcname), path.read_bytes())
+    return base64.b64encode(buffer.getvalue()).decode()
+
+
+def to_json(value: Any, what: str) -> str:
+    """JSON-encode ``value`` or raise a ValueError that names ``what`` and the bad type."""
+    try:
+        return json.dumps(value, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise ValueError(
+            f"{what} must be JSON-serializable (results and arguments travel as JSON, never "
+            f"pickled): {err}"
+        ) from None
+
+
+def python_call(
+    *,
+    entrypoint: str | None = None,
+    source: str | None = None,
+    function: str | None = None,
+    kwargs: dict[str, Any] | None = None,
+    output_dir: str | None = None,
+    initialize: bool = True,
+    pip_packages: list[str] | None = None,
+    python: str = "python3",
+    progress_timeout: float | None = None,
+    total_steps: int | None = None,
+) -> tuple[list[str], dict[str, str]]:
+    """Command and env that run ``entrypoint`` (``"pkg.module:function"``) or ``function``
+    from shipped ``source`` in every process, after ``jax.distributed.initialize()``."""
+    if (entrypoint is None) == (source is None):
+        raise ValueError("give exactly one of entrypoint or source")
+    if entrypoint is not None:
+        module, sep, attr = entrypoint.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(
+                f"entrypoint must look like 'package.module:function', got {entrypoint!r}"
+            )
+    kwargs = kwargs or {}
+    if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
+        raise ValueError(f"kwargs must be a dict with string keys, got {kwargs!r}")
+    for key, value in kwargs.items():
+        to_json(value, f"argument {key!r}")
+    call = {
+        "entrypoint": entrypoint,
+        "source": source,
+        "function": function,
+        "kwargs": kwargs,
+        "initialize": initialize,
+        "pip_packages": list(pip_packages or []),
+    }
+    if progress_timeout:
+        call["progress_timeout"] = progress_timeout
+    if (total := _total_steps(total_steps)) is not None:
+        call["total_steps"] = total
+    env = {RUNTIME_ENV: runtime_bundle(), **encode_call(call)}
+    if output_dir:
+        env[OUTPUT_DIR_ENV] = output_dir
+    return [python, "-c", BOOTSTRAP], env
+
+
+def _total_steps(value: Any) -> int | None:
+    """A positive step count, from an int or (rendered without native types) its digits; a
+    Jinja template not rendered yet is checked once it is."""
+    if value is None or (isinstance(value, str) and "{" in value):
+        return None
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not is_count(value) or value < 1:
+        raise ValueError(f"total_steps must be a positive integer, got {value!r}")
+    return value
+
+
+# The image's JAX is built for its accelerator (libtpu, CUDA); a pip install must never shadow it.
+ACCELERATOR_MATCHED = frozenset({"jax", "jaxlib", "libtpu", "libtpu-nightly"})
+
+
+def split_pip_packages(packages: list[str]) -> tuple[list[str], list[str]]:
+    """``(kept, dropped)``: requirements to install at process start, and the accelerator-
+    matched ones (jax, jaxlib, libtpu, jax[...] and friends) left to the image."""
+    if not packages:  # most tasks: no packaging import at DAG parse
+        return [], []
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    kept, dropped = [], []
+    for i, spec in enumerate(packages):
+        if not isinstance(spec, str):
+            raise ValueError(f"pip_packages entries must be strings, got {spec!r}")
+        try:
+            name = canonicalize_name(Requirement(spec).name)
+        except InvalidRequirement:
+            # pip would take "--index-url=..." or "-r file" as an option: only requirements go.
+            raise ValueError(
+                f"pip_packages[{i}] {spec!r} is not a requirement specifier (PEP 508, e.g. "
+                "'optax>=0.2' or 'pkg @ https://host/pkg.whl'); pip options are not passed. To "
+                "install from another index, set PIP_INDEX_URL or PIP_EXTRA_INDEX_URL in env, "
+                "or through secrets= when the URL holds a credential."
+            ) from None
+        (dropped if name in ACCELERATOR_MATCHED or name.startswith("jax-cuda") else kept).append(
+            spec
+        )
+    return kept, dropped
