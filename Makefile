@@ -13,7 +13,7 @@ export AIRFLOW_HOME ?= $(CURDIR)/.airflow
 # from bytecode; `import orbax.checkpoint` 5.8 s against 1.9 s.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install test lint format demo dags-test bench lock clean cluster cluster-down control-plane
+.PHONY: install check test lint format demo dags-test bench lock clean cluster cluster-down control-plane
 
 install: $(STAMP)
 
@@ -23,6 +23,15 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 	$(UV) pip install -q --python $(PY) -c requirements/constraints.txt -e ".[test,docs]"
 	touch $@
 
+# The fast tier, for a change to one module: lint, then every test that needs neither the real
+# control plane, nor a running Airflow stack, nor a drill of a minute or more (the markers in
+# pyproject.toml; tests/conftest.py marks the first two from the fixtures a test uses).
+CHECK_MARKERS := not real_cluster and not airflow_stack and not slow
+
+check: lint
+	$(PY) -m pytest -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
+
+# The whole suite: what CI runs.
 test: lint control-plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 

@@ -14,6 +14,9 @@ import pytest
 from bench.__main__ import BENCHES
 from tests.support.jobset_schema import REPO
 
+# Every bench in its quick mode: make check skips it.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.timeout(600)
 def test_every_bench_runs_and_states_its_targets():

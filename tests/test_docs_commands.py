@@ -48,8 +48,15 @@ def test_the_blocks_that_need_gke_are_only_kubectl_and_gcloud():
     assert len(RUNNABLE) >= 2, RUNNABLE
 
 
+def _tier(code: str) -> list[pytest.MarkDecorator]:
+    """``make cluster`` starts the real control plane: that block is in its tier."""
+    return [pytest.mark.real_cluster] if re.search(r"^make cluster\b", code, re.M) else []
+
+
 @pytest.mark.timeout(600)
-@pytest.mark.parametrize("code", RUNNABLE, ids=lambda code: RUNNABLE[code][0])
+@pytest.mark.parametrize(
+    "code", [pytest.param(code, id=where[0], marks=_tier(code)) for code, where in RUNNABLE.items()]
+)
 def test_a_documented_command_runs_as_written_in_a_fresh_shell(code: str):
     status, out = fresh_shell(code)
     assert status == 0, out[-5000:]

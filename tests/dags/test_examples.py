@@ -14,6 +14,9 @@ import pytest
 from tests.support.jobset_schema import REPO
 from tests.support.xcoms import xcoms
 
+# Each example DAG through `airflow dags test`: make check skips it.
+pytestmark = pytest.mark.slow
+
 
 def run_dag(airflow_home, tmp_path, *args: str, env: dict[str, str] | None = None):
     run = airflow_home.airflow(

@@ -13,6 +13,7 @@ from tests.support.fresh_shell import fresh_shell
 from tests.support.jobset_schema import REPO
 
 
+@pytest.mark.slow  # the README's first command, from a fresh shell
 @pytest.mark.timeout(600)
 def test_make_demo_trains_across_two_processes():
     status, out = fresh_shell("make demo")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+import pytest
+
 from airflow_provider_jax.links.tensorboard import TensorBoardLink, tensorboard_url
 from tests.support.xcoms import xcoms
 
@@ -66,6 +68,7 @@ with DAG("tensorboard_link", schedule=None):
 """
 
 
+@pytest.mark.slow  # a real DAG run, then the link read as the UI reads it
 def test_a_run_that_wrote_event_files_gets_the_link_in_the_ui(airflow_home, tmp_path):
     """For real: ``airflow dags test`` on the local backend; the link's XCom is what the
     UI's extra-link endpoint returns."""

@@ -12,7 +12,7 @@ import pytest
 
 from airflow_provider_jax import Data
 from airflow_provider_jax.operators import JaxTpuSliceOperator, data_staging
-from airflow_provider_jax.runtime import data_inputs
+from airflow_provider_jax.runtime import data_paths
 from airflow_provider_jax.runtime.data_paths import MARKER
 
 LOG = logging.getLogger("tests.staging")
@@ -51,7 +51,7 @@ def test_uploaded_once_by_content_and_read_back_whole(gcs_emulator, gcs_bucket, 
     assert sum("Uploading Data(" in m and "13 file(s)" in m for m in caplog.messages) == 1
     assert any(re.match(r"Uploading Data\(.*\): [\d.]+ of [\d.]+ MiB$", m) for m in caplog.messages)
     assert any("not uploaded again" in m for m in caplog.messages)
-    pod_view = Path(data_inputs.resolve({MARKER: {"uri": data.staged, "mount": None}}))
+    pod_view = Path(data_paths.resolve({MARKER: {"uri": data.staged, "mount": None}}))
     original = tmp_path / "ds"
     assert {
         str(p.relative_to(pod_view)): p.read_text() for p in pod_view.rglob("*") if p.is_file()

@@ -25,6 +25,9 @@ from harness.k8s_emulator import Emulator, Faults, PodRun, PodScript
 from tests.support.airflow_home import AirflowHome
 from tests.support.dag_runs import DAGS, Run, env, run_dag
 
+# `airflow dags test` against the emulator, pods as processes: make check skips it.
+pytestmark = pytest.mark.slow
+
 DAG_FILE = DAGS / "kubernetes_dags.py"
 DATA_BUCKET = "e2e-data"
 

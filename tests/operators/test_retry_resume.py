@@ -10,6 +10,9 @@ import pytest
 
 from tests.support.xcoms import xcoms
 
+# Real Airflow retries of a real multi-process job: make check skips it.
+pytestmark = pytest.mark.slow
+
 DAG = """
 from datetime import timedelta
 

@@ -19,6 +19,9 @@ from tests.support.jobset_schema import REPO
 from tests.support.local_runs import LOG, run_outcome
 from tests.support.orbax_saves import save_steps
 
+# Real JAX jobs killed and resumed from Orbax checkpoints: make check skips it.
+pytestmark = pytest.mark.slow
+
 PROBE = """
 import json, sys
 before = set(sys.modules)  # some site setups preload namespace packages such as google.cloud

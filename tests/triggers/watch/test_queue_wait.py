@@ -137,6 +137,7 @@ async def test_a_provisioned_request_admits_and_a_retry_is_logged(k8s, capsys):
     assert event["status"] == "success"
 
 
+@pytest.mark.slow  # it waits out a 20 s queue_timeout
 async def test_queue_timeout_fails_at_its_time_with_the_last_reason(k8s, capsys):
     """The one slow drill (20 s): it also measures what a waiting job costs the API."""
     k8s.queues(ClusterQueue("cq", {TPU: 0}, flavor="v5e"), LocalQueue("default", "q", "cq"))
