@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-jax-tests-"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
+from harness import reaper
 from tests.support.jobset_schema import SCHEMA_PATH, jobset_validator
 
 pytest_plugins = [
@@ -41,6 +43,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for marker, fixtures in TIER_FIXTURES.items():
             if used.intersection(fixtures):
                 item.add_marker(marker)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every process group and daemon the run starts (the control plane, the fake kubelet's
+    pods, PostgreSQL, a running Airflow) dies with the run, even one killed by a signal."""
+    if not hasattr(config, "workerinput"):
+        reaper.start(Path(tempfile.mkdtemp(prefix="airflow-jax-reaper-")))
 
 
 def pytest_report_header() -> list[str]:

@@ -56,28 +56,78 @@ class JaxDecoratedMixin(DecoratedOperator):
         return super().build_manifest(context)
 
     def _program(self, rendered: bool) -> tuple[list[str], dict[str, str]]:
+        args, kwargs = self._call(rendered)
         return self._python_call(
             source=self.get_python_source(),
             function=self.python_callable.__name__,
-            kwargs=self._call_kwargs(rendered),
+            args=args,
+            kwargs=kwargs,
         )
 
     def _call_arguments(self, rendered: bool) -> Mapping[str, Any]:
-        return self._call_kwargs(rendered)
+        """Every value the function gets, positional ones under ``*<index>``."""
+        args, kwargs = self._call(rendered)
+        return {**{f"*{i}": value for i, value in enumerate(args)}, **kwargs}
 
-    def _call_kwargs(self, rendered: bool) -> dict[str, Any]:
-        """Bind op_args/op_kwargs to parameter names; fill asked-for context keys."""
+    def _call(self, rendered: bool) -> tuple[list[Any], dict[str, Any]]:
+        """op_args/op_kwargs bound as Python binds them (so ``*args``, ``**kwargs`` and
+        positional-only parameters get exactly what a direct call would give them), and the
+        context keys the function names, filled in."""
         signature = inspect.signature(self.python_callable)
-        bound = signature.bind_partial(*self.op_args, **self.op_kwargs).arguments
+        try:
+            bound = signature.bind_partial(*self.op_args, **self.op_kwargs)
+        except TypeError as err:
+            raise ValueError(
+                f"the arguments do not fit {self.python_callable.__name__}{signature}: {err}"
+            ) from None
         if not rendered:  # before rendering, upstream XComs are references, not values
-            bound = {k: _placeholder(v) for k, v in bound.items()}
-        kwargs = dict(bound)
-        for name in signature.parameters:
-            if name in CONTEXT_KEYS and name not in kwargs and self._context is not None:
+            bound.arguments = {k: _placeholder(v) for k, v in bound.arguments.items()}
+        args, kwargs = _split(signature, bound.arguments)
+        for name, parameter in signature.parameters.items():
+            if (
+                name in CONTEXT_KEYS
+                and name not in bound.arguments
+                and parameter.kind in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+                and self._context is not None
+            ):
                 kwargs[name] = CONTEXT_KEYS[name](self._context)
-        for name, value in kwargs.items():  # Data(...) travels as its JSON marker
-            to_json(encode(value, []), f"argument {name!r} of {self.python_callable.__name__}()")
-        return kwargs
+        where = f"of {self.python_callable.__name__}()"
+        for i, value in enumerate(args):  # Data(...) travels as its JSON marker
+            to_json(encode(value, []), f"positional argument {i} {where}")
+        for name, value in kwargs.items():
+            to_json(encode(value, []), f"argument {name!r} {where}")
+        return args, kwargs
+
+
+def _split(signature: inspect.Signature, arguments: Mapping[str, Any]) -> tuple[list, dict]:
+    """Bound arguments as a call passes them: by name where a name can take them, so the call
+    reads as the function's own names; positionally up to the last positional-only or
+    non-empty ``*args`` parameter, which nothing else can fill; ``**kwargs`` spread out."""
+    params = list(signature.parameters.values())
+    last = max(
+        (
+            i
+            for i, p in enumerate(params)
+            if p.name in arguments
+            and (p.kind is p.POSITIONAL_ONLY or (p.kind is p.VAR_POSITIONAL and arguments[p.name]))
+        ),
+        default=-1,
+    )
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    for i, p in enumerate(params):
+        if p.name not in arguments:
+            continue
+        value = arguments[p.name]
+        if i <= last and p.kind is p.VAR_POSITIONAL:
+            args.extend(value)
+        elif i <= last:
+            args.append(value)
+        elif p.kind is p.VAR_KEYWORD:
+            kwargs.update(value)
+        elif p.kind is not p.VAR_POSITIONAL:  # an empty *args passes nothing
+            kwargs[p.name] = value
+    return args, kwargs
 
 
 def _placeholder(value: Any) -> Any:

@@ -75,6 +75,7 @@ def python_call(
     source: str | None = None,
     function: str | None = None,
     kwargs: dict[str, Any] | None = None,
+    args: list[Any] | None = None,
     output_dir: str | None = None,
     initialize: bool = True,
     pip_packages: list[str] | None = None,
@@ -97,6 +98,8 @@ def python_call(
         raise ValueError(f"kwargs must be a dict with string keys, got {kwargs!r}")
     for key, value in kwargs.items():
         to_json(value, f"argument {key!r}")
+    for i, value in enumerate(args or ()):
+        to_json(value, f"positional argument {i}")
     call = {
         "entrypoint": entrypoint,
         "source": source,
@@ -105,6 +108,8 @@ def python_call(
         "initialize": initialize,
         "pip_packages": list(pip_packages or []),
     }
+    if args:  # only a decorated function's positional-only or *args parameters
+        call["args"] = list(args)
     if progress_timeout:
         call["progress_timeout"] = progress_timeout
     if (total := _total_steps(total_steps)) is not None:

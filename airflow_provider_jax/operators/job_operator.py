@@ -94,7 +94,7 @@ class JaxJobOperator(
     :param max_restarts: whole-slice restarts on disruptions (preemption, a lost or hung host,
         a death by signal) within one try; a bug in the code fails at once and spends none.
     :param restart_on_exit_codes: more exit codes (1-255) that mean "restart the slice", as
-        xpk's ``--restart-on-exit-codes``; 42, 124 and 127-255 always do.
+        xpk's ``--restart-on-exit-codes``; 42, 124 and 129-255 (deaths by signal) always do.
     :param progress_timeout: seconds without a ``report()`` call after which a process counts
         as hung: it prints every thread's stack and exits 124, and the slice restarts. Armed at
         the first report, so start-up never trips it. Off (None) by default.

@@ -192,9 +192,9 @@ class JobSpecBuilder:
         return value if isinstance(value, dict) else {}
 
     def _python_call(self, **call: Any) -> tuple[list[str], dict[str, str]]:
-        call["kwargs"] = data_inputs.encode(
-            call.get("kwargs") or {}, []
-        )  # Data(...) travels as JSON
+        # Data(...) travels as its JSON marker.
+        call["kwargs"] = data_inputs.encode(call.get("kwargs") or {}, [])
+        call["args"] = data_inputs.encode(call.get("args") or [], [])
         return python_call(
             output_dir=self.output_dir,
             initialize=self.initialize_distributed,

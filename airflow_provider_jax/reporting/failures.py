@@ -13,6 +13,7 @@ from airflow_provider_jax.runtime.exits import (
     CODE_ERROR,
     EXIT_SIGTERM,
     LOST_PEER,
+    NOT_STARTED_EXIT_CODES,
     RESTARTABLE_EXIT_CODES,
     as_reported,
     exit_class,
@@ -61,7 +62,11 @@ class ProcessFailure:
         # the log tail Kubernetes puts in the termination message, says so).
         if code != 0 and log_shows_lost_peer(f"{termination_message or ''}\n{log_tail}"):
             kind = LOST_PEER
-        return cls(tag, describe_exit(exit_code), log_tail, kind=kind, exit_code=code)
+        error = describe_exit(exit_code)
+        if code in NOT_STARTED_EXIT_CODES:  # say which command: the runtime's or the log's word
+            said = _last_line(termination_message or "") or _last_line(log_tail)
+            error = f"{error}: the command could not be started" + (f": {said}" if said else "")
+        return cls(tag, error, log_tail, kind=kind, exit_code=code)
 
     def render(self) -> str:
         tail = self.traceback.rstrip().splitlines()[-TRACEBACK_LINES:]
@@ -98,6 +103,11 @@ def culprit_rank(failure: ProcessFailure) -> int:
 
 def culprits_first(failures: Sequence[ProcessFailure]) -> list[ProcessFailure]:
     return sorted(failures, key=culprit_rank)
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1].strip()[:300] if lines else ""
 
 
 def describe_exit(exit_code: int) -> str:

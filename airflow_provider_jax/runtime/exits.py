@@ -2,9 +2,12 @@
 (fail now) from a disruption (restart the slice).
 
 Stdlib only. The exit codes are the contract with the JobSet's pod failure policy: a code
-outside :data:`RESTARTABLE_EXIT_CODES` fails the JobSet at once, as xpk's policy does for
-codes outside {42, 127-255} (127-255 include every death by signal, 128 + N: SIGKILL 137,
-SIGTERM 143, SIGABRT 134).
+outside :data:`RESTARTABLE_EXIT_CODES` fails the JobSet at once. xpk's policy restarts on
+{42, 127-255}; 129-255 are every death by signal (128 + N: SIGKILL 137, SIGTERM 143, SIGABRT
+134), but 126-128 mean the command never ran: not executable (126) or not found (127) as a
+shell or a local pod's init says it, and a container the runtime could not start (128,
+containerd's ``StartError``). A typo in ``python=`` must not recreate a whole slice
+``max_restarts`` times, so those fail at once.
 """
 
 from __future__ import annotations
@@ -16,7 +19,11 @@ EXIT_CODE_ERROR = 1  # the user's code raised
 EXIT_DISRUPTED = 42  # restart me: a peer was lost (xpk's and MaxText's restartable code)
 EXIT_HUNG = 124  # the watchdog found no progress (as timeout(1) exits)
 EXIT_SIGTERM = 128 + signal.SIGTERM  # 143: a process asked to stop (or preempted, after a save)
-RESTARTABLE_EXIT_CODES = frozenset({EXIT_DISRUPTED, EXIT_HUNG, *range(127, 256)})
+EXIT_NOT_FOUND = 127  # the command does not exist (a shell's, and the local pod init's, code)
+# The command never ran: not executable, not found, or the container runtime could not start
+# it (kubelet reports containerd's StartError with exit code 128).
+NOT_STARTED_EXIT_CODES = frozenset({126, EXIT_NOT_FOUND, 128})
+RESTARTABLE_EXIT_CODES = frozenset({EXIT_DISRUPTED, EXIT_HUNG, *range(129, 256)})
 
 CODE_ERROR, DISRUPTION, LOST_PEER, HUNG = "code error", "disruption", "lost peer", "hang"
 

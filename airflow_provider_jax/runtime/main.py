@@ -63,9 +63,10 @@ def main() -> int:
             distributed = initialize_distributed()
         function = load_function(call)
         kwargs = data_paths.resolve(call.get("kwargs") or {})  # Data(...) -> local paths
+        args = data_paths.resolve(call.get("args") or [])
         runtime._total_steps = call.get("total_steps")
         watchdog = runtime._watchdog = watch_progress(call.get("progress_timeout"))
-        result = function(**kwargs)
+        result = function(*args, **kwargs)
         if watchdog is not None:
             watchdog.stop()  # nothing is watched once the function has returned
         if runtime.process_index() == 0:

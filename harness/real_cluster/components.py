@@ -17,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness import reaper
+
 
 class ControlPlaneError(RuntimeError):
     """The control plane could not be built or started; the message says which part and why."""
@@ -90,6 +92,7 @@ class Component:
                 env={**os.environ, **(self.env or {})},
                 cwd=self.cwd,
             )
+        reaper.register_group(self.process.pid)  # stopped with a test run, however it ends
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if (code := self.process.poll()) is not None:
@@ -116,6 +119,7 @@ class Component:
         stop_group(self.process.pid, grace)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(1)
+        reaper.unregister(self.process.pid)
         self.process = None
 
 

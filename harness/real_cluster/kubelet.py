@@ -9,7 +9,9 @@ container as a local process, and reports what a kubelet reports.
   names (``<jobset>-<rjob>-<job>-<pod>.<jobset>``) to 127.0.0.1, so JAX's coordinator
   address resolves as on a cluster. The machine's own ``/etc/hosts`` is never touched.
 - Status goes back as the kubelet writes it: Running, then Succeeded or Failed with the exit
-  code and the termination message (``FallbackToLogsOnError``: the log's tail).
+  code and the termination message (``FallbackToLogsOnError``: the log's tail). A command
+  that is not on the PATH never starts: Failed at once, ``StartError`` with exit code 128 and
+  the runtime's message, as kubelet reports containerd's failure to start the container.
 - ``pods/log`` is served over HTTPS on the Nodes' kubelet port, for the API server to proxy.
 - A pod being deleted gets SIGTERM, SIGKILL after its grace period, then its final delete.
 """
@@ -22,6 +24,7 @@ import contextlib
 import datetime
 import logging
 import os
+import shutil
 import signal
 import ssl
 import sys
@@ -36,6 +39,7 @@ from kubernetes_asyncio import client, config, watch
 from airflow_provider_jax.backends.local.localize import free_ports, local_coordinates
 from airflow_provider_jax.backends.local.pods import expand
 from airflow_provider_jax.runtime.env import COORDINATOR_PORT_ENV, TERMINATION_PATH_ENV
+from harness import reaper
 from harness.real_cluster.nodes import NODES, affinity_allows, fits, selector_matches
 from harness.real_cluster.pod_env import container_env, hosts_file
 
@@ -246,6 +250,16 @@ class Kubelet:
             TERMINATION_PATH_ENV: str(termination), "TMPDIR": str(folder),
             "PYTHONPATH": os.pathsep.join(self.pythonpath), "PYTHONUNBUFFERED": "1",
         }  # fmt: skip
+        if argv and shutil.which(argv[0], path=process_env["PATH"]) is None:
+            # As containerd fails a container whose command is missing: never started, and
+            # kubelet reports StartError with exit code 128 and the runtime's message.
+            message = (
+                "failed to create containerd task: failed to create shim task: OCI runtime "
+                "create failed: runc create failed: unable to start container process: error "
+                f'during container init: exec: "{argv[0]}": executable file not found in $PATH'
+            )
+            await self._report(run, 128, message, reason="StartError")
+            return
         hosts = hosts_file(pod, self.pods.values(), folder)
         # Its own mount and UTS namespaces, as a pod has: /etc/hosts and the hostname are its.
         hostname = pod["spec"].get("hostname") or meta["name"]
@@ -257,6 +271,7 @@ class Kubelet:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
         )  # fmt: skip
+        reaper.register_group(run.process.pid)  # a pod stops with a test run, however it ends
         started = now()
         await self._patch(meta, {"phase": "Running", "podIP": "127.0.0.1", "hostIP": "127.0.0.1",
             "podIPs": [{"ip": "127.0.0.1"}], "startTime": started,
@@ -270,6 +285,7 @@ class Kubelet:
                 out.write(f"{now()} {raw.decode(errors='replace').rstrip(chr(10))}\n")
                 out.flush()
         code = await run.process.wait()
+        reaper.unregister(run.process.pid)
         code = 128 - code if code < 0 else code  # killed by signal N: 128 + N
         message = termination.read_text()[:MESSAGE_LIMIT] if termination.exists() else ""
         await self._report(run, code, message, started)
@@ -280,12 +296,17 @@ class Kubelet:
                 "ready": running, "started": running, "restartCount": 0, "state": state}  # fmt: skip
 
     async def _report(
-        self, run: Running, code: int | None, message: str, started: str | None = None
+        self,
+        run: Running,
+        code: int | None,
+        message: str,
+        started: str | None = None,
+        reason: str | None = None,
     ) -> None:
         container = run.pod["spec"]["containers"][0]
         if code is None:  # never started
             code, reason = 128, "ContainerCannotRun"
-        else:
+        elif reason is None:
             reason = "Completed" if code == 0 else "Error"
         if (
             not message

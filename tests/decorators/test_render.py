@@ -9,6 +9,7 @@ import pytest
 from airflow.sdk import dag, task
 
 from airflow_provider_jax.runtime.call import CHUNKS_ENV, PLAIN_LIMIT, decode_call
+from tests.support.local_runs import run_operator
 
 
 def _env(manifest) -> dict[str, str]:
@@ -115,3 +116,43 @@ def test_large_call_round_trips_through_chunks(tmp_path, monkeypatch):
     call = decode_call(env)
     assert len(call["source"]) > PLAIN_LIMIT
     assert call["source"].rstrip().endswith("return x5999")
+
+
+# Every kind of parameter Python has, called as the function would be called directly.
+def _every_kind(factory_args, factory_kwargs):
+    def factory():
+        @task.jax_tpu(accelerator="tpu-v5litepod-4", image="img", initialize_distributed=False)
+        def kinds(a, /, b, *rest, c, d=4, **extra):
+            return {"a": a, "b": b, "rest": list(rest), "c": c, "d": d, "extra": extra}
+
+        return kinds(*factory_args, **factory_kwargs)
+
+    return factory
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "expected"),
+    [
+        (
+            (1, 2, 3, 5),
+            {"c": 6, "z": 7},
+            {"a": 1, "b": 2, "rest": [3, 5], "c": 6, "d": 4, "extra": {"z": 7}},
+        ),
+        ((1,), {"b": 2, "c": 3}, {"a": 1, "b": 2, "rest": [], "c": 3, "d": 4, "extra": {}}),
+        (
+            (1, 2),
+            {"c": 3, "d": 8, "y": {"k": [1]}},
+            {"a": 1, "b": 2, "rest": [], "c": 3, "d": 8, "extra": {"y": {"k": [1]}}},
+        ),
+    ],
+    ids=["var-positional", "keywords", "var-keyword"],
+)
+def test_every_parameter_kind_gets_what_a_direct_call_gives_it(args, kwargs, expected):
+    op = _build(_every_kind(args, kwargs))
+    assert op.python_callable(*args, **kwargs) == expected  # the direct call, for reference
+    assert run_operator(op).result == expected
+
+
+def test_arguments_that_do_not_fit_the_signature_fail_at_parse():
+    with pytest.raises(TypeError, match="'a' parameter is positional only"):
+        _build(_every_kind((), {"a": 1, "b": 2, "c": 3}))

@@ -14,6 +14,7 @@ from airflow_provider_jax.backends.local.pods import plan_pods
 from airflow_provider_jax.backends.local.processes import PodProcess
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.reporting.failures import ProcessFailure
 from airflow_provider_jax.runtime.exits import (
     CODE_ERROR,
     DISRUPTION,
@@ -54,10 +55,33 @@ def test_only_jax_errors_about_a_peer_are_a_lost_peer(err, lost):
         (143, DISRUPTION),
         (-9, DISRUPTION),
         (255, DISRUPTION),
+        (126, CODE_ERROR),  # not executable
+        (127, CODE_ERROR),  # not found: a typo in python= or command=
+        (128, CODE_ERROR),  # kubelet's StartError: containerd could not start the command
+        (129, DISRUPTION),  # SIGHUP, the first death by signal
     ],
 )
 def test_exit_codes_map_to_classes_as_the_pod_failure_policy_does(code, kind):
     assert exit_class(code) == kind
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "log", "named"),
+    [
+        (
+            128,
+            'failed to create containerd task: ... exec: "pythn": executable file not found in $PATH',
+            "",
+            'exec: "pythn": executable file not found',
+        ),
+        (127, None, "cannot run 'pythn': No such file or directory\n", "cannot run 'pythn'"),
+    ],
+)
+def test_a_command_that_never_started_is_a_code_error_that_names_it(code, message, log, named):
+    failure = ProcessFailure.from_exit("[0/0]", message, code, log)
+    assert failure.kind == CODE_ERROR
+    assert "the command could not be started" in failure.error
+    assert named in failure.error
 
 
 def test_a_survivor_of_a_killed_peer_exits_as_a_lost_peer_not_a_bug(tmp_path):

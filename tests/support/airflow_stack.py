@@ -21,6 +21,7 @@ from typing import Any
 
 import sqlalchemy
 
+from harness import reaper
 from tests.support.airflow_home import AIRFLOW
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
@@ -93,6 +94,7 @@ class AirflowStack:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        reaper.register_group(self.procs[name].pid)  # stopped with the test run, however it ends
 
     def kill(self, component: str, sig: int = signal.SIGTERM, timeout: float = 30) -> None:
         proc = self.procs.pop(component)
@@ -260,6 +262,7 @@ def _reap(proc: subprocess.Popen, deadline: float) -> None:
     except subprocess.TimeoutExpired:
         _signal(proc, signal.SIGKILL)
         proc.wait()
+    reaper.unregister(proc.pid)
 
 
 @contextmanager

@@ -44,7 +44,12 @@ def run_outcome(
     ``timeout_s`` from now or at ``deadline`` (epoch seconds)."""
     if timeout_s is not None:
         deadline = time.time() + timeout_s
-    op = operator(program, **kwargs)
+    return run_operator(operator(program, **kwargs), deadline, timeout_s)
+
+
+def run_operator(op: Any, deadline: float | None = None, timeout_s: float | None = None) -> Outcome:
+    """The outcome of operator ``op`` (an entrypoint's or a decorated function's) run by the
+    local backend, as its ``execute()`` runs it."""
     backend = LocalBackend(
         JobSettings(
             name="job",

@@ -13,6 +13,7 @@ import glob
 import os
 import pwd
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -22,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import reaper
 from tests.support.airflow_home import AIRFLOW
 from tests.support.airflow_stack import free_port
 
@@ -69,9 +71,19 @@ class PostgresServer:
         )
         self._run("pg_ctl", "-D", str(data), "-o", options, "-l", str(self.root / "log"), "-w",
                   "start")  # fmt: skip
+        # pg_ctl leaves the server as a daemon: stopped with the test run, however it ends, by
+        # PostgreSQL's immediate shutdown.
+        reaper.register_daemon(self.pid, signal.SIGQUIT)
+
+    @property
+    def pid(self) -> int:
+        """The postmaster's pid (the first line of its ``postmaster.pid``)."""
+        return int((self.root / "data" / "postmaster.pid").read_text().split()[0])
 
     def stop(self) -> None:
+        pid = self.pid
         self._run("pg_ctl", "-D", str(self.root / "data"), "-m", "immediate", "-w", "stop")
+        reaper.unregister(pid)
 
     def create_database(self, prefix: str = "airflow", template: str | None = None) -> str:
         """A new database, empty or a copy of ``template``; its SQLAlchemy URL."""

@@ -95,6 +95,18 @@ def test_a_code_error_fails_at_once_with_restarts_to_spare():
     assert str(raised.value).startswith("[0/1] RuntimeError: crash on the first attempt")
 
 
+def test_a_python_that_does_not_exist_fails_at_once_and_names_it():
+    """A typo in ``python=`` is no disruption: no restart is spent, and the message says which
+    command could not start (exit 127 from the pod's init, as a shell says it)."""
+    started = time.monotonic()
+    with pytest.raises(JaxCodeError) as raised:
+        run("hello", max_restarts=3, python="pythn-no-such-interpreter")
+    assert "no restart" in raised.value.summary
+    assert "the command could not be started" in str(raised.value)
+    assert "pythn-no-such-interpreter" in str(raised.value)
+    assert time.monotonic() - started < 60
+
+
 def _pids(pid_dir: Path) -> list[int]:
     return [int(p) for f in pid_dir.glob("*.pid") for p in f.read_text().split()]
 

@@ -1,0 +1,105 @@
+"""Whatever a test run starts dies with it, even when the run is killed: the reaper
+(``harness/reaper.py``) stops every registered process group and daemon once the run's
+process exits, and never signals a pid the kernel has given to another process since."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import reaper
+from tests.harness.held_services import PIDS_FILE
+from tests.support.jobset_schema import REPO
+from tests.support.postgres import postgres_bin
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _wait_gone(pids: list[int], timeout: float) -> list[int]:
+    deadline = time.monotonic() + timeout
+    while (left := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    return left
+
+
+def test_a_registered_group_stops_when_the_watched_process_exits(tmp_path, monkeypatch):
+    monkeypatch.setenv(reaper.ENV, str(tmp_path / "registry"))
+    (tmp_path / "registry").mkdir()
+    # The watched "run": a process that registers a group of its own, then exits.
+    run = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
+    group = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    reaper.register_group(group.pid)
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "harness.reaper", str(run.pid), str(tmp_path / "registry")],
+        cwd=REPO,
+        start_new_session=True,
+    )
+    assert group.poll() is None
+    run.communicate(b"")  # the run exits, as a killed pytest would
+    assert watcher.wait(30) == 0
+    assert group.wait(5) == -signal.SIGTERM
+    assert not (tmp_path / "registry").exists()
+
+
+def test_a_pid_given_to_another_process_is_never_signalled(tmp_path, monkeypatch):
+    monkeypatch.setenv(reaper.ENV, str(tmp_path))
+    other = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    # An entry for the same pid with another start time: a registered process that ended,
+    # whose pid the kernel reused.
+    (tmp_path / f"group-{other.pid}").write_text(f"1 {int(signal.SIGTERM)}")
+    try:
+        assert reaper.reap(tmp_path, grace=0.5) == []
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()
+
+
+@pytest.mark.real_cluster
+@pytest.mark.airflow_stack
+@pytest.mark.timeout(300)
+def test_a_test_run_killed_by_a_signal_leaves_no_service_running(tmp_path):
+    """A pytest run that holds the real control plane and PostgreSQL gets SIGTERM, as
+    ``timeout`` sends it, to its whole process group: nothing it started outlives it."""
+    if postgres_bin() is None:
+        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+    pids_file = tmp_path / "pids.json"
+    run = subprocess.Popen(
+        [
+            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+            "tests/harness/held_services.py",
+        ],
+        cwd=REPO,
+        env={**os.environ, PIDS_FILE: str(pids_file), reaper.ENV: ""},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own group, signalled whole as timeout(1) does
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while not pids_file.exists() and run.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert pids_file.exists(), f"the held run never came up (exit {run.poll()})"
+        pids = json.loads(pids_file.read_text())
+        assert len(pids) >= 6 and all(_alive(p) for p in pids), pids  # the plane, PostgreSQL
+        os.killpg(run.pid, signal.SIGTERM)
+        run.wait(30)
+        assert _wait_gone(pids, timeout=30) == []
+    finally:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
