@@ -4,6 +4,7 @@ message per kind of value. Pure: no Airflow, no I/O."""
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 
 
 def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) -> float:
@@ -21,6 +22,26 @@ def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) ->
 def is_template(value: object) -> bool:
     """Whether a field still holds a Jinja template: such values are checked once rendered."""
     return isinstance(value, str) and ("{{" in value or "{%" in value)
+
+
+def holds_template(value: object) -> bool:
+    """Whether ``value``, or any string inside its mappings and lists, is Jinja."""
+    if isinstance(value, dict):
+        return any(holds_template(k) or holds_template(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(holds_template(v) for v in value)
+    return is_template(value)
+
+
+def not_templated(name: str, value: object, templated: Iterable[str] = ()) -> None:
+    """A ValueError for Jinja in ``name``, a field Airflow does not render: it would be used
+    exactly as written, braces and all."""
+    if holds_template(value):
+        fields = f" (the templated ones: {', '.join(templated)})" if templated else ""
+        raise ValueError(
+            f"{name} is not a templated field, so {value!r} would be used as written, never "
+            f"rendered. Give a literal value, or template a field that is templated{fields}."
+        )
 
 
 def one_of(name: str, value: object, choices: tuple[object, ...]) -> None:

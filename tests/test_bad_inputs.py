@@ -50,6 +50,16 @@ def sensor(checkpoint_dir: Any) -> Callable[[], Any]:
     return lambda: OrbaxCheckpointSensor(task_id="wait", checkpoint_dir=checkpoint_dir)
 
 
+def decorated_with(**kwargs: Any) -> Callable[[], Any]:
+    def build() -> Any:
+        @task.jax_tpu(accelerator="tpu-v6e-16", image="img", **kwargs)
+        def train() -> None: ...
+
+        return train()
+
+    return build
+
+
 def decorated_call(value: Any) -> Callable[[], Any]:
     def build() -> Any:
         @task.jax_tpu(accelerator="tpu-v6e-16", image="img")
@@ -125,6 +135,45 @@ AT_PARSE = [
         decorated_call({1, 2}),
         r"argument 'data' of train\(\) must be JSON-serializable",
     ),
+    # Round 10's list: what a careless or hostile user still got through
+    Bad("env_nul", tpu(env={"A": "x\0y"}), "env value for 'A' holds a NUL byte"),
+    Bad("command_nul", tpu(command=["python3", "a\0b"]), "command argument holds a NUL byte"),
+    Bad(
+        "env_runtime_call", tpu(env={"AIRFLOW_JAX_CALL": "{}"}), r"env sets \['AIRFLOW_JAX_CALL'\]"
+    ),
+    Bad("env_provider_prefix", tpu(env={"AIRFLOW_JAX_X": "1"}), "are the provider's own"),
+    Bad("label_managed_by", tpu(labels={"app.kubernetes.io/managed-by": "me"}), "labels sets"),
+    Bad("label_identity", tpu(labels={"task_id": "other"}), r"labels sets \['task_id'\]"),
+    Bad("label_queue", tpu(labels={"kueue.x-k8s.io/queue-name": "q"}), "use queue_name="),
+    Bad(
+        "annotation_managed",
+        tpu(annotations={"jax.airflow.apache.org/deferred-by-try": "1"}),
+        "annotations sets",
+    ),
+    Bad("entrypoint_spaces", tpu(command=None, entrypoint="my mod:train"), "Python identifiers"),
+    Bad("entrypoint_colons", tpu(command=None, entrypoint="a:b:c"), "one ':'"),
+    Bad("entrypoint_digit", tpu(command=None, entrypoint="1pkg:f"), "package.module:function"),
+    Bad("python_empty", tpu(command=None, entrypoint="m:f", python=""), "python must be one"),
+    Bad("python_args", tpu(command=None, entrypoint="m:f", python="python3 -u"), "without spaces"),
+    Bad("accelerator_jinja", tpu(accelerator="{{ params.acc }}"), "accelerator is not a templated"),
+    Bad("gpu_accelerator_jinja", gpu(accelerator="{{ params.g }}"), "accelerator is not a templ"),
+    Bad("queue_jinja", tpu(queue_name="{{ params.q }}"), "queue_name is not a templated field"),
+    Bad(
+        "selector_jinja",
+        tpu(node_selector={"pool": "{{ params.pool }}"}),
+        "node_selector is not a templated field.*the templated ones: image, command",
+    ),
+    Bad(
+        "sensor_min_step_bool",
+        lambda: OrbaxCheckpointSensor(task_id="w", checkpoint_dir="/c", min_step=True),
+        "min_step must be a non-negative int",
+    ),
+    Bad(
+        "decorator_entrypoint",
+        decorated_with(entrypoint="m:f"),
+        "entrypoint do not go with a decorated",
+    ),
+    Bad("decorator_command", decorated_with(command=["x"]), "command do not go with a decorated"),
     Bad("checkpoint_dir_s3", sensor("s3://bucket/ckpt"), "only GCS is supported"),
     Bad("checkpoint_dir_relative", sensor("ckpt/run1"), "is relative"),
     Bad("checkpoint_dir_bucket", sensor("gs://My_Bucket/ckpt"), "not a valid GCS bucket name"),
@@ -149,6 +198,7 @@ ONCE_RENDERED = {
     "namespace_renders_invalid": "namespace must be a DNS-1123 label",
     "output_dir_renders_s3": "output_dir 's3://b/ckpt': only GCS is supported",
     "env_renders_to_list": "env must be a mapping (a dict), got list",
+    "entrypoint_renders_invalid": "entrypoint must look like 'package.module:function'",
 }
 IN_THE_PODS = {
     "result_not_json": "not JSON-serializable",

@@ -33,6 +33,10 @@ CONTEXT_KEYS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
 }
 
 
+# What the operators take to name the program; a decorated function is the program.
+SOURCE_ARGUMENTS = frozenset({"entrypoint", "entrypoint_kwargs", "command"})
+
+
 class JaxDecoratedMixin(DecoratedOperator):
     """Turns a decorated function into the ``source`` form of the runtime's call."""
 
@@ -46,6 +50,12 @@ class JaxDecoratedMixin(DecoratedOperator):
     ships_source: ClassVar[bool] = True
 
     def __init__(self, **kwargs: Any) -> None:
+        if given := sorted(SOURCE_ARGUMENTS.intersection(kwargs)):
+            raise ValueError(
+                f"{kwargs.get('task_id', 'the task')}: {', '.join(given)} do not go with a "
+                "decorated function, which is itself what every process runs (its arguments "
+                "are the call's). Use the operator for an entrypoint or a command."
+            )
         self._context: Mapping[str, Any] | None = None
         super().__init__(**kwargs)
 

@@ -11,10 +11,12 @@ import base64
 import functools
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.runtime.call import CALL_ENV, encode_call
 from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, TERMINATION_PATH_ENV
 from airflow_provider_jax.runtime.messages import is_count
@@ -29,6 +31,9 @@ __all__ = [
 ]
 
 RUNTIME_ENV = "AIRFLOW_JAX_RUNTIME"
+# "package.module:function": dotted Python identifiers on both sides of one colon.
+_DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
+_ENTRYPOINT = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
 
 BOOTSTRAP = (
     "import base64,os,sys,tempfile\n"
@@ -88,11 +93,8 @@ def python_call(
     if (entrypoint is None) == (source is None):
         raise ValueError("give exactly one of entrypoint or source")
     if entrypoint is not None:
-        module, sep, attr = entrypoint.partition(":")
-        if not sep or not module or not attr:
-            raise ValueError(
-                f"entrypoint must look like 'package.module:function', got {entrypoint!r}"
-            )
+        check_entrypoint(entrypoint)
+    check_python(python)
     kwargs = kwargs or {}
     if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
         raise ValueError(f"kwargs must be a dict with string keys, got {kwargs!r}")
@@ -118,6 +120,29 @@ def python_call(
     if output_dir:
         env[OUTPUT_DIR_ENV] = output_dir
     return [python, "-c", BOOTSTRAP], env
+
+
+def check_entrypoint(entrypoint: object) -> None:
+    """``package.module:function`` in Python identifiers, or a template (checked once
+    rendered, whether the whole value or a part of it is Jinja)."""
+    if is_template(entrypoint):
+        return
+    if not isinstance(entrypoint, str) or not _ENTRYPOINT.match(entrypoint):
+        raise ValueError(
+            "entrypoint must look like 'package.module:function' (Python identifiers, dotted, "
+            f"and one ':'), got {entrypoint!r}."
+        )
+
+
+def check_python(python: object) -> None:
+    """``python`` is the one executable every process starts (a name on the PATH, or a path)."""
+    if not isinstance(python, str) or not python.strip() or any(c.isspace() for c in python):
+        raise ValueError(
+            "python must be one executable, a name on the image's PATH or a path, without "
+            f"spaces or arguments (e.g. 'python3' or '/opt/venv/bin/python'), got {python!r}."
+        )
+    if "\0" in python:
+        raise ValueError(f"python {python!r} holds a NUL byte, which no process can be given.")
 
 
 def _total_steps(value: Any) -> int | None:

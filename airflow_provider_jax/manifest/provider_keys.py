@@ -6,6 +6,11 @@ identity (``operators/job_spec.py``, ``airflow_labels``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from airflow_provider_jax.manifest.jobset_api import EXCLUSIVE_TOPOLOGY_ANNOTATION
+from airflow_provider_jax.manifest.kueue_keys import KUEUE_QUEUE_LABEL
 from airflow_provider_jax.runtime.env import DEFAULT_TERMINATION_PATH
 
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
@@ -14,6 +19,35 @@ IDENTITY_LABELS = ("dag_id", "task_id", "run_id", "map_index")
 TRY_NUMBER_LABEL = "try_number"
 # Set on a JobSet just before a try defers on it: that try's trigger now owns its deletion.
 DEFERRED_BY_TRY_ANNOTATION = "jax.airflow.apache.org/deferred-by-try"
+
+# What a user's labels or annotations may not set: the provider sets each on every JobSet,
+# and a user's value would silently lose (or, for the queue, bypass queue_name's checks).
+MANAGED_LABELS = (MANAGED_BY_LABEL, *IDENTITY_LABELS, TRY_NUMBER_LABEL, KUEUE_QUEUE_LABEL)
+MANAGED_ANNOTATIONS = (DEFERRED_BY_TRY_ANNOTATION, EXCLUSIVE_TOPOLOGY_ANNOTATION)
+# Every environment variable of this prefix is the provider's (the call, the runtime, where
+# the process sits, output_dir); a user's env may set none.
+PROVIDER_ENV_PREFIX = "AIRFLOW_JAX_"
+
+
+def refuse_managed(
+    labels: Mapping[str, Any], annotations: Mapping[str, Any], env: Iterable[str]
+) -> None:
+    """A ValueError naming the argument, for a label, annotation or env name the provider sets."""
+    if taken := sorted(k for k in labels if k in MANAGED_LABELS):
+        hint = " (use queue_name= for Kueue's queue)" if KUEUE_QUEUE_LABEL in taken else ""
+        raise ValueError(
+            f"labels sets {taken}, which the provider sets on every JobSet (the shared watch "
+            f"and Airflow's identity read them){hint}. Use other keys."
+        )
+    if taken := sorted(k for k in annotations if k in MANAGED_ANNOTATIONS):
+        raise ValueError(f"annotations sets {taken}, which the provider sets. Use other keys.")
+    if taken := sorted(k for k in env if isinstance(k, str) and k.startswith(PROVIDER_ENV_PREFIX)):
+        raise ValueError(
+            f"env sets {taken}: variables named {PROVIDER_ENV_PREFIX}* are the provider's own "
+            "(the call, the runtime, where a process sits, output_dir), set for every process. "
+            "Rename yours."
+        )
+
 
 CONTAINER_NAME = "jax"
 TERMINATION_MESSAGE_PATH = DEFAULT_TERMINATION_PATH

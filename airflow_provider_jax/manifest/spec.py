@@ -134,6 +134,8 @@ class JaxJobSpec:
             raise ValueError(
                 f"every command argument must be a string, got {list(self.command)!r}."
             )
+        if any("\0" in a for a in self.command):
+            raise ValueError("a command argument holds a NUL byte, which no process can be given.")
         env_bytes = 0
         for key, value in self.env.items():
             if not isinstance(key, str) or not _ENV_NAME.match(key):
@@ -141,6 +143,11 @@ class JaxJobSpec:
             if not isinstance(value, str):
                 raise ValueError(
                     f"env value for {key!r} must be a string, got {type(value).__name__} {value!r}."
+                )
+            if "\0" in value:
+                raise ValueError(
+                    f"env value for {key!r} holds a NUL byte, which no process can be given "
+                    "(the environment is C strings)."
                 )
             size = len(f"{key}={value}".encode())
             env_bytes += size

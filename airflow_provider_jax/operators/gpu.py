@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_jax.arguments import not_templated
 from airflow_provider_jax.manifest.accelerators import parse_gpu
 from airflow_provider_jax.operators.job_operator import JaxJobOperator
 
@@ -28,6 +29,7 @@ class JaxGpuJobOperator(JaxJobOperator):
     ) -> None:
         if "num_slices" in kwargs:
             raise ValueError("JaxGpuJobOperator has no slices; use num_nodes.")
+        not_templated("accelerator", accelerator)
         super().__init__(
             accelerator=parse_gpu(accelerator, gpus_per_node=gpus_per_node, num_nodes=num_nodes),
             **kwargs,

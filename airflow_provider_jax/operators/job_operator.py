@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_jax.arguments import one_of, positive_seconds
+from airflow_provider_jax.arguments import not_templated, one_of, positive_seconds
 from airflow_provider_jax.backends.contract import (
     BACKENDS,
     ON_FINISH_ACTIONS,
@@ -243,6 +243,12 @@ class JaxJobOperator(
         impersonation_chain: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
+        given = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
+        for argument, value in given.items():  # Jinja where Airflow renders nothing
+            if argument not in self.template_fields:
+                not_templated(
+                    argument, value, [f for f in self.template_fields if f != MANIFEST_FIELD]
+                )
         if checkpoint_asset is not None:
             kwargs["outlets"] = with_checkpoint_outlet(
                 kwargs.get("task_id", ""), checkpoint_asset, output_dir, kwargs.get("outlets")

@@ -21,7 +21,7 @@ from airflow_provider_jax.manifest.pathways import (
     check_scratch,
 )
 from airflow_provider_jax.manifest.pod_command import python_call
-from airflow_provider_jax.manifest.provider_keys import MANAGED_BY, MANAGED_BY_LABEL
+from airflow_provider_jax.manifest.provider_keys import MANAGED_BY, MANAGED_BY_LABEL, refuse_managed
 from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.operators.argument_types import as_mapping
 from airflow_provider_jax.operators.data_staging import staging_uri
@@ -90,6 +90,12 @@ class JobSpecBuilder:
         image = self.image
         if not rendered and is_template(image):
             image = TEMPLATED_IMAGE  # checked once rendered
+        # A label, annotation or env name the provider sets would silently lose to it.
+        refuse_managed(
+            self._mapping("labels", rendered),
+            self._mapping("annotations", rendered),
+            self._mapping("env", rendered),
+        )
         computed = {
             "name": name,
             "image": image,

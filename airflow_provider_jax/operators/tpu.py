@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_provider_jax.arguments import not_templated
 from airflow_provider_jax.manifest.accelerators import parse_tpu
 from airflow_provider_jax.operators.job_operator import JaxJobOperator
 
@@ -27,6 +28,7 @@ class JaxTpuSliceOperator(JaxJobOperator):
         chips_per_host: int | None = None,
         **kwargs: Any,
     ) -> None:
+        not_templated("accelerator", accelerator)
         super().__init__(
             accelerator=parse_tpu(accelerator, chips_per_host=chips_per_host),
             num_slices=num_slices,

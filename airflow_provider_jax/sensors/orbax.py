@@ -62,7 +62,9 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        if min_step is not None and (not isinstance(min_step, int) or min_step < 0):
+        if min_step is not None and (
+            isinstance(min_step, bool) or not isinstance(min_step, int) or min_step < 0
+        ):
             raise ValueError(f"min_step must be a non-negative int or None, got {min_step!r}")
         StepNameFormat(step_prefix, step_format_fixed_length)  # validates early, at parse time
         if not is_template(checkpoint_dir):

@@ -100,6 +100,9 @@ def test_the_decorator_refuses_the_same():
         {"node_selector": {"pool": "a"}, "tolerations": [{"operator": "Exists"}]},
         {"container_resources": {"requests": {"cpu": 8, "memory": "32Gi", "nvidia.com/gpu": "1"}}},
         {"pip_packages": ["optax>=0.2", "pkg @ https://host/pkg.whl"]},
+        {"entrypoint": "{{ params.entrypoint }}"},  # checked once rendered, as is a part
+        {"entrypoint": "trainer.{{ params.model }}:train"},
+        {"python": "/opt/venv/bin/python3.12"},
     ],
 )
 def test_good_and_templated_values_pass(kwargs: dict[str, Any]):

@@ -28,7 +28,7 @@ with DAG(
     catchup=False,
     render_template_as_native_obj=True,
     params={"image": "Jax:Latest", "steps": 30, "name": "Train_Run", "ckpt": "s3://b/ckpt",
-            "team": "ML Team", "ns": "Team_A", "env": ["STEPS=30"]},
+            "team": "ML Team", "ns": "Team_A", "env": ["STEPS=30"], "module": "my programs"},
 ):  # fmt: skip
     # Rendered: checked before any call to the cluster.
     tpu("image_renders_invalid", image="{{ params.image }}")
@@ -38,6 +38,7 @@ with DAG(
     tpu("namespace_renders_invalid", namespace="{{ params.ns }}")
     tpu("output_dir_renders_s3", output_dir="{{ params.ckpt }}")
     tpu("env_renders_to_list", env="{{ params.env }}")
+    tpu("entrypoint_renders_invalid", entrypoint="tests.{{ params.module }}:echo")
     OrbaxCheckpointSensor(
         task_id="checkpoint_dir_renders_invalid",
         checkpoint_dir="{{ params.ckpt }}",
