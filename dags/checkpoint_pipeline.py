@@ -16,13 +16,13 @@ from typing import Any
 
 import pendulum
 from airflow.sdk import Param, dag, task
+from output_root import OUTPUT_ROOT
 
 from airflow_provider_jax.sensors import OrbaxCheckpointSensor
 
 IMAGE = "{{ var.value.get('jax_image', 'us-docker.pkg.dev/my-project/training/jax:latest') }}"
 RUN_DIR = (  # one per DAG run, the same for every try: a retry resumes from its checkpoints
-    "{{ var.value.get('jax_output_root', '/tmp/airflow-jax-outputs') }}"
-    "/checkpoint_pipeline/{{ run_id | replace(':', '-') | replace('+', '-') }}"
+    OUTPUT_ROOT + "/checkpoint_pipeline/{{ run_id | replace(':', '-') | replace('+', '-') }}"
 )
 CHECKPOINTS = RUN_DIR + "/checkpoints"  # what runtime.checkpoint_dir() is in the pods
 TPU = {"accelerator": "tpu-v5litepod-8", "chips_per_host": 4, "image": IMAGE}

@@ -1,7 +1,8 @@
 """Train on a data set: ``Data(...)`` hands the function a plain path on every host.
 
-Here the data set is a folder shipped next to this file (``datasets/regression``), which the
-local backend passes through read-only. On GKE pass the same data from GCS:
+Here the data set is a folder shipped next to this file (``datasets/regression``), whose
+path the local backend passes as it is (not made read-only: the function must not write to
+it). On GKE pass the same data from GCS:
 ``Data("gs://my-bucket/regression/")`` downloads it to each host's disk before the function
 starts, and ``Data("gs://my-bucket/large/", fuse=True)`` streams it through GCS FUSE instead.
 See ``docs/data.md``.

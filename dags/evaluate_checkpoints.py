@@ -13,10 +13,11 @@ from typing import Any
 
 import pendulum
 from airflow.sdk import Asset, AssetWatcher, dag, task
+from output_root import CONTINUOUS_DIR
 
 from airflow_provider_jax.triggers.orbax_events import OrbaxCheckpointEventTrigger
 
-RUN_DIR = os.environ.get("JAX_CONTINUOUS_DIR", "/tmp/airflow-jax-outputs/train_continuous")
+RUN_DIR = CONTINUOUS_DIR
 CHECKPOINTS = f"{RUN_DIR}/checkpoints"
 NEW_CHECKPOINT = Asset(
     name="train_continuous_checkpoints",

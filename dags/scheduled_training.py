@@ -17,9 +17,9 @@ from typing import Any
 
 import pendulum
 from airflow.sdk import dag, task
+from output_root import OUTPUT_ROOT
 
 IMAGE = "{{ var.value.get('jax_image', 'us-docker.pkg.dev/my-project/training/jax:latest') }}"
-OUTPUT_ROOT = "{{ var.value.get('jax_output_root', '/tmp/airflow-jax-outputs') }}"
 
 
 @dag(

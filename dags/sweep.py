@@ -14,13 +14,14 @@ from typing import Any
 
 import pendulum
 from airflow.sdk import dag, task
+from output_root import OUTPUT_ROOT
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 
 LEARNING_RATES = [0.003, 0.01, 0.03, 0.1]
 TRIAL_DIR = (  # one per trial: the map index is part of the path
-    "{{ var.value.get('jax_output_root', '/tmp/airflow-jax-outputs') }}"
-    "/sweep/{{ run_id | replace(':', '-') | replace('+', '-') }}/trial-{{ ti.map_index }}"
+    OUTPUT_ROOT
+    + "/sweep/{{ run_id | replace(':', '-') | replace('+', '-') }}/trial-{{ ti.map_index }}"
 )
 
 

@@ -10,13 +10,13 @@ promotes or exports the trained model.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import pendulum
 from airflow.sdk import Asset, Param, dag, task
+from output_root import CONTINUOUS_DIR
 
-RUN_DIR = os.environ.get("JAX_CONTINUOUS_DIR", "/tmp/airflow-jax-outputs/train_continuous")
+RUN_DIR = CONTINUOUS_DIR
 TPU = {
     "accelerator": "tpu-v5litepod-8",  # 2 hosts x 4 chips
     "image": "{{ var.value.get('jax_image', 'us-docker.pkg.dev/my-project/training/jax:latest') }}",

@@ -28,6 +28,7 @@ if ! "$AIRFLOW" db migrate >"$AIRFLOW_HOME/migrate.log" 2>&1; then
 fi
 
 echo "==> airflow dags test $DAG"
+echo "    (a JAX process's lines start with its [slice/host]: [0/0] is the leader, process 0)"
 LOG="$AIRFLOW_HOME/$DAG.log"
 "$AIRFLOW" dags test "$DAG" 2>&1 | tee "$LOG"
 [ "$DAG" = quickstart ] || exit 0

@@ -36,7 +36,8 @@ class Data:
         the DAG file's folder), or ``gs://bucket/prefix/``; templated.
     :param fuse: stream a ``gs://`` prefix through GKE's GCS FUSE CSI driver instead of
         downloading it before the function starts (downloaded on the local backend).
-    :param read_only: mount read-only (FUSE only).
+    :param read_only: mount read-only (FUSE only). A local folder is passed as it is, and a
+        downloaded copy is the host's own: neither is made read-only.
     :param file_cache: GCS FUSE's file cache size on the node (e.g. ``"100Gi"``, ``"-1"`` for
         no limit); off by default (FUSE only).
     :param metadata_prefetch: list the prefix's metadata when mounting, as xpk does (FUSE).

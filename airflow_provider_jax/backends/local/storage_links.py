@@ -44,8 +44,9 @@ def linked_storage(manifest: Mapping[str, Any], log: Any) -> Iterator[None]:
     if not mounts:
         yield
         return
-    mapping = json.loads(os.environ.get(LOCAL_STORAGE_ENV) or "{}")
-    made: list[str] = []
+    mapping = storage_mapping(os.environ.get(LOCAL_STORAGE_ENV))
+    links: list[str] = []
+    folders: list[str] = []  # made to hold a link: removed after the links, deepest first
     try:
         for name, path in mounts:
             folder = mapping.get(name)
@@ -62,11 +63,46 @@ def linked_storage(manifest: Mapping[str, Any], log: Any) -> Iterator[None]:
                         "backend would link it there. Move it, or map the storage to it."
                     )
                 continue
+            folders += _missing_parents(os.path.dirname(path))
             os.makedirs(os.path.dirname(path), exist_ok=True)
             os.symlink(folder, path)
-            made.append(path)
+            links.append(path)
             log.info("storage %r: %s -> %s for this local run", name, path, folder)
         yield
-    finally:
-        for path in made:
-            os.unlink(path)
+    finally:  # only what this run made
+        for path in links:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
+        for path in sorted(folders, key=len, reverse=True):
+            with contextlib.suppress(OSError):  # something else was put there meanwhile
+                os.rmdir(path)
+
+
+def storage_mapping(raw: str | None) -> dict[str, str]:
+    """``AIRFLOW_JAX_LOCAL_STORAGE`` read: a JSON object of storage names to local folders,
+    or a ValueError that names the variable and shows what it should hold."""
+    example = f'{LOCAL_STORAGE_ENV}=\'{{"my-claim": "/path/to/folder"}}\''
+    try:
+        mapping = json.loads(raw or "{}")
+    except ValueError as err:
+        raise ValueError(f"{LOCAL_STORAGE_ENV} is not JSON ({err}); set e.g. {example}.") from None
+    if not isinstance(mapping, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
+    ):
+        raise ValueError(
+            f"{LOCAL_STORAGE_ENV} must be a JSON object of storage names to local folders, "
+            f"got {raw!r}; set e.g. {example}."
+        )
+    return mapping
+
+
+def _missing_parents(folder: str) -> list[str]:
+    """``folder`` and those above it that do not exist yet."""
+    missing: list[str] = []
+    while folder and not os.path.exists(folder):
+        missing.insert(0, folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    return missing
