@@ -4,7 +4,7 @@ message per kind of value. Pure: no Airflow, no I/O."""
 from __future__ import annotations
 
 import datetime
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 
 def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) -> float:
@@ -42,6 +42,14 @@ def not_templated(name: str, value: object, templated: Iterable[str] = ()) -> No
             f"{name} is not a templated field, so {value!r} would be used as written, never "
             f"rendered. Give a literal value, or template a field that is templated{fields}."
         )
+
+
+def refuse_untemplated(arguments: Mapping[str, object], templated: Sequence[str]) -> None:
+    """:func:`not_templated` for each of an ``__init__``'s ``arguments`` (its ``locals()``)
+    that is not a templated field."""
+    for name, value in arguments.items():
+        if name not in templated and name not in ("self", "kwargs", "__class__"):
+            not_templated(name, value, templated)
 
 
 def one_of(name: str, value: object, choices: tuple[object, ...]) -> None:

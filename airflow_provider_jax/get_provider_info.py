@@ -85,6 +85,15 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "local",
                         "default": "kubernetes",
                     },
+                    "default_image": {
+                        "description": "The image a JAX task runs when it names none (its "
+                        "image= argument). Unset: Kubernetes tasks must name one; the local "
+                        "backend needs none.",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "us-docker.pkg.dev/my-project/training/jax:latest",
+                        "default": "",
+                    },
                     "max_result_bytes": {
                         "description": "The largest leader result read into XCom, in bytes. "
                         "Results live in the metadata database; write large outputs to "

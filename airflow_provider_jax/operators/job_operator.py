@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from airflow.sdk import BaseOperator, conf
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_jax.arguments import not_templated, one_of, positive_seconds
+from airflow_provider_jax.arguments import one_of, positive_seconds, refuse_untemplated
 from airflow_provider_jax.backends.contract import (
     BACKENDS,
     ON_FINISH_ACTIONS,
@@ -63,7 +63,8 @@ class JaxJobOperator(
     Use :class:`JaxTpuSliceOperator` or :class:`JaxGpuJobOperator`, which parse ``accelerator``.
 
     :param accelerator: the parsed accelerator (slice shape or GPU nodes).
-    :param image: the container image; it must hold JAX for the accelerator. (templated)
+    :param image: the container image; it must hold JAX for the accelerator. Default:
+        ``[jax] default_image``; the local backend needs none. (templated)
     :param command: argv to run on every host instead of an entrypoint. (templated)
     :param entrypoint: ``"package.module:function"`` to call on every host. (templated)
     :param entrypoint_kwargs: JSON keyword arguments for it. (templated)
@@ -185,7 +186,7 @@ class JaxJobOperator(
         self,
         *,
         accelerator: Accelerator,
-        image: str,
+        image: str | None = None,
         command: Sequence[str] | None = None,
         entrypoint: str | None = None,
         entrypoint_kwargs: Mapping[str, Any] | None = None,
@@ -243,12 +244,8 @@ class JaxJobOperator(
         impersonation_chain: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        given = {k: v for k, v in locals().items() if k not in ("self", "kwargs", "__class__")}
-        for argument, value in given.items():  # Jinja where Airflow renders nothing
-            if argument not in self.template_fields:
-                not_templated(
-                    argument, value, [f for f in self.template_fields if f != MANIFEST_FIELD]
-                )
+        # Jinja where Airflow renders nothing would be used as written.
+        refuse_untemplated(locals(), [f for f in self.template_fields if f != MANIFEST_FIELD])
         if checkpoint_asset is not None:
             kwargs["outlets"] = with_checkpoint_outlet(
                 kwargs.get("task_id", ""), checkpoint_asset, output_dir, kwargs.get("outlets")

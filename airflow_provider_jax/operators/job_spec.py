@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 SPEC_DEFAULTS = frozenset({"megascale_port"})
 SPEC_FIELDS = tuple(f.name for f in dataclasses.fields(JaxJobSpec) if f.name not in SPEC_DEFAULTS)
 TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
+LOCAL_IMAGE = "local-backend"  # the local backend runs no image; the manifest still names one
 GKE_API = "https://container.googleapis.com/v1"
 
 
@@ -46,7 +47,7 @@ class JobSpecBuilder:
     # Set by the operator.
     name: str | None
     output_dir: str | None
-    image: str
+    image: str | None
     command: Sequence[str] | str | None
     pathways: Pathways | None
     resolved_backend: str
@@ -87,7 +88,7 @@ class JobSpecBuilder:
                 if not item.is_gcs:
                     item.staged = staging_uri(item, self.output_dir)
         command, env = self._program(rendered)
-        image = self.image
+        image = self.image if self.image is not None else self._default_image()
         if not rendered and is_template(image):
             image = TEMPLATED_IMAGE  # checked once rendered
         # A label, annotation or env name the provider sets would silently lose to it.
@@ -115,6 +116,19 @@ class JobSpecBuilder:
         if rendered:  # the values are real now: none may be one Airflow masks
             refuse_masked_values(self.env, self._call_arguments(rendered))
         return spec
+
+    def _default_image(self) -> str:
+        """``[jax] default_image``, else a stand-in on the local backend, which runs none."""
+        from airflow.sdk import conf
+
+        if configured := conf.get("jax", "default_image", fallback=""):
+            return configured
+        if self.resolved_backend == "local":
+            return LOCAL_IMAGE
+        raise ValueError(
+            "image is required on Kubernetes: give image= (the image every pod runs, with JAX "
+            "for the accelerator), or set [jax] default_image. The local backend needs none."
+        )
 
     def data_inputs(self, rendered: bool) -> list[Data]:
         """The ``Data(...)`` values among the function's arguments."""

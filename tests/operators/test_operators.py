@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
 from airflow.sdk import DAG
 
 from airflow_provider_jax.manifest.kueue_keys import KUEUE_QUEUE_LABEL
@@ -98,3 +99,16 @@ def test_provider_is_listed():
         check=True,
     )
     assert "airflow-provider-jax" in {p["package_name"] for p in json.loads(out.stdout)}
+
+
+def test_image_is_optional_locally_and_required_on_kubernetes(monkeypatch):
+    base = {"task_id": "t", "accelerator": "tpu-v5litepod-8", "entrypoint": "m:f"}
+    local = JaxTpuSliceOperator(**base, backend="local")
+    container = local.dry_run()["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert container["spec"]["containers"][0]["image"] == "local-backend"
+    with pytest.raises(ValueError, match=r"image is required on Kubernetes.*\[jax\] default_image"):
+        JaxTpuSliceOperator(**base, backend="kubernetes")
+    monkeypatch.setenv("AIRFLOW__JAX__DEFAULT_IMAGE", "us-docker.pkg.dev/p/r/jax:1")
+    manifest = JaxTpuSliceOperator(**base, backend="kubernetes").dry_run()
+    pod = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod["containers"][0]["image"] == "us-docker.pkg.dev/p/r/jax:1"
