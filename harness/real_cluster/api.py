@@ -52,6 +52,17 @@ class Api:
     def get(self, path: str) -> Any:
         return self.request("GET", path)
 
+    def delete(self, path: str, body: Any = None) -> bool:
+        """DELETE ``path``; False when it was already gone (404), as a controller's own
+        deletion may have finished between a list and this call."""
+        try:
+            self.request("DELETE", path, body)
+        except urllib.error.HTTPError as err:
+            if err.code == 404:
+                return False
+            raise
+        return True
+
     def apply(self, obj: dict[str, Any]) -> Any:
         """Server-side apply (the CRDs are too large for a client-side apply's annotation)."""
         path = f"{resource_path(obj)}?fieldManager={FIELD_MANAGER}&force=true"

@@ -80,7 +80,7 @@ def _leave_nothing(request: pytest.FixtureRequest):
     jobsets = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
     for jobset in api.get(jobsets)["items"]:
         body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"}
-        api.request("DELETE", f"{jobsets}/{jobset['metadata']['name']}", body)
+        api.delete(f"{jobsets}/{jobset['metadata']['name']}", body)  # a deleting one may go first
     api.wait_for(
         "every pod of the test gone",
         lambda: (
