@@ -11,6 +11,7 @@ from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.runtime.messages import success_message
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
+from harness.jobsets import manifest, succeed
 from harness.k8s_emulator import PodRun, PodScript
 
 # As 0.1.0 stored them (a Kubernetes connection cluster).
@@ -72,3 +73,29 @@ def test_a_task_deferred_by_0_1_resumes(k8s):
     }
     assert op.execute_complete(context, event=event_0_1, cluster=CLUSTER_0_1) == {"loss": 0.25}
     k8s.wait_for(lambda: k8s.jobset(name) is None, 10, "the JobSet to go")
+
+
+async def test_a_row_of_0_1_with_every_option_set_resumes_with_them(k8s, capsys):
+    """Each WatchOptions field away from its default, as 0.1 wrote the row: the trigger of
+    this release holds them (``trigger.watch``) and writes the same row back."""
+    k8s.script(succeed({"loss": 0.5}, steps=2))
+    created = KubernetesCluster().hook().create_jobset(manifest())
+    row = {
+        "name": created["metadata"]["name"],
+        "namespace": "default",
+        "uid": created["metadata"]["uid"],
+        "cluster": CLUSTER_0_1,
+        "deadline": None,
+        "poll_interval": 5.0,
+        "retry_budget": 300.0,
+        "log_lines": 50,
+        "queue_timeout": 600.0,
+        "queue_until": "admitted",
+        "stream_logs": "all",
+        "fire_not_before": 0.0,
+    }
+    trigger = JobSetTrigger(**row)
+    assert trigger.serialize() == ("airflow_provider_jax.triggers.jobset.JobSetTrigger", row)
+    (event,) = [e.payload async for e in trigger.run()]
+    assert (event["status"], event["uid"]) == ("success", row["uid"])
+    assert "[0/1]" in capsys.readouterr().out  # stream_logs="all" came through the row

@@ -95,44 +95,6 @@ async def test_execution_timeout_is_enforced_while_deferred(k8s):
     assert k8s.controller.deletions == [(trigger.name, "Foreground")]
 
 
-# A row as release 0.1 stored it (every option away from its default): the triggerer of this
-# release must load it and resume the wait. Its keys are the trigger's kwargs, never renamed.
-STORED_ROW = {
-    "name": None,  # the JobSet under test
-    "namespace": "default",
-    "uid": None,
-    "cluster": {
-        "conn_id": "kubernetes_default",
-        "cluster_context": None,
-        "in_cluster": None,
-        "cluster_url": None,
-        "ssl_ca_cert": None,
-        "gcp_conn_id": "google_cloud_default",
-        "impersonation_chain": None,
-        "use_dns_endpoint": False,
-    },
-    "deadline": None,
-    "poll_interval": 5.0,
-    "retry_budget": 300.0,
-    "log_lines": 50,
-    "queue_timeout": 600.0,
-    "queue_until": "admitted",
-    "stream_logs": "all",
-    "fire_not_before": 0.0,
-}
-
-
-async def test_a_row_stored_by_the_previous_release_resumes(k8s, capsys):
-    k8s.script(succeed({"loss": 0.5}, steps=2))
-    submitted = submit(k8s)
-    row = {**STORED_ROW, "name": submitted.name, "uid": submitted.uid}
-    trigger = JobSetTrigger(**row)
-    assert trigger.serialize() == ("airflow_provider_jax.triggers.jobset.JobSetTrigger", row)
-    (event,) = await asyncio.wait_for(events(trigger), 20)
-    assert (event["status"], event["uid"]) == ("success", submitted.uid)
-    assert "[0/1]" in capsys.readouterr().out  # stream_logs="all" came through the row
-
-
 async def test_serializes_plain_data_and_survives_a_triggerer_restart(k8s):
     k8s.script(lambda pod: succeed(7, duration=2)(pod))
     trigger = submit(k8s)
