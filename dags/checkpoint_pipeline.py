@@ -12,15 +12,22 @@ GKE set the Variable ``jax_output_root`` to a ``gs://`` path and nothing else ch
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from output_root import OUTPUT_ROOT
 
 from airflow_provider_jax.sensors import OrbaxCheckpointSensor
 
 IMAGE = "{{ var.value.get('jax_image', 'us-docker.pkg.dev/my-project/training/jax:latest') }}"
+# Under AIRFLOW_HOME (make demo: the project's ignored .airflow/) unless the Variable
+# jax_output_root names the place (gs://my-bucket/runs on GKE).
+LOCAL_OUTPUTS = os.path.join(
+    os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow"), "jax-outputs"
+)
+OUTPUT_ROOT = "{{ var.value.get('jax_output_root', '" + LOCAL_OUTPUTS + "') }}"
+
 RUN_DIR = (  # one per DAG run, the same for every try: a retry resumes from its checkpoints
     OUTPUT_ROOT + "/checkpoint_pipeline/{{ run_id | replace(':', '-') | replace('+', '-') }}"
 )

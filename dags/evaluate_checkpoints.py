@@ -13,11 +13,15 @@ from typing import Any
 
 import pendulum
 from airflow.sdk import Asset, AssetWatcher, dag, task
-from output_root import CONTINUOUS_DIR
 
 from airflow_provider_jax.triggers.orbax_events import OrbaxCheckpointEventTrigger
 
-RUN_DIR = CONTINUOUS_DIR
+# Under AIRFLOW_HOME (make demo: the project's ignored .airflow/), or JAX_CONTINUOUS_DIR.
+RUN_DIR = os.environ.get("JAX_CONTINUOUS_DIR") or os.path.join(
+    os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow"),
+    "jax-outputs",
+    "train_continuous",
+)
 CHECKPOINTS = f"{RUN_DIR}/checkpoints"
 NEW_CHECKPOINT = Asset(
     name="train_continuous_checkpoints",

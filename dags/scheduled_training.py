@@ -12,12 +12,19 @@ for GKE; the defaults run on the local backend.
 
 from __future__ import annotations
 
+import os
 from datetime import timedelta
 from typing import Any
 
 import pendulum
 from airflow.sdk import dag, task
-from output_root import OUTPUT_ROOT
+
+# Under AIRFLOW_HOME (make demo: the project's ignored .airflow/) unless the Variable
+# jax_output_root names the place (gs://my-bucket/runs on GKE).
+LOCAL_OUTPUTS = os.path.join(
+    os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow"), "jax-outputs"
+)
+OUTPUT_ROOT = "{{ var.value.get('jax_output_root', '" + LOCAL_OUTPUTS + "') }}"
 
 IMAGE = "{{ var.value.get('jax_image', 'us-docker.pkg.dev/my-project/training/jax:latest') }}"
 

@@ -10,15 +10,22 @@ on GKE by the Kueue queue the trials share (``queue_name``).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pendulum
 from airflow.sdk import dag, task
-from output_root import OUTPUT_ROOT
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 
 LEARNING_RATES = [0.003, 0.01, 0.03, 0.1]
+# Under AIRFLOW_HOME (make demo: the project's ignored .airflow/) unless the Variable
+# jax_output_root names the place (gs://my-bucket/runs on GKE).
+LOCAL_OUTPUTS = os.path.join(
+    os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow"), "jax-outputs"
+)
+OUTPUT_ROOT = "{{ var.value.get('jax_output_root', '" + LOCAL_OUTPUTS + "') }}"
+
 TRIAL_DIR = (  # one per trial: the map index is part of the path
     OUTPUT_ROOT
     + "/sweep/{{ run_id | replace(':', '-') | replace('+', '-') }}/trial-{{ ti.map_index }}"

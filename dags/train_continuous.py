@@ -10,13 +10,18 @@ promotes or exports the trained model.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pendulum
 from airflow.sdk import Asset, Param, dag, task
-from output_root import CONTINUOUS_DIR
 
-RUN_DIR = CONTINUOUS_DIR
+# Under AIRFLOW_HOME (make demo: the project's ignored .airflow/), or JAX_CONTINUOUS_DIR.
+RUN_DIR = os.environ.get("JAX_CONTINUOUS_DIR") or os.path.join(
+    os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow"),
+    "jax-outputs",
+    "train_continuous",
+)
 TPU = {
     "accelerator": "tpu-v5litepod-8",  # 2 hosts x 4 chips
     "image": "{{ var.value.get('jax_image', 'us-docker.pkg.dev/my-project/training/jax:latest') }}",
