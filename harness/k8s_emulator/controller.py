@@ -162,9 +162,14 @@ class Controller:
     async def _gc_pods(self, pods: list[PodRun]) -> None:
         """The garbage collector removes a restarted attempt's pods shortly after."""
         await asyncio.sleep(GC_DELAY)
+        self._remove_pods(pods)
+
+    def _remove_pods(self, pods: list[PodRun]) -> None:
+        """By identity: a JobSet recreated under the same name may already have these names."""
         for pod in pods:
-            self.store.remove(POD, pod.namespace, pod.name)
-            self.pods.pop((pod.namespace, pod.name), None)
+            if self.pods.get((pod.namespace, pod.name)) is pod:
+                self.store.remove(POD, pod.namespace, pod.name)
+                self.pods.pop((pod.namespace, pod.name), None)
 
     def _create_pods(self, run: JobSetRun, jobset: dict[str, Any], attempt: int) -> list[PodRun]:
         pod_specs = {
@@ -309,9 +314,7 @@ class Controller:
             pod.killed.set()
         await asyncio.gather(*(p.task for p in pods if p.task), return_exceptions=True)
         if delete:
-            for pod in pods:
-                self.store.remove(POD, pod.namespace, pod.name)
-                self.pods.pop((pod.namespace, pod.name), None)
+            self._remove_pods(pods)
 
     def _update_status(self, run: JobSetRun, restarts: int | None = None) -> None:
         jobset = self.store.get(JOBSET, run.namespace, run.name)
@@ -368,11 +371,12 @@ class Controller:
         if policy == "Foreground":
             jobset["metadata"].update(deletionTimestamp=now(), finalizers=["foregroundDeletion"])
             marked = self.store.update(JOBSET, jobset)
-            self._spawn(self._collect(namespace, name, pods, remove_jobset=True))
+            uid = jobset["metadata"]["uid"]
+            self._spawn(self._collect(namespace, name, pods, remove_uid=uid))
             return marked
         removed = self.store.remove(JOBSET, namespace, name)
         if policy != "Orphan":
-            self._spawn(self._collect(namespace, name, pods, remove_jobset=False))
+            self._spawn(self._collect(namespace, name, pods, remove_uid=None))
         return removed
 
     def _spawn(self, work: Any) -> None:
@@ -380,12 +384,15 @@ class Controller:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
-    async def _collect(self, namespace: str, name: str, pods: list[PodRun], remove_jobset: bool):
+    async def _collect(self, namespace: str, name: str, pods: list[PodRun], remove_uid: str | None):
+        """Delete ``pods``, then (Foreground) the JobSet by uid, never a successor's."""
         await self._stop_pods(pods, delete=True)
-        if remove_jobset:
+        if remove_uid is not None:
             if self.deletion_hold:
                 await asyncio.sleep(self.deletion_hold)
-            self.store.remove(JOBSET, namespace, name)
+            current = self.store.get(JOBSET, namespace, name)
+            if current is not None and current["metadata"]["uid"] == remove_uid:
+                self.store.remove(JOBSET, namespace, name)
 
     async def shutdown(self) -> None:
         for run in list(self.runs.values()):
