@@ -371,8 +371,7 @@ class Controller:
         if policy == "Foreground":
             jobset["metadata"].update(deletionTimestamp=now(), finalizers=["foregroundDeletion"])
             marked = self.store.update(JOBSET, jobset)
-            uid = jobset["metadata"]["uid"]
-            self._spawn(self._collect(namespace, name, pods, remove_uid=uid))
+            self._spawn(self._collect(namespace, name, pods, jobset["metadata"]["uid"]))
             return marked
         removed = self.store.remove(JOBSET, namespace, name)
         if policy != "Orphan":
@@ -390,9 +389,7 @@ class Controller:
         if remove_uid is not None:
             if self.deletion_hold:
                 await asyncio.sleep(self.deletion_hold)
-            current = self.store.get(JOBSET, namespace, name)
-            if current is not None and current["metadata"]["uid"] == remove_uid:
-                self.store.remove(JOBSET, namespace, name)
+            self.store.remove(JOBSET, namespace, name, uid=remove_uid)
 
     async def shutdown(self) -> None:
         for run in list(self.runs.values()):

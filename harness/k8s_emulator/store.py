@@ -169,7 +169,13 @@ class Store:
         meta = obj["metadata"]
         return self._write((kind, meta["namespace"], meta["name"]), obj, "MODIFIED")
 
-    def remove(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    def remove(
+        self, kind: str, namespace: str, name: str, uid: str | None = None
+    ) -> dict[str, Any] | None:
+        """Remove the object of that name (only if its uid is ``uid``, when given)."""
+        current = self.objects.get((kind, namespace, name))
+        if uid is not None and (current is None or current["metadata"].get("uid") != uid):
+            return None
         obj = self.objects.pop((kind, namespace, name), None)
         if obj is not None:
             self._index((kind, namespace, name), obj, None)
