@@ -65,9 +65,9 @@ class JobSetTrigger(BaseTrigger):
     nothing: the JobSet is watched through the informer shared by every trigger on that
     (cluster, namespace). How it waits, and what of the job reaches the task log, are the
     :class:`~airflow_provider_jax.backends.watch_options.WatchOptions` fields, passed as
-    kwargs of the same names and held as :attr:`watch` (the leader's or every host's log lines, at most ``log_lines``
-    per host; the queue timeout; the poll interval without watch permission). A pod that can never start
-    (its image cannot be pulled) ends the wait at once. While it waits for capacity, each
+    kwargs of the same names and held as :attr:`watch` (the leader's or every host's log
+    lines, at most ``log_lines`` per host; the queue timeout; the poll interval without watch
+    permission). A pod that can never start (its image cannot be pulled) ends the wait at once. While it waits for capacity, each
     change in why (Kueue's verdict, its queue position, unschedulable pods) is logged; past
     ``queue_timeout`` seconds from its creation without all pods running
     (``queue_until="running"``) or Kueue's admission (``"admitted"``), or when Kueue gives
