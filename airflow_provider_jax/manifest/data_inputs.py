@@ -94,16 +94,13 @@ class Data:
             raise ValueError(f"Data path must be a local path or gs://bucket/prefix, got {path!r}.")
         if self.fuse not in (True, False) or self.read_only not in (True, False):
             raise ValueError("Data fuse and read_only must be True or False.")
-        if self.is_gcs:
-            Location.parse(path, "Data")
-            return
-        if self.fuse:
+        if self.fuse and not self.is_gcs:
             raise ValueError(
                 f"Data({path!r}, fuse=True): GCS FUSE mounts gs:// buckets; a local folder is "
                 "passed as it is. Drop fuse=True, or copy the folder to gs:// first."
             )
-        Location.parse(path, "Data")  # only GCS or a local path, no other scheme
-        if not os.path.exists(path):
+        Location.parse(path, "Data")  # only GCS or an absolute local path, no other scheme
+        if not self.is_gcs and not os.path.exists(path):
             raise ValueError(
                 f"Data({path!r}): no such file or folder on this machine (relative paths are "
                 "relative to the DAG file's folder)."

@@ -2,7 +2,7 @@
 location string is taken apart, shared by the pods' runtime and the Airflow side, so the two
 can never read a path differently.
 
-A new store (another scheme) adds its scheme here and a driver in :mod:`.storage`.
+A new store (another scheme) adds its scheme here and a driver in :mod:`.stores`.
 """
 
 from __future__ import annotations
@@ -100,11 +100,8 @@ class Location:
     def __str__(self) -> str:
         if self.scheme == LOCAL:
             return self.key
-        return (
-            f"{self.scheme}://{self.bucket}/{self.key}"
-            if self.key
-            else (f"{self.scheme}://{self.bucket}")
-        )
+        root = f"{self.scheme}://{self.bucket}"
+        return f"{root}/{self.key}" if self.key else root
 
 
 def valid_bucket(bucket: str) -> bool:

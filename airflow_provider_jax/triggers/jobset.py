@@ -67,9 +67,10 @@ class JobSetTrigger(BaseTrigger):
     :class:`~airflow_provider_jax.backends.watch_options.WatchOptions` fields, passed as
     kwargs of the same names and held as :attr:`watch` (the leader's or every host's log
     lines, at most ``log_lines`` per host; the queue timeout; the poll interval without watch
-    permission). A pod that can never start (its image cannot be pulled) ends the wait at once. While it waits for capacity, each
-    change in why (Kueue's verdict, its queue position, unschedulable pods) is logged; past
-    ``queue_timeout`` seconds from its creation without all pods running
+    permission). A pod that can never start (its image cannot be pulled) ends the wait at
+    once. While it waits for capacity, each change in why (Kueue's verdict, its queue position,
+    unschedulable pods) is logged; past ``queue_timeout`` seconds from its creation without all
+    pods running
     (``queue_until="running"``) or Kueue's admission (``"admitted"``), or when Kueue gives
     up on it, the JobSet is deleted and the task fails.
 

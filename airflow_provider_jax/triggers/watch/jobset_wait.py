@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from airflow_provider_jax.backends.watch_options import WatchOptions
@@ -48,6 +48,7 @@ class WatchedJobSet:
     :param options: how it is waited on and what of it reaches the task log.
     :param log: the task log.
     :param clock: the goodput ledger of what this wait sees (in memory only).
+    :param restarts: a line per restart this wait saw (in memory only).
     """
 
     name: str
@@ -58,6 +59,7 @@ class WatchedJobSet:
     options: WatchOptions
     log: Any
     clock: RunClock = field(default_factory=RunClock)
+    restarts: list[str] = field(default_factory=list)
 
     @property
     def where(self) -> str:
@@ -74,21 +76,18 @@ class WatchedJobSet:
 async def wait(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -> JobSetEvent:
     """The event ``job``'s wait ends with: its end, or why the wait itself ended, with the
     restarts it saw and its goodput ledger."""
-    restarts: list[str] = []
-    event = await _until_deadline(job, connection_extras, restarts)
-    return JobSetEvent(
-        **{**event.to_dict(), "restarts": list(restarts), "goodput": job.clock.ledger()}
-    )
+    event = await _until_deadline(job, connection_extras)
+    return replace(event, restarts=list(job.restarts), goodput=job.clock.ledger())
 
 
 async def _until_deadline(
-    job: WatchedJobSet, connection_extras: dict[str, Any] | None, restarts: list[str]
+    job: WatchedJobSet, connection_extras: dict[str, Any] | None
 ) -> JobSetEvent:
     deadline = job.deadline
     limit = asyncio.timeout(None if deadline is None else deadline - time.time())
     try:
         async with limit:
-            return await _watch(job, connection_extras, restarts)
+            return await _watch(job, connection_extras)
     except TimeoutError:
         if not limit.expired():
             raise
@@ -120,9 +119,7 @@ async def delete(job: WatchedJobSet, connection_extras: dict[str, Any] | None = 
         job.log.exception("Could not delete JobSet %s/%s", namespace, name)
 
 
-async def _watch(
-    job: WatchedJobSet, connection_extras: dict[str, Any] | None, restart_lines: list[str]
-) -> JobSetEvent:
+async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -> JobSetEvent:
     options, log = job.options, job.log
     async with subscribe(
         job.cluster,
@@ -165,7 +162,7 @@ async def _watch(
             log=log,
             on_waiting=queue.pods_waiting,
         )
-        restarts = RestartLog(hook, job.name, job.namespace, log, lines=restart_lines)
+        restarts = RestartLog(hook, job.name, job.namespace, log, job.restarts)
         try:
             while True:
                 change = await changes.next()

@@ -27,13 +27,13 @@ class RestartLog:
         name: str,
         namespace: str,
         log: logging.Logger | Any,
-        lines: list[str] | None = None,
+        lines: list[str],
     ) -> None:
         self.hook, self.name, self.namespace, self.log = hook, name, namespace, log
         # From 0: a trigger that starts late (or again, after a triggerer restart) still says
         # how often the slice restarted before it looked; only the latest cause is knowable.
         self.seen = 0
-        self.lines: list[str] = [] if lines is None else lines  # the caller's list, if given
+        self.lines = lines  # the caller's: it outlives a wait that ends by an exception
 
     async def update(self, jobset: Mapping[str, Any]) -> list[tuple[int, ProcessFailure | None]]:
         """Log the restarts not seen yet; each ended attempt with its culprit, if visible."""

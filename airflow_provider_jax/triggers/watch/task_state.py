@@ -7,8 +7,9 @@ as of 3.3.2); before 3.3, ``cleanup()`` runs on every stop. Either way only the 
 can say whether the JobSet must go.
 
 The state is read through the triggerer's execution API, which Airflow imports on its first
-use in a triggerer process: seconds, during which that triggerer's main loop stalls. :func:`warm_up` pays that once, when the first trigger starts, so a user's kill is
-not also the one that waits for it.
+use in a triggerer process: seconds, during which that triggerer's main loop stalls.
+:func:`warm_up` pays that once, when the first trigger starts, so a user's kill is not also
+the one that waits for it.
 """
 
 from __future__ import annotations
