@@ -27,6 +27,8 @@ import sys
 import time
 from pathlib import Path
 
+from harness.processes import alive
+
 ENV = "AIRFLOW_JAX_REAPER_DIR"
 GRACE_S = 10.0  # from SIGTERM to SIGKILL, as the harness's own stop gives
 _GROUP, _DAEMON = "group", "daemon"
@@ -89,7 +91,7 @@ def wait_for_exit(pid: int) -> None:
     try:
         fd = os.pidfd_open(pid)
     except (AttributeError, OSError):
-        while _alive(pid):
+        while alive(pid):
             time.sleep(0.5)
         return
     try:
@@ -114,7 +116,7 @@ def reap(folder: Path, grace: float = GRACE_S) -> list[int]:
     for kind, pid, stop in targets:
         _signal(kind, pid, stop)
     deadline = time.monotonic() + grace
-    while time.monotonic() < deadline and any(_alive(pid) for _, pid, _ in targets):
+    while time.monotonic() < deadline and any(alive(pid) for _, pid, _ in targets):
         time.sleep(0.1)
     for kind, pid, _ in targets:
         _signal(kind, pid, signal.SIGKILL)
@@ -127,20 +129,6 @@ def _signal(kind: str, pid: int, sig: int) -> None:
             os.killpg(pid, sig)
         else:
             os.kill(pid, sig)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"  # a zombie has exited; its parent (the run) is gone to reap it
 
 
 def main(argv: list[str]) -> int:

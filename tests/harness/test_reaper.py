@@ -10,29 +10,14 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from harness import reaper
+from harness.processes import alive, wait_gone
 from tests.harness.held_services import PIDS_FILE
 from tests.support.jobset_schema import REPO
 from tests.support.postgres import postgres_bin
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def _wait_gone(pids: list[int], timeout: float) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while (left := [p for p in pids if _alive(p)]) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    return left
 
 
 def test_a_registered_group_stops_when_the_watched_process_exits(tmp_path, monkeypatch):
@@ -96,10 +81,10 @@ def test_a_test_run_killed_by_a_signal_leaves_no_service_running(tmp_path):
             time.sleep(0.5)
         assert pids_file.exists(), f"the held run never came up (exit {run.poll()})"
         pids = json.loads(pids_file.read_text())
-        assert len(pids) >= 6 and all(_alive(p) for p in pids), pids  # the plane, PostgreSQL
+        assert len(pids) >= 6 and all(alive(p) for p in pids), pids  # the plane, PostgreSQL
         os.killpg(run.pid, signal.SIGTERM)
         run.wait(30)
-        assert _wait_gone(pids, timeout=30) == []
+        assert wait_gone(pids, timeout=30) == []
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)

@@ -19,9 +19,9 @@ from airflow.sdk.exceptions import AirflowTaskTimeout
 from airflow_provider_jax.backends.local.localize import localize
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed
 from airflow_provider_jax.reporting.host_logs import SUMMARY_HEADER
+from harness.processes import wait_gone
 from tests.support.jobset_schema import REPO
 from tests.support.local_runs import LOG, manifest, operator, run, run_outcome
-from tests.support.processes import wait_gone
 
 
 @pytest.fixture(autouse=True)

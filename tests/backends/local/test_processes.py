@@ -9,7 +9,7 @@ import time
 from airflow_provider_jax.backends.local.pods import PodPlan
 from airflow_provider_jax.backends.local.processes import PodProcess, process_env, wait_any_exit
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
-from tests.support.processes import alive, wait_gone
+from harness.processes import alive, wait_gone
 
 
 def plan(argv: list[str], env: dict[str, str] | None = None, chips: int = 4) -> PodPlan:

@@ -1,4 +1,4 @@
-"""Is a process still alive? For the tests that check nothing is left behind."""
+"""Is a process still alive? For the reaper and the tests that check nothing is left behind."""
 
 from __future__ import annotations
 
