@@ -48,8 +48,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     """Every process group and daemon the run starts (the control plane, the fake kubelet's
     pods, PostgreSQL, a running Airflow) dies with the run, even one killed by a signal."""
-    if not hasattr(config, "workerinput"):
-        reaper.start(Path(tempfile.mkdtemp(prefix="airflow-jax-reaper-")))
+    reaper.start(Path(tempfile.mkdtemp(prefix="airflow-jax-reaper-")))
 
 
 def pytest_report_header() -> list[str]:
