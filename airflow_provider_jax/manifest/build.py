@@ -10,13 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_jax.manifest import in_place_restart, local_checkpoints
 from airflow_provider_jax.manifest.capacity import placement_annotations
 from airflow_provider_jax.manifest.coordination import (
     PRELUDE_ARGV0,
     PROCESS_ID_PRELUDE,
     coordination_env,
 )
-from airflow_provider_jax.manifest.failure_policy import CODE_ERROR_RULE, pod_failure_policy
+from airflow_provider_jax.manifest.failure_policy import (
+    CODE_ERROR_RULE,
+    pod_failure_policy,
+    restartable_codes,
+)
 from airflow_provider_jax.manifest.gpu_direct import decorations
 from airflow_provider_jax.manifest.jobset_api import (
     API_VERSION,
@@ -50,6 +55,12 @@ def _container(spec: JaxJobSpec, gpu_direct: Mapping[str, Any] | None) -> dict[s
     if gpu_direct:
         container["env"] += gpu_direct["env"]
         container["volumeMounts"] = container.get("volumeMounts", []) + gpu_direct["volume_mounts"]
+    if spec.local_checkpoint_size:
+        container["env"] += local_checkpoints.env()
+        container["volumeMounts"] = [*container.get("volumeMounts", []), local_checkpoints.mount()]
+    if spec.restart_strategy == "in_place":
+        codes = restartable_codes(spec.restart_on_exit_codes)
+        container.update(in_place_restart.program_restart_fields(codes))
     return container
 
 
@@ -85,12 +96,21 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         **placement_annotations(spec.placement, acc, spec.num_slices, spec.queue_name),
         **spec.annotations,
     }
+    init_containers = []
     if extra:
         volumes += extra["volumes"]
         pod_spec["tolerations"] += extra["tolerations"]
-        if extra["init_containers"]:
-            pod_spec["initContainers"] = extra["init_containers"]
+        init_containers += extra["init_containers"]
         annotations = {**extra["annotations"], **annotations}
+    if spec.restart_strategy == "in_place":  # last: its barrier holds back only the program
+        assert spec.restart_agent_image is not None  # JaxJobSpec checked it
+        init_containers.append(in_place_restart.agent_sidecar(spec.restart_agent_image))
+    if init_containers:
+        pod_spec["initContainers"] = init_containers
+    if spec.local_checkpoint_size:
+        volumes.append(
+            local_checkpoints.volume(spec.local_checkpoint_size, spec.multi_tier_checkpointing)
+        )
     if volumes:
         pod_spec["volumes"] = volumes
     template = {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec}
@@ -135,6 +155,9 @@ def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
             }
         ],
     }
+    if spec.restart_strategy == "in_place":
+        jobset_spec["failurePolicy"]["restartStrategy"] = in_place_restart.JOBSET_STRATEGY
+        jobset_spec["replicatedJobs"][0]["template"]["spec"].update(in_place_restart.job_fields())
     if spec.active_deadline_seconds is not None:
         # Kubernetes itself stops a slice that outlives its deadline, with no restart: the
         # backstop for when Airflow cannot (no triggerer, a task marked failed meanwhile).

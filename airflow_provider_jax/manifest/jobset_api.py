@@ -16,6 +16,10 @@ JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
 JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
 RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+# InPlaceRestart (v0.12): the attempt a pod's agent has reached, and the kubelet's reason for
+# the containers it stopped so that all of the pod's containers restart.
+IN_PLACE_ATTEMPT_ANNOTATION = "jobset.sigs.k8s.io/in-place-restart-attempt"
+RESTARTING_ALL_CONTAINERS = "RestartingAllContainers"
 REPLICAS_LABEL = "jobset.sigs.k8s.io/replicatedjob-replicas"
 COORDINATOR_LABEL = "jobset.sigs.k8s.io/coordinator"  # from spec.coordinator (Pathways)
 EXCLUSIVE_TOPOLOGY_ANNOTATION = "alpha.jobset.sigs.k8s.io/exclusive-topology"

@@ -34,6 +34,13 @@ from airflow_provider_jax.manifest.data_inputs import (
     fuse_volume,
 )
 from airflow_provider_jax.manifest.failure_policy import DEFAULT_MAX_RESTARTS, check_exit_codes
+from airflow_provider_jax.manifest.in_place_restart import (
+    AGENT_IMAGE_EXTRA,
+    AGENT_RELEASE,
+    DEFAULT_RESTART_STRATEGY,
+    check_restart_strategy,
+)
+from airflow_provider_jax.manifest.local_checkpoints import check_fits
 from airflow_provider_jax.manifest.named_storage import Storage, storage_annotations
 from airflow_provider_jax.manifest.names import check_name, rjob_name
 from airflow_provider_jax.manifest.pathways import Pathways
@@ -85,6 +92,10 @@ class JaxJobSpec:
     volume_mounts: Sequence[Mapping[str, Any]] = ()
     max_restarts: int = DEFAULT_MAX_RESTARTS
     restart_on_exit_codes: Sequence[int] = ()
+    restart_strategy: str = DEFAULT_RESTART_STRATEGY  # in_place_restart.py
+    restart_agent_image: str | None = None  # JobSet's agent, for "in_place" on Kubernetes
+    local_checkpoint_size: str | None = None  # the host-local tier (local_checkpoints.py)
+    multi_tier_checkpointing: bool = False  # GKE's MTC volume for that tier
     termination_grace_period: int | None = None  # seconds from SIGTERM to SIGKILL
     active_deadline_seconds: int | None = None
     ttl_seconds_after_finished: int | None = None
@@ -176,6 +187,21 @@ class JaxJobSpec:
         if self.max_restarts < 0:
             raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}.")
         check_exit_codes(self.restart_on_exit_codes)
+        check_restart_strategy(self.restart_strategy, pathways=self.pathways is not None)
+        if self.restart_strategy == "in_place" and not self.restart_agent_image:
+            raise ValueError(
+                "restart_strategy='in_place' needs JobSet's in-place restart agent image, which "
+                f"JobSet {AGENT_RELEASE} does not publish: build its cmd/in-place-restart-agent "
+                f"and name the image in the Kubernetes connection's extra "
+                f"{AGENT_IMAGE_EXTRA!r}, or in [jax] {AGENT_IMAGE_EXTRA} (docs/recovery.md)."
+            )
+        if self.local_checkpoint_size is not None:
+            if self.pathways is not None:
+                raise ValueError(
+                    "local_checkpoint_size does not go with pathways=: the Pathways workers "
+                    "run no program of their own to write the local tier."
+                )
+            check_fits(self.local_checkpoint_size, self.accelerator)
         for name in ("active_deadline_seconds", "termination_grace_period"):
             if getattr(self, name) is not None:
                 _positive_int(name, getattr(self, name))

@@ -11,11 +11,14 @@ from dataclasses import replace
 from typing import Any
 
 from airflow_provider_jax.manifest.failure_policy import DISRUPTION_TARGET
+from airflow_provider_jax.manifest.in_place_restart import JOBSET_STRATEGY as IN_PLACE_STRATEGY
 from airflow_provider_jax.manifest.jobset_api import (
     COMPLETION_INDEX_ANNOTATION,
+    IN_PLACE_ATTEMPT_ANNOTATION,
     JOB_INDEX_LABEL,
     REPLICATED_JOB_LABEL,
     RESTART_ATTEMPT_LABEL,
+    RESTARTING_ALL_CONTAINERS,
 )
 from airflow_provider_jax.manifest.pathways import HEAD
 from airflow_provider_jax.manifest.provider_keys import (
@@ -57,8 +60,24 @@ def uid(obj: Mapping[str, Any] | None) -> str | None:
 
 
 def restarts(jobset: Mapping[str, Any]) -> int:
-    """How often the JobSet has restarted: its current attempt's number."""
-    return int((jobset.get("status") or {}).get("restarts") or 0)
+    """How often the JobSet has restarted, recreated or in place: its current attempt's
+    number. JobSet counts only recreations in ``status.restarts``."""
+    return int((jobset.get("status") or {}).get("restarts") or 0) + in_place_restarts(jobset)
+
+
+def in_place_restarts(jobset: Mapping[str, Any]) -> int:
+    """In-place restarts begun: JobSet sets ``previousInPlaceRestartAttempt`` as one begins
+    (the failed pod's agent is one attempt ahead) and ``currentInPlaceRestartAttempt`` once
+    every pod has reached it; the first start is attempt 0."""
+    status = jobset.get("status") or {}
+    previous = status.get("previousInPlaceRestartAttempt")
+    begun = int(previous) + 1 if previous is not None else 0
+    return max(int(status.get("currentInPlaceRestartAttempt") or 0), begun)
+
+
+def restarts_in_place(jobset: Mapping[str, Any]) -> bool:
+    policy = (jobset.get("spec") or {}).get("failurePolicy") or {}
+    return policy.get("restartStrategy") == IN_PLACE_STRATEGY
 
 
 def summary(jobset: Mapping[str, Any]) -> dict[str, Any]:
@@ -178,7 +197,10 @@ def _int(value: str | None, default: int = 0) -> int:
 
 
 def restart_attempt(pod: Mapping[str, Any]) -> int:
-    return _int(_meta(pod, "labels").get(RESTART_ATTEMPT_LABEL))
+    """The attempt a pod belongs to: JobSet's recreations (its label) plus the in-place
+    restarts its agent has reached (its annotation), as :func:`restarts` counts them."""
+    recreated = _int(_meta(pod, "labels").get(RESTART_ATTEMPT_LABEL))
+    return recreated + _int(_meta(pod, "annotations").get(IN_PLACE_ATTEMPT_ANNOTATION))
 
 
 def position(pod: Mapping[str, Any]) -> tuple[int, int]:
@@ -258,6 +280,18 @@ def failed_pods(
         else [p for p in pods if restart_attempt(p) == attempt]
     )
     return sorted((p for p in chosen if has_failed(p)), key=order)
+
+
+def restarted_in_place(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Pods whose program ended on its own and so restarted its pod in place (the others'
+    containers were stopped for it: the kubelet's ``RestartingAllContainers``), the most
+    recent first."""
+
+    def ended(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+        return ((container_status(pod) or {}).get("lastState") or {}).get("terminated") or {}
+
+    sources = [p for p in pods if ended(p) and ended(p).get("reason") != RESTARTING_ALL_CONTAINERS]
+    return sorted(sources, key=lambda p: ended(p).get("finishedAt") or "", reverse=True)
 
 
 def pod_failure(pod: Mapping[str, Any], log_tail: str = "") -> ProcessFailure:

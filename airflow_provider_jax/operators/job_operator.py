@@ -22,8 +22,8 @@ from airflow_provider_jax.links.tensorboard import TensorBoardLink
 from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.manifest.capacity import Capacity, queue_timeout_seconds
 from airflow_provider_jax.manifest.failure_policy import DEFAULT_MAX_RESTARTS
+from airflow_provider_jax.manifest.in_place_restart import DEFAULT_RESTART_STRATEGY
 from airflow_provider_jax.manifest.named_storage import Storage
-from airflow_provider_jax.manifest.pod_command import split_pip_packages
 from airflow_provider_jax.manifest.secret_refs import as_secret_refs
 from airflow_provider_jax.manifest.spec import SAFE_SECURITY_CONTEXT
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
@@ -96,6 +96,10 @@ class JaxJobOperator(
         a death by signal) within one try; a bug in the code fails at once and spends none.
     :param restart_on_exit_codes: more exit codes (1-255) that mean "restart the slice", as
         xpk's ``--restart-on-exit-codes``; 42, 124 and 129-255 (deaths by signal) always do.
+    :param restart_strategy: ``recreate`` (default: every pod recreated) or ``in_place``
+        (healthy pods' containers restart where they are; JobSet's ``InPlaceRestart``).
+    :param local_checkpoint_size: a per-host checkpoint tier in RAM of this size (``"64Gi"``),
+        at ``runtime.local_checkpoint_dir()``; it survives in-place restarts.
     :param progress_timeout: seconds without a ``report()`` call after which a process counts
         as hung: it prints every thread's stack and exits 124, and the slice restarts. Armed at
         the first report, so start-up never trips it. Off (None) by default.
@@ -211,6 +215,8 @@ class JaxJobOperator(
         storage: Sequence[Storage] = (),
         max_restarts: int = DEFAULT_MAX_RESTARTS,
         restart_on_exit_codes: Sequence[int] = (),
+        restart_strategy: str = DEFAULT_RESTART_STRATEGY,
+        local_checkpoint_size: str | None = None,
         termination_grace_period: int | None = None,
         retry_on_code_error: bool = True,
         progress_timeout: float | None = None,
@@ -269,14 +275,7 @@ class JaxJobOperator(
         self.output_dir = output_dir
         self.checkpoint_asset = checkpoint_asset
         self.set_controller(pathways, initialize_distributed)
-        self.pip_packages, dropped = split_pip_packages(as_list("pip_packages", pip_packages, str))
-        if dropped:
-            self.log.warning(
-                "%s: not installing %s at process start; the image's accelerator-matched JAX "
-                "is used instead.",
-                self.task_id,
-                dropped,
-            )
+        self.set_pip_packages(pip_packages)
         self.python = python
         self.name = name
         self.namespace = namespace
@@ -293,6 +292,8 @@ class JaxJobOperator(
         self.restart_on_exit_codes = tuple(
             as_list("restart_on_exit_codes", restart_on_exit_codes, int)
         )
+        self.restart_strategy = restart_strategy
+        self.local_checkpoint_size = local_checkpoint_size
         self.termination_grace_period = termination_grace_period
         self.retry_on_code_error = retry_on_code_error
         if progress_timeout is not None:

@@ -12,6 +12,8 @@ from airflow_provider_jax.backends.contract import cluster_deadline_seconds
 from airflow_provider_jax.manifest import data_inputs
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.data_inputs import Data
+from airflow_provider_jax.manifest.in_place_restart import AGENT_IMAGE_EXTRA
+from airflow_provider_jax.manifest.local_checkpoints import MTC_EXTRA
 from airflow_provider_jax.manifest.named_storage import Storage
 from airflow_provider_jax.manifest.names import jobset_name
 from airflow_provider_jax.manifest.pathways import (
@@ -20,10 +22,10 @@ from airflow_provider_jax.manifest.pathways import (
     Pathways,
     check_scratch,
 )
-from airflow_provider_jax.manifest.pod_command import python_call
+from airflow_provider_jax.manifest.pod_command import python_call, split_pip_packages
 from airflow_provider_jax.manifest.provider_keys import MANAGED_BY, MANAGED_BY_LABEL, refuse_managed
 from airflow_provider_jax.manifest.spec import JaxJobSpec
-from airflow_provider_jax.operators.argument_types import as_mapping
+from airflow_provider_jax.operators.argument_types import as_list, as_mapping
 from airflow_provider_jax.operators.data_staging import staging_uri
 from airflow_provider_jax.operators.secret_guard import refuse_masked_values
 from airflow_provider_jax.runtime.location import Location
@@ -45,6 +47,9 @@ class JobSpecBuilder:
     """The spec-building half of :class:`~airflow_provider_jax.operators.job_operator.JaxJobOperator`."""
 
     # Set by the operator.
+    task_id: str
+    log: Any
+    pip_packages: list[str]
     name: str | None
     output_dir: str | None
     image: str | None
@@ -69,6 +74,17 @@ class JobSpecBuilder:
         if initialize_distributed is None:
             initialize_distributed = self.pathways is None
         self.initialize_distributed = initialize_distributed
+
+    def set_pip_packages(self, pip_packages: Sequence[str]) -> None:
+        """What to ``pip install`` at process start; JAX itself is the image's, never these."""
+        self.pip_packages, dropped = split_pip_packages(as_list("pip_packages", pip_packages, str))
+        if dropped:
+            self.log.warning(
+                "%s: not installing %s at process start; the image's accelerator-matched JAX "
+                "is used instead.",
+                self.task_id,
+                dropped,
+            )
 
     def _check_static_spec(self) -> None:
         if self.name is not None and not is_template(self.name):
@@ -110,6 +126,7 @@ class JobSpecBuilder:
             "data_inputs": tuple(d for d in inputs if d.fuse),
             "identity_provider": self._identity_provider(),
             "unrendered": not rendered,
+            **self._recovery(rendered),
         }
         held = {f: getattr(self, f) for f in SPEC_FIELDS if f not in computed}
         spec = JaxJobSpec(**held, **computed)
@@ -166,18 +183,42 @@ class JobSpecBuilder:
             check_scratch(output_dir)  # raises: Pathways shares its scratch data through GCS
         return pathways
 
-    def _connection_images(self, pathways: Pathways) -> Pathways:
-        """The Kubernetes connection's ``pathways_server_image`` / ``pathways_proxy_image``
-        extras replace the default images (a cluster that pulls from its own mirror); images
-        set on ``Pathways(...)`` win."""
+    def _connection_extras(self) -> dict[str, Any]:
+        """The Kubernetes connection's extras (none for a GKE cluster named by cluster_name,
+        or where the hook falls back to in-cluster or kubeconfig)."""
         if self.cluster_name or not self.kubernetes_conn_id:
-            return pathways
+            return {}
         from airflow.sdk import BaseHook
         from airflow.sdk.exceptions import AirflowNotFoundException
 
         try:
-            extras = BaseHook.get_connection(self.kubernetes_conn_id).extra_dejson
-        except AirflowNotFoundException:  # in-cluster or kubeconfig, as the hook falls back
+            return BaseHook.get_connection(self.kubernetes_conn_id).extra_dejson
+        except AirflowNotFoundException:
+            return {}
+
+    def _recovery(self, rendered: bool) -> dict[str, Any]:
+        """The cluster's side of ``restart_strategy`` and ``local_checkpoint_size``: JobSet's
+        agent image (the connection extra, else ``[jax]``) and whether the cluster has GKE's
+        multi-tier checkpointing. Before rendering, and locally, a stand-in: no image runs."""
+        if not rendered or self.resolved_backend == "local":
+            return {"restart_agent_image": LOCAL_IMAGE, "multi_tier_checkpointing": False}
+        from airflow.sdk import conf
+
+        extras = self._connection_extras()
+        image = extras.get(AGENT_IMAGE_EXTRA) or conf.get("jax", AGENT_IMAGE_EXTRA, fallback="")
+        multi_tier = extras.get(MTC_EXTRA, False)
+        if not isinstance(multi_tier, bool):
+            raise ValueError(
+                f"the Kubernetes connection's extra {MTC_EXTRA!r} must be true or false, got "
+                f"{multi_tier!r}."
+            )
+        return {"restart_agent_image": image or None, "multi_tier_checkpointing": multi_tier}
+
+    def _connection_images(self, pathways: Pathways) -> Pathways:
+        """The Kubernetes connection's ``pathways_server_image`` / ``pathways_proxy_image``
+        extras replace the default images (a cluster that pulls from its own mirror); images
+        set on ``Pathways(...)`` win."""
+        if not (extras := self._connection_extras()):
             return pathways
         chosen = {
             field: extras[f"pathways_{field}"]

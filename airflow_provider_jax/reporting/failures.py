@@ -77,12 +77,16 @@ class ProcessFailure:
         return "\n".join(lines)
 
 
-def restart_line(attempt: int, max_restarts: int, culprit: ProcessFailure | None) -> str:
+def restart_line(
+    attempt: int, max_restarts: int, culprit: ProcessFailure | None, in_place: bool = False
+) -> str:
     """One line per slice restart, the same from both backends: ``restart 1/3 after a
-    disruption on [0/1]: killed by SIGKILL``."""
+    disruption on [0/1]: killed by SIGKILL``; ``restart 1/3 in place after ...`` where the
+    pods' containers restarted where they were (``restart_strategy="in_place"``)."""
+    head = f"restart {attempt}/{max_restarts}" + (" in place" if in_place else "")
     if culprit is None:
-        return f"restart {attempt}/{max_restarts}: its cause was not visible (pods gone)"
-    return f"restart {attempt}/{max_restarts} after a {culprit.kind} on {culprit.tag}: " + (
+        return f"{head}: its cause was not visible (pods gone)"
+    return f"{head} after a {culprit.kind} on {culprit.tag}: " + (
         culprit.error.splitlines()[0][:300] if culprit.error else f"exit code {culprit.exit_code}"
     )
 

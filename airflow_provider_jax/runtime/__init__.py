@@ -16,7 +16,12 @@ import sys
 from typing import Any
 
 from airflow_provider_jax.runtime import preemption
-from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, PROCESS_ID_ENV, RESTART_ATTEMPT_ENV
+from airflow_provider_jax.runtime.env import (
+    LOCAL_CHECKPOINT_DIR_ENV,
+    OUTPUT_DIR_ENV,
+    PROCESS_ID_ENV,
+    RESTART_ATTEMPT_ENV,
+)
 from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.messages import (
     TOTAL_STEPS_KEY,
@@ -29,6 +34,7 @@ from airflow_provider_jax.runtime.preemption import on_preemption
 
 __all__ = [
     "checkpoint_dir",
+    "local_checkpoint_dir",
     "on_preemption",
     "output_dir",
     "process_index",
@@ -104,6 +110,12 @@ def checkpoint_dir() -> str | None:
     every JobSet restart and every Airflow retry (keep ``try_number`` out of output_dir)."""
     base = output_dir()
     return checkpoints_uri(base) if base else None
+
+
+def local_checkpoint_dir() -> str | None:
+    """This host's local checkpoint tier (``local_checkpoint_size``): a folder in RAM that
+    survives an in-place restart and is gone with the run. None without one."""
+    return os.environ.get(LOCAL_CHECKPOINT_DIR_ENV) or None
 
 
 _resumed: list[int | None] = []  # the answer, once asked

@@ -18,6 +18,7 @@ LOG = logging.getLogger("tests.local")
 
 def operator(program: str, **kwargs: Any) -> JaxTpuSliceOperator:
     kwargs.setdefault("accelerator", "tpu-v5litepod-8")
+    kwargs.setdefault("backend", "local")
     return JaxTpuSliceOperator(
         task_id="train",
         name="job",

@@ -81,6 +81,22 @@ def killed_on_first_attempt() -> dict[str, Any]:
     return collective()
 
 
+def local_tier_survives_a_restart() -> dict[str, Any]:
+    """Each process counts its starts in its local checkpoint tier; the leader dies by
+    SIGKILL on its first, after counting. After the restart it finds its count there."""
+    from airflow_provider_jax.runtime import local_checkpoint_dir
+
+    tier = local_checkpoint_dir()
+    assert tier is not None, "no local checkpoint tier"
+    marker = os.path.join(tier, "starts")
+    starts = int(open(marker).read()) if os.path.exists(marker) else 0
+    with open(marker, "w") as out:
+        out.write(str(starts + 1))
+    if restart_attempt() == 0 and process_index() == 0:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"process": process_index(), "starts_before": starts, "tier": tier}
+
+
 def lose_peer_midway() -> None:
     """Collectives in a loop; process 1 dies by SIGKILL at the fourth, as a preempted host."""
     import numpy as np

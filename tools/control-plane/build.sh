@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Build the real test control plane from pinned Go modules (versions.env): etcd,
-# kube-apiserver, kube-controller-manager, the JobSet controller and Kueue. Each binary is
+# kube-apiserver, kube-controller-manager, the JobSet controller, its in-place restart agent and Kueue. Each binary is
 # built once and cached under $CONTROL_PLANE_CACHE/<name>-<version>-<flags hash>/ (the repo's
 # ignored .cache/), so a second run is a no-op, and a change of a component's flags rebuilds
 # that component only. Each build is also kept in a per-user cache under the same key
 # ($CONTROL_PLANE_SHARED_CACHE), from which a fresh clone on the same machine (CI's) copies it.
 # No binary is downloaded: everything is compiled from the Go module proxy's sources.
 #
-#   build.sh [COMPONENT...]   build what is missing (default: all five)
+#   build.sh [COMPONENT...]   build what is missing (default: all six)
 #   build.sh --where          print NAME=PATH for every component (builds nothing)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,7 +27,7 @@ version_of() {
   case $1 in
     etcd) echo "$ETCD_VERSION" ;;
     kube-apiserver | kube-controller-manager) echo "$KUBERNETES_VERSION" ;;
-    jobset) echo "$JOBSET_VERSION" ;;
+    jobset | in-place-restart-agent) echo "$JOBSET_VERSION" ;;
     kueue) echo "$KUEUE_VERSION" ;;
     *) echo "unknown component: $1" >&2; exit 2 ;;
   esac
@@ -99,7 +99,7 @@ go_install() {
   build_in_context "$name" "$module" "$pkg"
 }
 
-all="etcd kube-apiserver kube-controller-manager jobset kueue"
+all="etcd kube-apiserver kube-controller-manager jobset in-place-restart-agent kueue"
 if [ "${1:-}" = "--where" ]; then
   for component in $all; do echo "$component=$(dir_of "$component")/$component"; done
   exit 0
@@ -128,6 +128,9 @@ for component in ${*:-$all}; do
     kube-apiserver | kube-controller-manager)
       build_in_context "$component" k8s.io/kubernetes "k8s.io/kubernetes/cmd/$component" ;;
     jobset) go_install jobset sigs.k8s.io/jobset sigs.k8s.io/jobset ;;
+    # JobSet's in-place restart sidecar (KEP-467): the fake kubelet runs it in each pod.
+    in-place-restart-agent)
+      go_install in-place-restart-agent sigs.k8s.io/jobset sigs.k8s.io/jobset/cmd/in-place-restart-agent ;;
     kueue) go_install kueue sigs.k8s.io/kueue sigs.k8s.io/kueue/cmd/kueue ;;
     *) echo "unknown component: $component" >&2; exit 2 ;;
   esac

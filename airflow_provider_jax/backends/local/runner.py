@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
+from airflow_provider_jax.backends.local.local_tiers import local_tiers, with_tier
 from airflow_provider_jax.backends.local.localize import free_ports, localize
 from airflow_provider_jax.backends.local.pathways import is_pathways, single_controller
 from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
@@ -30,6 +31,7 @@ from airflow_provider_jax.backends.timeout_alarm import disarm_airflows_alarm
 from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.manifest.failure_policy import on_failure, restartable_in
+from airflow_provider_jax.manifest.status import restarts_in_place
 from airflow_provider_jax.reporting import host_logs
 from airflow_provider_jax.reporting.failures import ProcessFailure, culprits_first, restart_line
 from airflow_provider_jax.reporting.goodput import GoodputClock, chips
@@ -93,11 +95,14 @@ class LocalJobSet:
         self._deadline: float | None = None
         self.clock = GoodputClock(created=time.time(), chips=chips(manifest))
         self.restarts: list[str] = []  # one line per restart, as logged
+        self.tiers: str | None = None  # the folder of the processes' local tiers, if any
 
     def run(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """Run to the end: the leader's parsed success message (None if it left none) and
         its last progress report. Reading a result it names is the caller's business."""
-        with linked_storage(self.pods, self.log):  # storage= mount paths, linked for the run
+        # storage= mount paths, linked for the run; each process's local checkpoint tier,
+        # kept across restarts as an in-memory emptyDir is, and removed with the run.
+        with linked_storage(self.pods, self.log), local_tiers(self.pods) as self.tiers:
             return self._run()
 
     def _run(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -120,7 +125,8 @@ class LocalJobSet:
                 summary = f"JAX job {self.name} failed ({reason}: a {culprit.kind}, no restart)"
                 break
             if attempt < self.max_restarts:
-                restarts.append(restart_line(attempt + 1, self.max_restarts, culprit))
+                in_place = restarts_in_place(self.manifest)
+                restarts.append(restart_line(attempt + 1, self.max_restarts, culprit, in_place))
                 self.log.warning("%s: %s", self.name, restarts[-1])
                 continue
             after = f" after {self.max_restarts} restart(s)" if self.max_restarts else ""
@@ -158,7 +164,8 @@ class _Attempt:
         self.jobset = jobset
         coordinator_port, megascale_port = free_ports(2)
         local = localize(jobset.pods, coordinator_port, megascale_port)
-        self.plans = plan_pods(local, restart_attempt=attempt, secrets=jobset.secrets)
+        planned = plan_pods(local, restart_attempt=attempt, secrets=jobset.secrets)
+        self.plans = [with_tier(plan, jobset.tiers) for plan in planned]
         self.leader = next(p for p in self.plans if (p.slice_index, p.host_index) == (0, 0))
         self.lines: queue.SimpleQueue[tuple[PodPlan, str, str, float]] = queue.SimpleQueue()
         self.attempt = attempt

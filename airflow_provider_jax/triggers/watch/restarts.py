@@ -3,7 +3,9 @@
 JobSet counts a restart in ``status.restarts`` before it deletes the old attempt's Jobs, so on
 seeing the count grow the old attempt's failed pods are listed once (one request per restart)
 and the culprit named: ``restart 1/3 after a disruption on [0/1]: exited with code 143``.
-If the garbage collector was faster, the line says the cause was not visible.
+If the garbage collector was faster, the line says the cause was not visible. An in-place
+restart (``status.restarts`` counts both, :func:`~airflow_provider_jax.manifest.status.restarts`)
+keeps the pods: its culprit is the pod whose program's last run ended on its own.
 """
 
 from __future__ import annotations
@@ -42,20 +44,24 @@ class RestartLog:
             return []
         limit = ((jobset.get("spec") or {}).get("failurePolicy") or {}).get("maxRestarts", 0)
         ended: list[tuple[int, ProcessFailure | None]] = []
+        in_place = status.restarts_in_place(jobset)
         for attempt in range(self.seen + 1, restarts + 1):
-            culprit = await self._culprit(attempt - 1) if attempt == restarts else None
-            line = restart_line(attempt, limit, culprit)
+            culprit = await self._culprit(attempt - 1, in_place) if attempt == restarts else None
+            line = restart_line(attempt, limit, culprit, in_place)
             self.lines.append(line)
             self.log.warning("JobSet %s/%s: %s", self.namespace, self.name, line)
             ended.append((attempt - 1, culprit))
         self.seen = restarts
         return ended
 
-    async def _culprit(self, attempt: int) -> ProcessFailure | None:
+    async def _culprit(self, attempt: int, in_place: bool) -> ProcessFailure | None:
         try:
             pods = await self.hook.list_jobset_pods(self.name, self.namespace)
         except Exception as err:  # only a log line: the wait goes on
             self.log.warning("Could not read the pods of the restarted attempt: %s", explain(err))
             return None
-        failed = status.failed_pods(pods, attempt=attempt)
+        # In place, the pods stay: the culprit is the one whose program ended on its own.
+        failed = status.failed_pods(pods, attempt=attempt) or (
+            status.restarted_in_place(pods) if in_place else []
+        )
         return status.pod_failure(failed[0]) if failed else None

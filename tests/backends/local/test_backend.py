@@ -309,3 +309,20 @@ def test_a_process_that_left_its_session_ends_with_the_pod(tmp_path):
     assert result == "returned at once"
     assert wait_gone([int(pid_file.read_text())]) == []
     assert took < 10, f"{took:.1f} s for a function that returns at once"
+
+
+def test_each_process_keeps_its_local_tier_across_restarts_and_loses_it_with_the_run(caplog):
+    """``local_checkpoint_size``: every process has a folder of its own at
+    ``runtime.local_checkpoint_dir()``; what it wrote there is back after a restart (as an
+    in-memory emptyDir survives an in-place restart), and the folder goes with the run."""
+    result, _ = run(
+        "local_tier_survives_a_restart",
+        initialize_distributed=False,
+        max_restarts=1,
+        restart_strategy="in_place",
+        local_checkpoint_size="64Mi",
+    )
+    assert result["process"] == 0 and result["starts_before"] == 1
+    restarted = [m for m in caplog.messages if m.startswith("job: restart")]
+    assert restarted == ["job: restart 1/1 in place after a disruption on [0/0]: killed by SIGKILL"]
+    assert not os.path.exists(result["tier"])
