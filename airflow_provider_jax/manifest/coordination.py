@@ -20,6 +20,7 @@ from typing import Any
 
 from airflow_provider_jax.manifest.jobset_api import (
     COMPLETION_INDEX_ANNOTATION,
+    IN_PLACE_ATTEMPT_ANNOTATION,
     JOB_INDEX_LABEL,
     RESTART_ATTEMPT_LABEL,
 )
@@ -29,6 +30,7 @@ from airflow_provider_jax.runtime.env import (
     COORDINATOR_PORT_ENV,
     HOST_INDEX_ENV,
     HOSTS_PER_SLICE_ENV,
+    IN_PLACE_ATTEMPT_ENV,
     MEGASCALE_COORDINATOR_ADDRESS_ENV,
     MEGASCALE_NUM_SLICES_ENV,
     MEGASCALE_PORT_ENV,
@@ -67,6 +69,7 @@ RESERVED_ENV = frozenset(
         SLICE_INDEX_ENV,
         HOST_INDEX_ENV,
         RESTART_ATTEMPT_ENV,
+        IN_PLACE_ATTEMPT_ENV,
         MEGASCALE_COORDINATOR_ADDRESS_ENV,
         MEGASCALE_NUM_SLICES_ENV,
         MEGASCALE_SLICE_ID_ENV,
@@ -115,6 +118,8 @@ def coordination_env(c: Coordination) -> list[dict[str, Any]]:
         field_env(HOST_INDEX_ENV, f"metadata.annotations['{COMPLETION_INDEX_ANNOTATION}']"),
         # Lets training code tell a fresh start from a restart (e.g. to resume a checkpoint).
         field_env(RESTART_ATTEMPT_ENV, f"metadata.labels['{RESTART_ATTEMPT_LABEL}']"),
+        # ... and, under restart_strategy="in_place", which restart its agent has reached.
+        field_env(IN_PLACE_ATTEMPT_ENV, f"metadata.annotations['{IN_PLACE_ATTEMPT_ANNOTATION}']"),
     ]
     if c.num_slices > 1:
         env += [

@@ -34,6 +34,8 @@ AGENT_CONTAINER = "in-place-restart-agent"
 # its image in the connection extra or [jax] (docs/recovery.md).
 AGENT_RELEASE = "v0.12.0"
 AGENT_IMAGE_EXTRA = "in_place_restart_agent_image"
+# What a manifest names before the cluster's image is known (at parse, in a dry run, locally).
+AGENT_IMAGE_STAND_IN = f"{AGENT_CONTAINER}:{AGENT_RELEASE}"
 BARRIER_PATH, BARRIER_PORT = "/barrier-is-down", 8081  # the agent's defaults
 # The agent exits with this to ask for its pod's in-place restart (IN_PLACE_RESTART_EXIT_CODE).
 AGENT_RESTART_EXIT_CODE = 1

@@ -12,7 +12,7 @@ from airflow_provider_jax.backends.contract import cluster_deadline_seconds
 from airflow_provider_jax.manifest import data_inputs
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.data_inputs import Data
-from airflow_provider_jax.manifest.in_place_restart import AGENT_IMAGE_EXTRA
+from airflow_provider_jax.manifest.in_place_restart import AGENT_IMAGE_EXTRA, AGENT_IMAGE_STAND_IN
 from airflow_provider_jax.manifest.local_checkpoints import MTC_EXTRA
 from airflow_provider_jax.manifest.named_storage import Storage
 from airflow_provider_jax.manifest.names import jobset_name
@@ -199,9 +199,10 @@ class JobSpecBuilder:
     def _recovery(self, rendered: bool) -> dict[str, Any]:
         """The cluster's side of ``restart_strategy`` and ``local_checkpoint_size``: JobSet's
         agent image (the connection extra, else ``[jax]``) and whether the cluster has GKE's
-        multi-tier checkpointing. Before rendering, and locally, a stand-in: no image runs."""
+        multi-tier checkpointing. Before rendering (at parse, in a dry run) and locally, the
+        agent's name and release stand in."""
         if not rendered or self.resolved_backend == "local":
-            return {"restart_agent_image": LOCAL_IMAGE, "multi_tier_checkpointing": False}
+            return {"restart_agent_image": AGENT_IMAGE_STAND_IN, "multi_tier_checkpointing": False}
         from airflow.sdk import conf
 
         extras = self._connection_extras()

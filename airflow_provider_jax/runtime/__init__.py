@@ -17,6 +17,7 @@ from typing import Any
 
 from airflow_provider_jax.runtime import preemption
 from airflow_provider_jax.runtime.env import (
+    IN_PLACE_ATTEMPT_ENV,
     LOCAL_CHECKPOINT_DIR_ENV,
     OUTPUT_DIR_ENV,
     PROCESS_ID_ENV,
@@ -101,8 +102,10 @@ def process_index() -> int:
 
 
 def restart_attempt() -> int:
-    """How many times the JobSet restarted before this attempt: 0 on a fresh start."""
-    return int(os.environ.get(RESTART_ATTEMPT_ENV) or "0")
+    """How many times the JobSet restarted before this attempt, recreated or in place: 0 on
+    a fresh start."""
+    in_place = os.environ.get(IN_PLACE_ATTEMPT_ENV) or "0"
+    return int(os.environ.get(RESTART_ATTEMPT_ENV) or "0") + int(in_place)
 
 
 def checkpoint_dir() -> str | None:

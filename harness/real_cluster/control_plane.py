@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from airflow_provider_jax.manifest.in_place_restart import AGENT_CONTAINER as AGENT_IMAGE_NAME
 from harness.real_cluster import manifests
 from harness.real_cluster.api import Api
 from harness.real_cluster.build import CACHE, REPO, binaries, build, versions
@@ -36,6 +37,7 @@ SERVICE_CIDR = "10.0.0.0/24"
 IMAGE_PYTHONPATH = ("dags", "tests/real_cluster/dags")  # what every pod imports from
 # Kueue's integrations: JobSets, and the Jobs they own (on by default in a real install).
 KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+APISERVER_GATES = ("ContainerRestartRules", "RestartAllContainersOnContainerExits")
 
 
 class ControlPlane:
@@ -83,7 +85,7 @@ class ControlPlane:
             self._start_jobset(paths["jobset"])
             self._start_kueue(paths["kueue"], kueue_dir)
             self._register_webhooks(api, jobset_dir, kueue_dir)
-            self._start_kubelet()
+            self._start_kubelet(paths["in-place-restart-agent"])
         except BaseException:
             self.down()
             raise
@@ -174,6 +176,9 @@ class ControlPlane:
             f"--proxy-client-key-file={self.front_proxy.key}",
             # The `kubernetes` Service's Endpoints may not hold a loopback address.
             "--endpoint-reconciler-type=none",
+            # restartPolicyRules and their RestartAllContainers action (JobSet's in-place
+            # restarts): beta and on by default in 1.36, named so a reader need not know.
+            f"--feature-gates={','.join(f'{g}=true' for g in APISERVER_GATES)}",
             "--allow-privileged=true", "--profiling=false",
         ]  # fmt: skip
 
@@ -258,7 +263,10 @@ class ControlPlane:
 
     def _start_jobset(self, jobset: Path) -> None:
         self.ports["jobset-webhook"] = free_port()
-        config = self._controller_config("jobset", "config.jobset.x-k8s.io/v1alpha1", {})
+        # InPlaceRestart is alpha (off by default) in JobSet v0.12.
+        config = self._controller_config(
+            "jobset", "config.jobset.x-k8s.io/v1alpha1", {"featureGates": {"InPlaceRestart": True}}
+        )
         probe, webhook = self.ports["jobset-probe"], self.ports["jobset-webhook"]
         self._run(
             Component(
@@ -350,7 +358,7 @@ class ControlPlane:
             api.apply(obj)
         api.wait_apiservices_available()
 
-    def _start_kubelet(self) -> None:
+    def _start_kubelet(self, agent: Path) -> None:
         self.ports["kubelet"] = free_port()
         self._run(
             Component(
@@ -365,6 +373,8 @@ class ControlPlane:
                     f"--work-dir={self.directory / 'pods'}",
                     # What the image would hold: the example DAGs' and these tests' training code.
                     *(f"--pythonpath={REPO / p}" for p in IMAGE_PYTHONPATH),
+                    # The image JobSet's in-place restarts name (docs/recovery.md).
+                    f"--entrypoint={AGENT_IMAGE_NAME}={agent}",
                 ],
                 self._log("kubelet"),
                 lambda: self.api().nodes_ready(),

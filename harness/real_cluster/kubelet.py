@@ -1,13 +1,16 @@
 """A fake kubelet for the real control plane: it registers Nodes with TPU and GPU capacity and
 GKE's labels, binds pending pods to them (there is no kube-scheduler), runs each pod's
-container as a local process, and reports what a kubelet reports.
+containers as local processes (``pod_runs.py``), and reports what a kubelet reports.
 
 - Each container's ``command``/``args`` run with Kubernetes' ``$(VAR)`` expansion and the env a
-  kubelet builds (values, ``fieldRef``s, Secrets), with JAX on the CPU standing in for the
-  pod's chips, as the local backend runs them.
+  kubelet builds (values, ``fieldRef``s, Secrets, the API server's ``KUBERNETES_SERVICE_*``),
+  with JAX on the CPU standing in for the pod's chips, as the local backend runs them. A
+  container without a command runs its image's entrypoint: the binaries built here (JobSet's
+  in-place restart agent), by image name.
 - Each process gets a private mount namespace whose ``/etc/hosts`` maps its JobSet's pod DNS
   names (``<jobset>-<rjob>-<job>-<pod>.<jobset>``) to 127.0.0.1, so JAX's coordinator
-  address resolves as on a cluster. The machine's own ``/etc/hosts`` is never touched.
+  address resolves as on a cluster, and whose service-account folder holds a token bound to
+  the pod. The machine's own files are never touched.
 - Status goes back as the kubelet writes it: Running, then Succeeded or Failed with the exit
   code and the termination message (``FallbackToLogsOnError``: the log's tail). A command
   that is not on the PATH never starts: Failed at once, ``StartError`` with exit code 128 and
@@ -21,59 +24,34 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import datetime
+import functools
 import logging
 import os
-import shutil
-import signal
 import ssl
-import sys
-from dataclasses import dataclass, field
+import urllib.parse
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import yaml
 from aiohttp import web
 from kubernetes_asyncio import client, config, watch
 
 from airflow_provider_jax.backends.local.localize import free_ports, local_coordinates
-from airflow_provider_jax.backends.local.pods import expand
-from airflow_provider_jax.runtime.env import COORDINATOR_PORT_ENV, TERMINATION_PATH_ENV
-from harness import reaper
+from airflow_provider_jax.runtime.env import COORDINATOR_PORT_ENV
+from harness.real_cluster import containers
+from harness.real_cluster.containers import now
 from harness.real_cluster.nodes import NODES, affinity_allows, fits, selector_matches
 from harness.real_cluster.pod_env import container_env, hosts_file
+from harness.real_cluster.pod_runs import Entrypoints, PodRun, Setup, base_env
 
 log = logging.getLogger("fake-kubelet")
-DEVICE_FLAG = "--xla_force_host_platform_device_count"
-ACCELERATORS = ("google.com/tpu", "nvidia.com/gpu")
-MESSAGE_LIMIT, FALLBACK_LINES, FALLBACK_BYTES = 4096, 80, 2048
-
-
-def now() -> str:
-    return (
-        datetime.datetime.now(datetime.UTC)
-        .isoformat(timespec="microseconds")
-        .replace("+00:00", "Z")
-    )
-
-
-@dataclass(eq=False)
-class Running:
-    pod: dict[str, Any]
-    folder: Path
-    process: asyncio.subprocess.Process | None = None
-    exited: asyncio.Event = field(default_factory=asyncio.Event)
-    deleting: bool = False
-
-    @property
-    def log_file(self) -> Path:
-        return self.folder / "container.log"
 
 
 class Kubelet:
-    def __init__(self, work_dir: Path, pythonpath: list[str]) -> None:
-        self.work_dir, self.pythonpath = work_dir, pythonpath
-        self.running: dict[tuple[str, str], Running] = {}  # (namespace, pod name)
+    def __init__(self, work_dir: Path, pythonpath: list[str], entrypoints: Entrypoints) -> None:
+        self.work_dir, self.pythonpath, self.entrypoints = work_dir, pythonpath, entrypoints
+        self.running: dict[tuple[str, str], PodRun] = {}  # (namespace, pod name)
         self.bound: dict[str, str] = {}  # pod uid -> node
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> the pod as last seen
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -84,6 +62,9 @@ class Kubelet:
 
     async def run(self, kubeconfig: str, port: int, cert_dir: Path) -> None:
         await config.load_kube_config(kubeconfig)
+        cluster = yaml.safe_load(Path(kubeconfig).read_text())["clusters"][0]["cluster"]
+        self.ca = Path(cluster["certificate-authority"]).read_bytes()
+        self.apiserver = urllib.parse.urlsplit(cluster["server"])
         self.api = client.ApiClient()
         self.core = client.CoreV1Api(self.api)
         await self._register(port)
@@ -165,8 +146,12 @@ class Kubelet:
         if not node and not spec.get("schedulingGates"):
             await self.bind(pod)
         elif ours and key not in self.running and pod["status"].get("phase") in (None, "Pending"):
-            self.running[key] = Running(pod, self.work_dir / meta["namespace"] / meta["name"])
-            self._spawn(self.start(self.running[key]))
+            folder = self.work_dir / meta["namespace"] / meta["name"]
+            run = PodRun(pod, folder, self.entrypoints, functools.partial(self._patch, meta))
+            self.running[key] = run
+            self._spawn(run.run(functools.partial(self._setup, run)))
+        elif (run := self.running.get(key)) is not None:
+            run.pod["metadata"] = meta  # its annotations, for the downward API at a restart
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.create_task(work)
@@ -226,107 +211,46 @@ class Kubelet:
 
     # -- running a pod -------------------------------------------------------------------------
 
-    async def start(self, run: Running) -> None:
+    async def _setup(self, run: PodRun) -> Setup:
+        """The pod's files, and how each of its containers' env is built as it starts."""
         pod, folder = run.pod, run.folder
         meta = pod["metadata"]
         folder.mkdir(parents=True, exist_ok=True)
-        container = pod["spec"]["containers"][0]
-        try:
-            env = await container_env(self.core, pod, container)
-            if COORDINATOR_PORT_ENV in env:
-                env.update(local_coordinates(*self._ports_of(meta)))
-        except (client.ApiException, KeyError, ValueError) as err:
-            await self._report(run, None, f"CreateContainerConfigError: {err}")
-            return
-        argv = [expand(a, env) for a in [*container.get("command", []), *container.get("args", [])]]
-        limits = container.get("resources", {}).get("limits", {})
-        chips = sum(int(limits.get(r, 0)) for r in ACCELERATORS) or 1
-        termination = folder / "termination-log"
-        python_dir = os.path.dirname(sys.executable)
-        process_env = {
-            "PATH": os.pathsep.join([python_dir, os.environ.get("PATH", os.defpath)]),
-            "HOME": str(folder), "LANG": "C.UTF-8", **env,
-            "JAX_PLATFORMS": "cpu", "XLA_FLAGS": f"{DEVICE_FLAG}={chips}",
-            TERMINATION_PATH_ENV: str(termination), "TMPDIR": str(folder),
-            "PYTHONPATH": os.pathsep.join(self.pythonpath), "PYTHONUNBUFFERED": "1",
-        }  # fmt: skip
-        if argv and shutil.which(argv[0], path=process_env["PATH"]) is None:
-            # As containerd fails a container whose command is missing: never started, and
-            # kubelet reports StartError with exit code 128 and the runtime's message.
-            message = (
-                "failed to create containerd task: failed to create shim task: OCI runtime "
-                "create failed: runc create failed: unable to start container process: error "
-                f'during container init: exec: "{argv[0]}": executable file not found in $PATH'
-            )
-            await self._report(run, 128, message, reason="StartError")
-            return
+        sa_env: dict[str, str] = {}
+
+        async def env(container: dict[str, Any]) -> dict[str, str]:
+            with contextlib.suppress(client.ApiException):  # as the pod is now (gone: as was)
+                response = await self.core.read_namespaced_pod(
+                    meta["name"], meta["namespace"], _preload_content=False
+                )
+                run.pod["metadata"] = (await response.json())["metadata"]
+            own = await container_env(self.core, run.pod, container)
+            if COORDINATOR_PORT_ENV in own:
+                own.update(local_coordinates(*self._ports_of(meta)))
+            extra = {"KUBERNETES_SERVICE_HOST": "127.0.0.1",
+                     "KUBERNETES_SERVICE_PORT": str(self.apiserver.port)}  # fmt: skip
+            if containers.sa_volume_mount(pod, container):
+                if not sa_env:
+                    sa_env.update(await self._service_account(pod, folder))
+                extra.update(sa_env)
+            return {**base_env(pod, container, folder, self.pythonpath), **extra, **own}
+
         hosts = hosts_file(pod, self.pods.values(), folder)
-        # Its own mount and UTS namespaces, as a pod has: /etc/hosts and the hostname are its.
-        hostname = pod["spec"].get("hostname") or meta["name"]
-        wrapper = ["unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c",
-                   'mount --bind "$0" /etc/hosts && hostname "$1" && shift && exec "$@"',
-                   str(hosts), hostname, *argv]  # fmt: skip
-        run.process = await asyncio.create_subprocess_exec(
-            *wrapper, env=process_env, cwd=folder, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,
-        )  # fmt: skip
-        reaper.register_group(run.process.pid)  # a pod stops with a test run, however it ends
-        started = now()
-        await self._patch(meta, {"phase": "Running", "podIP": "127.0.0.1", "hostIP": "127.0.0.1",
-            "podIPs": [{"ip": "127.0.0.1"}], "startTime": started,
-            "conditions": [{"type": t, "status": "True", "lastTransitionTime": started}
-                           for t in ("PodScheduled", "Initialized", "ContainersReady", "Ready")],
-            "containerStatuses": [self._container_status(container, {"running": {"startedAt": started}})],
-        })  # fmt: skip
-        with run.log_file.open("w") as out:
-            assert run.process.stdout is not None
-            async for raw in run.process.stdout:
-                out.write(f"{now()} {raw.decode(errors='replace').rstrip(chr(10))}\n")
-                out.flush()
-        code = await run.process.wait()
-        reaper.unregister(run.process.pid)
-        code = 128 - code if code < 0 else code  # killed by signal N: 128 + N
-        message = termination.read_text()[:MESSAGE_LIMIT] if termination.exists() else ""
-        await self._report(run, code, message, started)
+        return Setup(env, hosts, pod["spec"].get("hostname") or meta["name"])
 
-    def _container_status(self, container: dict[str, Any], state: dict[str, Any]) -> dict[str, Any]:
-        running = "running" in state
-        return {"name": container["name"], "image": container.get("image", ""), "imageID": "",
-                "ready": running, "started": running, "restartCount": 0, "state": state}  # fmt: skip
-
-    async def _report(
-        self,
-        run: Running,
-        code: int | None,
-        message: str,
-        started: str | None = None,
-        reason: str | None = None,
-    ) -> None:
-        container = run.pod["spec"]["containers"][0]
-        if code is None:  # never started
-            code, reason = 128, "ContainerCannotRun"
-        elif reason is None:
-            reason = "Completed" if code == 0 else "Error"
-        if (
-            not message
-            and code != 0
-            and container.get("terminationMessagePolicy") == "FallbackToLogsOnError"
-        ):
-            lines = (
-                run.log_file.read_text().splitlines()[-FALLBACK_LINES:]
-                if run.log_file.exists()
-                else []
-            )
-            message = "\n".join(line.split(" ", 1)[-1] for line in lines)[-FALLBACK_BYTES:]
-        terminated = {"exitCode": code, "reason": reason, "startedAt": started or now(),
-                      "finishedAt": now(), **({"message": message} if message else {})}  # fmt: skip
-        status = {"phase": "Succeeded" if code == 0 else "Failed",
-                  "conditions": [{"type": t, "status": "False", "reason": "PodCompleted",
-                                  "lastTransitionTime": now()} for t in ("ContainersReady", "Ready")],
-                  "containerStatuses": [self._container_status(container, {"terminated": terminated})]}  # fmt: skip
-        await self._patch(run.pod["metadata"], status)
-        run.exited.set()
+    async def _service_account(self, pod: dict[str, Any], folder: Path) -> dict[str, str]:
+        """A token bound to the pod for its service account, as the kubelet projects it."""
+        meta = pod["metadata"]
+        account = pod["spec"].get("serviceAccountName") or "default"
+        body = {"spec": {"boundObjectRef": {"kind": "Pod", "apiVersion": "v1",
+                                            "name": meta["name"], "uid": meta["uid"]},
+                         "expirationSeconds": 3600}}  # fmt: skip
+        made = await self.core.create_namespaced_service_account_token(
+            account, meta["namespace"], body
+        )
+        return containers.write_service_account(
+            folder, made.status.token, self.ca, meta["namespace"]
+        )
 
     async def _patch(self, meta: dict[str, Any], status: dict[str, Any]) -> None:
         """Report ``status``, retrying while the API server is away (a restart), as a kubelet
@@ -347,20 +271,10 @@ class Kubelet:
     async def delete(self, pod: dict[str, Any]) -> None:
         meta = pod["metadata"]
         run = self.running.get((meta["namespace"], meta["name"]))
-        if run is not None and not run.deleting:
-            run.deleting = True
-            if run.process is not None and run.process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(run.process.pid, signal.SIGTERM)
-                grace = meta.get("deletionGracePeriodSeconds") or 30
-                try:
-                    await asyncio.wait_for(run.exited.wait(), grace)
-                except TimeoutError:
-                    with contextlib.suppress(ProcessLookupError):
-                        os.killpg(run.process.pid, signal.SIGKILL)
-                    await run.exited.wait()
-        elif run is not None:
-            return  # already being deleted
+        if run is not None:
+            if run.deleting:
+                return  # already being deleted
+            await run.delete(float(meta.get("deletionGracePeriodSeconds") or 30))
         body = client.V1DeleteOptions(grace_period_seconds=0, preconditions={"uid": meta["uid"]})
         with contextlib.suppress(client.ApiException):
             await self.core.delete_namespaced_pod(meta["name"], meta["namespace"], body=body)
@@ -373,9 +287,10 @@ class Kubelet:
 
         key = (request.match_info["namespace"], request.match_info["pod"])
         run = self.running.get(key)
-        if run is None:
+        instance = run.instance(request.match_info["container"]) if run else None
+        if instance is None:
             raise web.HTTPNotFound(text=f"pod {key[0]}/{key[1]} is not on this kubelet")
-        return await serve_log(request, run.log_file, run.exited)
+        return await serve_log(request, instance.log_file, instance.exited)
 
 
 def main() -> None:
@@ -385,10 +300,16 @@ def main() -> None:
     parser.add_argument("--cert-dir", type=Path, required=True)
     parser.add_argument("--work-dir", type=Path, required=True)
     parser.add_argument("--pythonpath", action="append", default=[])
+    parser.add_argument(
+        "--entrypoint", action="append", default=[], help="IMAGE=BINARY: what an image runs"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
+    entrypoints = dict(item.split("=", 1) for item in args.entrypoint)
     kubelet = Kubelet(
-        args.work_dir, args.pythonpath + os.environ.get("PYTHONPATH", "").split(os.pathsep)
+        args.work_dir,
+        args.pythonpath + os.environ.get("PYTHONPATH", "").split(os.pathsep),
+        entrypoints,
     )
     asyncio.run(kubelet.run(args.kubeconfig, args.port, args.cert_dir))
 

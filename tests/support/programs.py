@@ -88,10 +88,9 @@ def local_tier_survives_a_restart() -> dict[str, Any]:
 
     tier = local_checkpoint_dir()
     assert tier is not None, "no local checkpoint tier"
-    marker = os.path.join(tier, "starts")
-    starts = int(open(marker).read()) if os.path.exists(marker) else 0
-    with open(marker, "w") as out:
-        out.write(str(starts + 1))
+    marker = Path(tier, "starts")
+    starts = int(marker.read_text()) if marker.exists() else 0
+    marker.write_text(str(starts + 1))
     if restart_attempt() == 0 and process_index() == 0:
         os.kill(os.getpid(), signal.SIGKILL)
     return {"process": process_index(), "starts_before": starts, "tier": tier}

@@ -7,6 +7,7 @@ the drills that do not need JAX run with ``initialize_distributed=False``.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import signal
 import time
