@@ -131,15 +131,16 @@ class Role:
         return Role(tuple(rules))
 
 
-def docs_role_manifest(page: Path = DOCS_PAGE) -> dict[str, Any]:
-    """The Role manifest that ``docs/kubernetes.md`` publishes, from its YAML block, so the
-    docs and the tests (the emulator's and the real control plane's) cannot drift."""
+def docs_role_manifest(page: Path = DOCS_PAGE, name: str = "airflow-jax") -> dict[str, Any]:
+    """The Role called ``name`` that ``docs/kubernetes.md`` publishes, from its YAML block,
+    so the docs and the tests (the emulator's and the real control plane's) cannot drift."""
     blocks = re.findall(r"```yaml\n(.*?)```", page.read_text(), flags=re.DOTALL)
     for block in blocks:
         for doc in yaml.safe_load_all(block):
-            if isinstance(doc, dict) and doc.get("kind") == "Role":
+            is_role = isinstance(doc, dict) and doc.get("kind") == "Role"
+            if is_role and doc["metadata"]["name"] == name:
                 return doc
-    raise LookupError(f"no Role in a yaml block of {page}")
+    raise LookupError(f"no Role {name!r} in a yaml block of {page}")
 
 
 def docs_role(page: Path = DOCS_PAGE) -> Role:

@@ -26,6 +26,8 @@ def resource_path(obj: dict[str, Any]) -> str:
         "APIService": "apiservices",
         "MutatingWebhookConfiguration": "mutatingwebhookconfigurations",
         "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
+        "Role": "roles",
+        "RoleBinding": "rolebindings",
     }[kind]
     base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
     namespace = obj["metadata"].get("namespace")

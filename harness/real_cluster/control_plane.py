@@ -299,6 +299,11 @@ class ControlPlane:
                 "namespace": "kueue-system",
                 "manageJobsWithoutQueueName": False,
                 "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+                # A setting since Kueue 0.19 (its --visibility-server-port flag is gone).
+                "visibilityServer": {
+                    "bindAddress": "127.0.0.1",
+                    "bindPort": self.ports["kueue-visibility"],
+                },
             },
         )
         probe = self.ports["kueue-probe"]
@@ -328,7 +333,6 @@ class ControlPlane:
                     str(kueue),
                     f"--config={config}",
                     f"--kubeconfig={self.kubeconfig('controllers')}",
-                    f"--visibility-server-port={self.ports['kueue-visibility']}",
                 ],
                 self._log("kueue"),
                 lambda: http_ok(f"http://127.0.0.1:{probe}/readyz"),

@@ -14,3 +14,15 @@ def lose_host_1_once() -> dict:
     if attempt == 0 and jax.process_index() == 1:
         os.kill(os.getpid(), signal.SIGKILL)
     return {"attempt": attempt, "processes": jax.process_count()}
+
+
+def lose_host_1_once_in_place() -> dict:
+    """As :func:`lose_host_1_once`, counting restarts as the runtime does: in place too."""
+    import jax
+
+    from airflow_provider_jax.runtime import restart_attempt
+
+    attempt = restart_attempt()
+    if attempt == 0 and jax.process_index() == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return {"attempt": attempt, "processes": jax.process_count()}
