@@ -296,3 +296,36 @@ def leaves_a_child(pid_file: str) -> str:
     child = subprocess.Popen(["sleep", "600"], start_new_session=True)
     Path(pid_file).write_text(str(child.pid))
     return "returned at once"
+
+
+def multi_tier_train(steps: int = 12, kill_at: int = 9) -> dict[str, Any]:
+    """Two "slices" (one process each, the mesh's replica axis) train with both checkpoint
+    tiers: host memory every 2 steps, ``<output_dir>/checkpoints`` every 5. Process 1 dies by
+    SIGKILL after saving step ``kill_at`` on a fresh start; the restart resumes from the
+    newest step Orbax finds, and says which."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    from jax.sharding import Mesh, NamedSharding
+    from jax.sharding import PartitionSpec as P
+
+    from airflow_provider_jax.runtime import multi_tier
+
+    slices = int(os.environ.get("MEGASCALE_NUM_SLICES", "1"))
+    devices = np.array(jax.devices()).reshape(slices, -1)
+    mesh = Mesh(devices, ("replica", "data"))
+    sharding = NamedSharding(mesh, P("data"))  # a full copy in each slice
+    abstract = {"w": jax.ShapeDtypeStruct((8,), jnp.float32, sharding=sharding)}
+    manager = multi_tier.checkpoint_manager(mesh, abstract, local_every=2, persistent_every=5)
+    state, resumed = multi_tier.restore_latest(manager, abstract)
+    if state is None:
+        state = {"w": jax.device_put(jnp.zeros(8, jnp.float32), sharding)}
+    for step in range(0 if resumed is None else resumed + 1, steps):
+        state = {"w": state["w"] + 1}
+        multi_tier.save(manager, step, state)
+        if step == kill_at and restart_attempt() == 0 and process_index() == 1:
+            manager.wait_until_finished()
+            os.kill(os.getpid(), signal.SIGKILL)
+    manager.wait_until_finished()
+    value = float(np.asarray(state["w"].addressable_data(0))[0])
+    return {"resumed_from": resumed, "w": value, "attempt": restart_attempt()}

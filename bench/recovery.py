@@ -1,0 +1,169 @@
+"""Recovery from a lost host on the real control plane: ``restart_strategy="recreate"`` with the
+persistent tier against ``"in_place"`` with a host-local tier, side by side (#48).
+
+The job: 2 slices x 2 hosts (``tpu-v5litepod-8``, four real JAX processes on the CPU, one mesh
+whose first axis is the slices), a collective every step, through the Kubernetes backend and
+its trigger, on ``harness/real_cluster`` (kube-apiserver, JobSet v0.12 with its in-place agent,
+the fake kubelet). It checkpoints to ``<output_dir>/checkpoints`` every 10 steps and, with the
+local tier, to host memory every 2 (``runtime.multi_tier``). Host 1 is SIGKILLed after step 18.
+
+Measured from the processes' own timestamps (``tests/real_cluster/dags/recovery_train.py``)
+and the JobSet's status, per run:
+
+- detection: the kill until the JobSet records the restart (``status.restarts`` for a
+  recreation; ``previousInPlaceRestartAttempt`` in place, which the killed pod's agent
+  triggers once its containers restarted);
+- restart: until the first process of the new attempt runs (old pods torn down, new ones
+  created and started, or containers restarted in place behind the agents' barrier);
+- start spread: until the last one runs; JAX init: until every process has joined
+  ``jax.distributed`` and built its checkpoint manager; restore: until every one restored;
+- redo: until every process is back at step 18.
+
+Host-seconds lost are the seconds from the kill until training is back at step 18, times the
+four hosts. Runs alternate between the two strategies; the table gives medians.
+
+    python -m bench.recovery [--pairs 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.targets import Targets, quick
+
+HOSTS, KILL_AT, STEP_S = 4, 18, 0.3
+PHASES = ("detection", "restart", "start spread", "JAX init", "restore", "redo")
+TARGET_RATIO = 0.5  # in place + local tier: at most half the host-seconds of recreate
+
+
+def run_once(plane: Any, strategy: str, work: Path, run: int) -> dict[str, float]:
+    """One job with one host killed: its phases, steps redone and host-seconds lost."""
+    from airflow_provider_jax.backends import JobSettings
+    from airflow_provider_jax.backends.kubernetes import KubernetesBackend
+    from airflow_provider_jax.manifest import status
+    from airflow_provider_jax.operators import JaxTpuSliceOperator
+
+    out = Path(tempfile.mkdtemp(prefix=f"{strategy}-", dir=work))
+    in_place = strategy == "in_place"
+    op = JaxTpuSliceOperator(
+        task_id="recovery", name=f"recovery-{strategy.replace('_', '-')}-{run}",
+        accelerator="tpu-v5litepod-8",
+        num_slices=2, image="img:1", backend="kubernetes", output_dir=str(out),
+        entrypoint="recovery_train:train", entrypoint_kwargs={"kill_at": KILL_AT, "step_s": STEP_S},
+        restart_strategy=strategy, local_checkpoint_size="256Mi" if in_place else None,
+        termination_grace_period=30,  # Kubernetes' default: what a restart waits out
+    )  # fmt: skip
+    manifest = op.dry_run()
+    name = manifest["metadata"]["name"]
+    backend = KubernetesBackend(JobSettings(name=name, namespace="default", log=_quiet()))
+    detected: list[float] = []
+    done = threading.Event()
+
+    def watch() -> None:  # when the JobSet records the restart
+        api = plane.api()
+        path = f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets/{name}"
+        while not done.is_set() and not detected:
+            try:
+                if status.restarts(api.get(path)) > 0:
+                    detected.append(time.time())
+            except Exception:
+                pass
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    outcome = backend.wait(backend.start(manifest))
+    done.set()
+    watcher.join()
+    events = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
+    return _phases(events, detected[0] if detected else float("nan"), outcome.result)
+
+
+def _phases(events: list[dict[str, Any]], detected: float, result: Any) -> dict[str, float]:
+    (kill,) = [e["t"] for e in events if e["event"] == "kill"]
+    after = [e for e in events if e["attempt"] >= 1]
+
+    def last(kind: str, **match: Any) -> float:
+        hits: dict[int, float] = {}
+        for e in after:
+            if e["event"] == kind and all(e.get(k) == v for k, v in match.items()):
+                hits.setdefault(e["host"], e["t"])
+        assert len(hits) == HOSTS, (kind, hits)
+        return max(hits.values())
+
+    first_start = min(e["t"] for e in after if e["event"] == "start")
+    started, joined, restored = last("start"), last("jax_init"), last("restored")
+    resumed = result["resumed_from"]
+    back = restored if resumed is not None and resumed >= KILL_AT else last("step", step=KILL_AT)
+    marks = [kill, detected, first_start, started, joined, restored, back]
+    phases = {p: marks[i + 1] - marks[i] for i, p in enumerate(PHASES)}
+    phases["total"] = back - kill
+    phases["steps redone"] = KILL_AT - (resumed if resumed is not None else -1)
+    phases["host-seconds lost"] = phases["total"] * HOSTS
+    return phases
+
+
+def _quiet() -> Any:
+    import logging
+
+    log = logging.getLogger("bench.recovery")
+    log.setLevel(logging.WARNING)
+    return log
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pairs", type=int, default=quick(3, 1))
+    args = parser.parse_args()
+    from harness.k8s_emulator.rbac import docs_role_manifest
+    from harness.real_cluster.control_plane import ControlPlane
+    from harness.real_cluster.identities import connection
+
+    work = Path(tempfile.mkdtemp(prefix="bench-recovery-"))
+    plane = ControlPlane(work / "control-plane").up()
+    try:
+        os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = connection(plane.kubeconfig("admin"))
+        role = docs_role_manifest(name="jax-in-place-restart")
+        plane.api().apply(role)
+        plane.api().apply({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": role["metadata"]["name"], "namespace": "default"},
+            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                        "name": role["metadata"]["name"]},
+        })  # fmt: skip
+        runs: dict[str, list[dict[str, float]]] = {"recreate": [], "in_place": []}
+        for run in range(args.pairs):
+            for strategy in runs:  # interleaved
+                runs[strategy].append(run_once(plane, strategy, work, run))
+    finally:
+        plane.down()
+    report(runs)
+
+
+def report(runs: dict[str, list[dict[str, float]]]) -> None:
+    rows = [*PHASES, "total", "steps redone", "host-seconds lost"]
+    median = {s: {r: statistics.median(x[r] for x in v) for r in rows} for s, v in runs.items()}
+    n = len(runs["recreate"])
+    print(f"recovery from one lost host of 2 slices x 2 hosts, median of {n} interleaved runs")
+    print(f"  {'':<20}{'recreate':>12}{'in_place':>12}")
+    for row in rows:
+        unit = "" if row == "steps redone" else " s"
+        print(f"  {row:<20}{median['recreate'][row]:>10.2f}{unit:2}"
+              f"{median['in_place'][row]:>10.2f}{unit:2}")  # fmt: skip
+    targets = Targets()
+    ratio = median["in_place"]["host-seconds lost"] / median["recreate"]["host-seconds lost"]
+    targets.at_most("in_place + local tier / recreate, host-seconds lost", ratio, TARGET_RATIO)
+    targets.exit()
+
+
+if __name__ == "__main__":
+    main()
