@@ -19,6 +19,7 @@ BENCHES = [
     # First: the longest (it starts a control plane), so a quick run's other benches share
     # the machine with it instead of leaving it alone at the end.
     "real_apiserver_watch",  # the shared watch on the real kube-apiserver vs the emulator
+    "recovery",  # a lost host: recreate vs in place + a host-local checkpoint tier
     "parse_cost",  # DAG import time vs KubernetesPodOperator
     "local_overhead",  # local backend vs processes started by hand
     "orbax_requests",  # requests to find the newest finalized checkpoint

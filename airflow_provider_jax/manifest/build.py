@@ -38,6 +38,7 @@ from airflow_provider_jax.manifest.program import (
 from airflow_provider_jax.manifest.provider_keys import CONTAINER_NAME, MANAGED_BY, MANAGED_BY_LABEL
 from airflow_provider_jax.manifest.secret_refs import secret_volumes
 from airflow_provider_jax.manifest.spec import JaxJobSpec
+from airflow_provider_jax.runtime.env import RESTART_STRATEGY_ENV
 
 
 def _container(spec: JaxJobSpec, gpu_direct: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -61,6 +62,7 @@ def _container(spec: JaxJobSpec, gpu_direct: Mapping[str, Any] | None) -> dict[s
     if spec.restart_strategy == "in_place":
         codes = restartable_codes(spec.restart_on_exit_codes)
         container.update(in_place_restart.program_restart_fields(codes))
+        container["env"].append({"name": RESTART_STRATEGY_ENV, "value": "in_place"})
     return container
 
 

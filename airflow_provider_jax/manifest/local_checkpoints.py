@@ -18,7 +18,7 @@ from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.runtime.env import LOCAL_CHECKPOINT_DIR_ENV
 
 VOLUME = "jax-local-checkpoints"
-MOUNT_PATH = "/jax-local-checkpoints"
+MOUNT_PATH = "/mnt/jax-local-checkpoints"
 MTC_EXTRA = "multi_tier_checkpointing"
 MTC_DRIVER = "multitier-checkpoint.csi.storage.gke.io"  # xpk's, with --mtc-enabled
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}

@@ -283,15 +283,24 @@ def failed_pods(
 
 
 def restarted_in_place(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Pods whose program ended on its own and so restarted its pod in place (the others'
-    containers were stopped for it: the kubelet's ``RestartingAllContainers``), the most
-    recent first."""
+    """Pods whose program's last run ended on its own and so restarted the pod in place (the
+    kubelet stops the others' containers for it: ``RestartingAllContainers``), culprits first
+    as in :func:`failed_pods`."""
 
-    def ended(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    def last_run(pod: Mapping[str, Any]) -> Mapping[str, Any]:
         return ((container_status(pod) or {}).get("lastState") or {}).get("terminated") or {}
 
-    sources = [p for p in pods if ended(p) and ended(p).get("reason") != RESTARTING_ALL_CONTAINERS]
-    return sorted(sources, key=lambda p: ended(p).get("finishedAt") or "", reverse=True)
+    def order(pod: Mapping[str, Any]) -> tuple[int, str, tuple[int, int]]:
+        return (
+            culprit_rank(pod_failure(pod)),
+            last_run(pod).get("finishedAt") or "~",
+            position(pod),
+        )
+
+    ended = [
+        p for p in pods if last_run(p) and last_run(p).get("reason") != RESTARTING_ALL_CONTAINERS
+    ]
+    return sorted(ended, key=order)
 
 
 def pod_failure(pod: Mapping[str, Any], log_tail: str = "") -> ProcessFailure:

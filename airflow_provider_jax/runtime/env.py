@@ -16,6 +16,8 @@ NUM_PROCESSES_ENV = "JAX_NUM_PROCESSES"
 PROCESS_ID_ENV = "JAX_PROCESS_ID"
 RESTART_ATTEMPT_ENV = "AIRFLOW_JAX_RESTART_ATTEMPT"  # JobSet's recreations of the pod
 IN_PLACE_ATTEMPT_ENV = "AIRFLOW_JAX_IN_PLACE_ATTEMPT"  # ... and its in-place restarts
+# "in_place" when the pods restart in place (restart_strategy): SIGTERM then means "restart".
+RESTART_STRATEGY_ENV = "AIRFLOW_JAX_RESTART_STRATEGY"
 # The host-local checkpoint tier's folder (local_checkpoint_size), when the job has one.
 LOCAL_CHECKPOINT_DIR_ENV = "AIRFLOW_JAX_LOCAL_CHECKPOINT_DIR"
 # Where a pod sits, from the downward API; not JAX_*: jax reads JAX_SLICE_INDEX itself.

@@ -28,6 +28,7 @@ from airflow_provider_jax.runtime.env import (
     NUM_PROCESSES_ENV,
     PATHWAYS_ENV,
     PROCESS_ID_ENV,
+    RESTART_STRATEGY_ENV,
 )
 from airflow_provider_jax.runtime.exits import (
     CODE_ERROR,
@@ -137,6 +138,12 @@ def initialize_distributed() -> Any:
     import jax
 
     address, process_id = os.environ[COORDINATOR_ADDRESS_ENV], int(os.environ[PROCESS_ID_ENV])
+    if os.environ.get(RESTART_STRATEGY_ENV) == "in_place":
+        # Every in-place restart stops the healthy pods' programs with SIGTERM. JAX's
+        # preemption service would hold it for a sync point that a program stuck on its lost
+        # peer never reaches, and the restart would wait out the whole grace period: SIGTERM
+        # stops the program at once instead (the local tier holds a recent step).
+        jax.config.update("jax_enable_preemption_service", False)
     timeout = wait_to_join(address, process_id)  # a worker: until the coordinator listens
     jax.distributed.initialize(
         coordinator_address=address,

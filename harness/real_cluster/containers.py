@@ -3,9 +3,11 @@
 
 - Its own mount and UTS namespaces, as a pod has: ``/etc/hosts`` maps its JobSet's pod names
   to loopback and the hostname is the pod's. The machine's own files are never touched.
-- Where the pod mounts its service account (the API server's ServiceAccount admission adds the
+- Its ``emptyDir`` volumes are folders of the pod's, mounted at their paths; where the pod
+  mounts its service account (the API server's ServiceAccount admission adds the
   ``kube-api-access`` volume), ``/var/run/secrets/kubernetes.io/serviceaccount`` holds a bound
-  token, the cluster's CA and the namespace, on an overlay of ``/run`` private to the process.
+  token, the cluster's CA and the namespace. A mount path missing here is made in an overlay
+  private to the process.
 - The container's restart rules (``restartPolicyRules``, Kubernetes 1.34+) are read here:
   https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/#container-restart-rules
 """
@@ -15,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import os
+import shlex
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,12 +27,8 @@ from typing import Any
 from harness import reaper
 
 SA_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
-# Mounted over /run (where /var/run points): upper layer, then the overlay's work folder.
-_SA_OVERLAY = (
-    'if [ -n "$SA_UPPER" ]; then mount -t overlay overlay '
-    '-o lowerdir=/run,upperdir="$SA_UPPER",workdir="$SA_WORK" /run || exit 126; fi; '
-)
-_WRAPPER = 'mount --bind "$0" /etc/hosts && hostname "$1" && shift && ' + _SA_OVERLAY + 'exec "$@"'
+# $0: the pod's /etc/hosts, $1: its hostname, $2: its volume mounts (mount_script), then argv.
+_WRAPPER = 'mount --bind "$0" /etc/hosts && hostname "$1" && eval "$2" && shift 2 && exec "$@"'
 
 
 def now() -> str:
@@ -80,21 +79,60 @@ def is_sidecar(container: Mapping[str, Any]) -> bool:
     return container.get("restartPolicy") == "Always"
 
 
-def sa_volume_mount(pod: Mapping[str, Any], container: Mapping[str, Any]) -> bool:
+def mount_script(mounts: list[tuple[Path, str]], folder: Path) -> str:
+    """Shell commands that mount each ``(folder, mount path)`` in the process's own mount
+    namespace. A mount path that does not exist here is made in an overlay of its nearest
+    existing ancestor (the ancestor keeps its contents; the machine's is untouched), as a
+    container runtime makes mount points in the container's root."""
+    commands = []
+    for i, (source, target) in enumerate(mounts):
+        real = Path(os.path.realpath(target))  # /var/run/... is /run/... here
+        ancestor = real
+        while not ancestor.exists():
+            ancestor = ancestor.parent
+        if ancestor != real:
+            if ancestor == Path("/") or folder.is_relative_to(ancestor):
+                raise ValueError(
+                    f"the fake kubelet cannot mount {target}: its nearest existing ancestor "
+                    f"{ancestor} is / or holds the pod's own folder"
+                )
+            layer = folder / "overlays" / str(i)
+            (layer / "upper" / real.relative_to(ancestor)).mkdir(parents=True, exist_ok=True)
+            (layer / "work").mkdir(exist_ok=True)
+            options = f"lowerdir={ancestor},upperdir={layer / 'upper'},workdir={layer / 'work'}"
+            commands.append(f"mount -t overlay overlay -o {shlex.quote(options)} {ancestor}")
+        commands.append(f"mount --bind {shlex.quote(str(source))} {shlex.quote(str(real))}")
+    return " && ".join(commands) or "true"
+
+
+def volume_mounts(
+    pod: Mapping[str, Any], container: Mapping[str, Any], folder: Path
+) -> list[tuple[Path, str]]:
+    """The container's ``emptyDir`` mounts, each a folder of the pod's that outlives its
+    containers' restarts, as an ``emptyDir`` does."""
+    kinds = {v["name"]: v for v in pod["spec"].get("volumes") or ()}
+    mounts = []
+    for mount in container.get("volumeMounts") or ():
+        if "emptyDir" in kinds.get(mount["name"], {}):
+            source = folder / "volumes" / mount["name"]
+            source.mkdir(parents=True, exist_ok=True)
+            mounts.append((source, mount["mountPath"]))
+    return mounts
+
+
+def sa_volume_mount(container: Mapping[str, Any]) -> bool:
     """Whether the container mounts the pod's service account token."""
     return any(m.get("mountPath") == SA_PATH for m in container.get("volumeMounts") or ())
 
 
-def write_service_account(folder: Path, token: str, ca: bytes, namespace: str) -> dict[str, str]:
-    """The files a kubelet projects for the service account, and the env that mounts them."""
-    upper, work = folder / "run-upper", folder / "run-work"
-    target = upper / SA_PATH.removeprefix("/var/run/")
+def write_service_account(folder: Path, token: str, ca: bytes, namespace: str) -> Path:
+    """The files a kubelet projects for the service account: a folder to mount at SA_PATH."""
+    target = folder / "serviceaccount"
     target.mkdir(parents=True, exist_ok=True)
-    work.mkdir(exist_ok=True)
     (target / "token").write_text(token)
     (target / "ca.crt").write_bytes(ca)
     (target / "namespace").write_text(namespace)
-    return {"SA_UPPER": str(upper), "SA_WORK": str(work)}
+    return target
 
 
 async def start(
@@ -104,10 +142,11 @@ async def start(
     cwd: Path,
     hosts: Path,
     hostname: str,
+    mounts: str,
 ) -> None:
     """Start ``argv`` in its namespaces, its output timestamped into the instance's log."""
     wrapper = ["unshare", "--mount", "--uts", "--propagation", "private", "--", "sh", "-c",
-               _WRAPPER, str(hosts), hostname, *argv]  # fmt: skip
+               _WRAPPER, str(hosts), hostname, mounts, *argv]  # fmt: skip
     instance.process = await asyncio.create_subprocess_exec(
         *wrapper, env=env, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,

@@ -216,7 +216,7 @@ class Kubelet:
         pod, folder = run.pod, run.folder
         meta = pod["metadata"]
         folder.mkdir(parents=True, exist_ok=True)
-        sa_env: dict[str, str] = {}
+        sa_folder: list[Path] = []  # the service account's files, made once per start
 
         async def env(container: dict[str, Any]) -> dict[str, str]:
             with contextlib.suppress(client.ApiException):  # as the pod is now (gone: as was)
@@ -229,16 +229,20 @@ class Kubelet:
                 own.update(local_coordinates(*self._ports_of(meta)))
             extra = {"KUBERNETES_SERVICE_HOST": "127.0.0.1",
                      "KUBERNETES_SERVICE_PORT": str(self.apiserver.port)}  # fmt: skip
-            if containers.sa_volume_mount(pod, container):
-                if not sa_env:
-                    sa_env.update(await self._service_account(pod, folder))
-                extra.update(sa_env)
             return {**base_env(pod, container, folder, self.pythonpath), **extra, **own}
 
-        hosts = hosts_file(pod, self.pods.values(), folder)
-        return Setup(env, hosts, pod["spec"].get("hostname") or meta["name"])
+        async def mounts(container: dict[str, Any]) -> str:
+            mounted = containers.volume_mounts(pod, container, folder)
+            if containers.sa_volume_mount(container):
+                if not sa_folder:
+                    sa_folder.append(await self._service_account(pod, folder))
+                mounted.append((sa_folder[0], containers.SA_PATH))
+            return containers.mount_script(mounted, folder)
 
-    async def _service_account(self, pod: dict[str, Any], folder: Path) -> dict[str, str]:
+        hosts = hosts_file(pod, self.pods.values(), folder)
+        return Setup(env, mounts, hosts, pod["spec"].get("hostname") or meta["name"])
+
+    async def _service_account(self, pod: dict[str, Any], folder: Path) -> Path:
         """A token bound to the pod for its service account, as the kubelet projects it."""
         meta = pod["metadata"]
         account = pod["spec"].get("serviceAccountName") or "default"

@@ -51,6 +51,7 @@ class Setup:
     values read then: JobSet's agent annotates the pod before the program starts)."""
 
     env: Callable[[dict[str, Any]], Awaitable[dict[str, str]]]
+    mounts: Callable[[dict[str, Any]], Awaitable[str]]  # a shell script (containers.py)
     hosts: Path
     hostname: str
 
@@ -163,7 +164,14 @@ class PodRun:
             return None
         if (probe := self._http_probe(container)) is not None:
             env[PROBE_PORT_ENV] = str(probe["port"])
-        await containers.start(instance, argv, env, self.folder, setup.hosts, setup.hostname)
+        try:
+            mounts = await setup.mounts(container)
+        except ValueError as err:
+            await self._end(container, 128, "CreateContainerError", str(err))
+            return None
+        await containers.start(
+            instance, argv, env, self.folder, setup.hosts, setup.hostname, mounts
+        )
         self.current[name] = instance
         await self.report(self.status("Running"))
         return instance
