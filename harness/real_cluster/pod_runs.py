@@ -162,6 +162,8 @@ class PodRun:
             )
             await self._end(container, 128, "StartError", message)
             return None
+        if name == self.program["name"]:  # each run of it writes its own message
+            (self.folder / "termination-log").unlink(missing_ok=True)
         if (probe := self._http_probe(container)) is not None:
             env[PROBE_PORT_ENV] = str(probe["port"])
         try:
@@ -209,11 +211,18 @@ class PodRun:
     def _note_ended(
         self, name: str, instance: Instance, reason: str, code: int | None = None
     ) -> None:
+        """``lastState`` of a container that restarts: the run that ended, with its
+        termination message (the kubelet's ``RestartingAllContainers`` has its own words)."""
+        exit_code = code if code is not None else (instance.code or 0)
+        message = ""
+        if reason != RESTARTING_ALL_CONTAINERS:
+            message = self._termination_message(self._container(name), instance, exit_code)
         self.last[name] = {
-            "exitCode": code if code is not None else (instance.code or 0),
+            "exitCode": exit_code,
             "reason": reason,
             "startedAt": instance.started or now(),
             "finishedAt": instance.finished or now(),
+            **({"message": message} if message else {}),
         }
         self.restarts[name] = self.restarts.get(name, 0) + 1
 

@@ -96,3 +96,48 @@ def test_a_jobset_missing_optional_parts_is_kept_as_it_is():
     }
     assert status.all_ready(status.as_read(bare)) == status.all_ready(bare)
     assert chips(status.as_read(bare)) == chips(bare) == 0
+
+
+def test_in_place_restarts_count_as_restarts_from_when_one_begins():
+    """JobSet counts recreations in ``status.restarts`` and in-place restarts apart: the
+    attempt every pod's agent reached (current) and, once one begins, the one before it."""
+    from airflow_provider_jax.manifest.status import restarts
+
+    def jobset(**state):
+        return {"status": state}
+
+    assert restarts(jobset()) == 0
+    assert restarts(jobset(currentInPlaceRestartAttempt=0)) == 0  # the first start
+    assert restarts(jobset(currentInPlaceRestartAttempt=0, previousInPlaceRestartAttempt=0)) == 1
+    assert restarts(jobset(currentInPlaceRestartAttempt=1, previousInPlaceRestartAttempt=0)) == 1
+    assert restarts(jobset(restarts=2, currentInPlaceRestartAttempt=1)) == 3
+
+
+def test_the_culprit_of_an_in_place_restart_is_the_pod_that_failed_first_not_a_lost_peer():
+    from airflow_provider_jax.manifest.status import restart_attempt, restarted_in_place
+    from airflow_provider_jax.runtime.exits import LOST_PEER
+    from airflow_provider_jax.runtime.messages import failure_message
+
+    def pod(host, code, reason, finished, attempt="1", message=""):
+        return {
+            "metadata": {
+                "labels": {"jobset.sigs.k8s.io/job-index": "0",
+                           "jobset.sigs.k8s.io/restart-attempt": "0"},
+                "annotations": {"batch.kubernetes.io/job-completion-index": str(host),
+                                "jobset.sigs.k8s.io/in-place-restart-attempt": attempt},
+            },
+            "status": {"containerStatuses": [{"name": "jax", "restartCount": 1,
+                "state": {"running": {}}, "lastState": {"terminated": {
+                    "exitCode": code, "reason": reason, "finishedAt": finished,
+                    "message": message}}}]},
+        }  # fmt: skip
+
+    pods = [
+        pod(0, 137, "RestartingAllContainers", "2026-01-01T00:00:03Z"),
+        pod(1, 137, "Error", "2026-01-01T00:00:02Z"),  # killed: the cause
+        # It lost its peer (its runtime says so), even if it ended first.
+        pod(2, 42, "Error", "2026-01-01T00:00:01Z", message=failure_message("lost", "", LOST_PEER)),
+    ]
+    assert [p["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+            for p in restarted_in_place(pods)] == ["1", "2"]  # fmt: skip
+    assert restart_attempt(pods[0]) == 1  # recreations (label) plus in-place restarts
