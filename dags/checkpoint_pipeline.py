@@ -8,6 +8,10 @@ from step 20 and finishes, in one Airflow try. XComs ``resumed_from`` and ``good
 ``OrbaxCheckpointSensor`` reports a step only once Orbax has finalized it, so the evaluation
 never reads a half-written checkpoint. Locally the checkpoints go to a directory per run; on
 GKE set the Variable ``jax_output_root`` to a ``gs://`` path and nothing else changes.
+
+Give ``train`` ``num_slices=2, restart_strategy="in_place", local_checkpoint_size="1Gi"`` and
+the same training code also keeps every step in host memory (``runtime.multi_tier``): the
+restart then resumes from step 29, and the sensor still sees only ``<run>/checkpoints``.
 """
 
 from __future__ import annotations

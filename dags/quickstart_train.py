@@ -7,6 +7,7 @@ over the whole batch) and its gradient need an all-reduce across processes each 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 
@@ -27,7 +28,6 @@ def train(
     or an Airflow retry). ``disrupt_at_step`` is a drill: host 1 kills itself at that step on
     the slice's first attempt, as a preempted VM would vanish. ``max_to_keep`` steps are kept
     (None: all); ``seconds_per_step`` paces a demo so that its checkpoints arrive over time."""
-    import os
     import signal
     import time
 
@@ -35,12 +35,12 @@ def train(
     import jax.numpy as jnp
     import numpy as np
     import optax
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    from jax.sharding import NamedSharding, PartitionSpec
 
     from airflow_provider_jax.runtime import process_index, report, restart_attempt, resumed_from
 
-    mesh = Mesh(np.array(jax.devices()), ("data",))
-    batch_sharding = NamedSharding(mesh, PartitionSpec("data"))
+    mesh = _mesh()
+    batch_sharding = NamedSharding(mesh, PartitionSpec(("replica", "data")))
     replicated = NamedSharding(mesh, PartitionSpec())
 
     # y = x @ w_true + 1 with a little noise; each process draws its own part of the batch.
@@ -65,12 +65,19 @@ def train(
         updates, opt_state = optimizer.update(grads, opt_state)
         return optax.apply_updates(params, updates), opt_state, loss
 
-    manager = _checkpoints(checkpoint_dir, max_to_keep) if checkpoint_dir else None
-    start = resumed_from() if manager and resume else None
-    if start is not None:
+    state = {"params": params, "opt_state": opt_state}  # the shapes and shardings to restore
+    tiers = _tiers(checkpoint_dir, mesh, state, checkpoint_every, max_to_keep or 3)
+    manager = tiers or (_checkpoints(checkpoint_dir, max_to_keep) if checkpoint_dir else None)
+    start = None
+    if tiers is not None and resume:  # the job has a host-local tier: Orbax picks the tier
+        from airflow_provider_jax.runtime import multi_tier
+
+        restored, start = multi_tier.restore_latest(tiers, _abstract(state))
+        if restored is not None:
+            params, opt_state = restored["params"], restored["opt_state"]
+    elif manager and resume and (start := resumed_from()) is not None:
         import orbax.checkpoint as ocp
 
-        state = {"params": params, "opt_state": opt_state}  # the shapes and shardings to restore
         state = manager.restore(start, args=ocp.args.StandardRestore(state))
         params, opt_state = state["params"], state["opt_state"]
     loss = None
@@ -84,7 +91,11 @@ def train(
             time.sleep(seconds_per_step)
         if i % report_every == 0 or i == steps:
             report(step=i, loss=float(loss))
-        if manager and (i == steps or (checkpoint_every and i % checkpoint_every == 0)):
+        if tiers is not None:  # each tier when its interval is due
+            from airflow_provider_jax.runtime import multi_tier
+
+            multi_tier.save(tiers, i, {"params": params, "opt_state": opt_state})
+        elif manager and (i == steps or (checkpoint_every and i % checkpoint_every == 0)):
             import orbax.checkpoint as ocp
 
             state = {"params": params, "opt_state": opt_state}
@@ -107,14 +118,19 @@ def evaluate(checkpoint_dir: str, step: int) -> dict[str, Any]:
     import numpy as np
     import optax
     import orbax.checkpoint as ocp
-    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+    from jax.sharding import NamedSharding, PartitionSpec
 
     # Restore onto this job's devices, however many the training slice had.
-    replicated = NamedSharding(Mesh(np.array(jax.devices()), ("data",)), PartitionSpec())
+    replicated = NamedSharding(_mesh(), PartitionSpec())
     params, opt_state = _initial_state(replicated, optax.adam(0.05), 8)
     manager = _checkpoints(checkpoint_dir)
     target = {"params": params, "opt_state": opt_state}
-    params = manager.restore(step, args=ocp.args.StandardRestore(target))["params"]
+    if "state" in (manager.item_metadata(step) or {}):  # written by runtime.multi_tier
+        restore_args = ocp.checkpoint_utils.construct_restore_args(target)
+        item = ocp.args.PyTreeRestore(item=target, restore_args=restore_args)
+        params = manager.restore(step, args=ocp.args.Composite(state=item)).state["params"]
+    else:
+        params = manager.restore(step, args=ocp.args.StandardRestore(target))["params"]
     manager.close()
     w, b = np.asarray(params["w"]), float(params["b"])
     features = len(w)
@@ -133,6 +149,41 @@ def _initial_state(sharding: Any, optimizer: Any, features: int) -> tuple[Any, A
 
     params = jax.device_put({"w": np.zeros(features, np.float32), "b": np.float32(0)}, sharding)
     return params, jax.device_put(optimizer.init(params), sharding)
+
+
+def _tiers(directory: str | None, mesh: Any, state: Any, every: int, max_to_keep: int) -> Any:
+    """With a host-local tier (``local_checkpoint_size``) and the job's own checkpoint_dir:
+    Orbax's multi-tier manager (``runtime.multi_tier``), saving to host memory every step and
+    to ``directory`` every ``every`` steps; else None."""
+    from airflow_provider_jax import runtime
+    from airflow_provider_jax.runtime import multi_tier
+
+    if directory is None or directory != runtime.checkpoint_dir():
+        return None
+    if runtime.local_checkpoint_dir() is None:
+        return None
+    return multi_tier.checkpoint_manager(
+        mesh, _abstract(state), local_every=1, persistent_every=every or 10, max_to_keep=max_to_keep
+    )
+
+
+def _mesh() -> Any:
+    """Every device, slices first: the replica axis Orbax's multi-tier manager copies across."""
+    import jax
+    import numpy as np
+    from jax.sharding import Mesh
+
+    slices = int(os.environ.get("MEGASCALE_NUM_SLICES", "1"))
+    return Mesh(np.array(jax.devices()).reshape(slices, -1), ("replica", "data"))
+
+
+def _abstract(state: Any) -> Any:
+    """The shapes, types and placements of ``state``: what a restore fills in."""
+    import jax
+
+    return jax.tree.map(
+        lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype, sharding=a.sharding), state
+    )
 
 
 def _checkpoints(directory: str, max_to_keep: int | None = 3) -> Any:

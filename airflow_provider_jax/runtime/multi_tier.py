@@ -25,6 +25,8 @@ from typing import Any
 
 from airflow_provider_jax import runtime
 
+ITEM = "state"  # the one item of each step, as Orbax's emergency manager names it
+
 
 def checkpoint_manager(
     global_mesh: Any,
@@ -53,7 +55,7 @@ def checkpoint_manager(
         options = ocp.CheckpointManagerOptions(
             save_interval_steps=persistent_every, max_to_keep=max_to_keep
         )
-        return ocp.CheckpointManager(persistent, options=options)
+        return ocp.CheckpointManager(persistent, options=options, item_names=(ITEM,))
     from absl import flags
     from orbax.checkpoint import multihost
     from orbax.checkpoint.experimental.emergency import checkpoint_manager as emergency
@@ -92,7 +94,7 @@ def restore_latest(manager: Any, abstract_state: Any) -> tuple[Any, int | None]:
         return _restore(manager, step, abstract_state, ocp), step
     except Exception as err:  # a local tier that a restart left incomplete, a lost peer...
         persistent = runtime.checkpoint_dir()
-        plain = ocp.CheckpointManager(persistent) if persistent else None
+        plain = ocp.CheckpointManager(persistent, item_names=(ITEM,)) if persistent else None
         fallback = plain.latest_step() if plain is not None else None
         if plain is None or fallback is None:
             raise RuntimeError(
@@ -113,7 +115,8 @@ def save(manager: Any, step: int, state: Any) -> bool:
     ``state``, as Orbax's emergency manager writes it)."""
     import orbax.checkpoint as ocp
 
-    return bool(manager.save(step, args=ocp.args.Composite(state=ocp.args.PyTreeSave(state))))
+    item = {ITEM: ocp.args.PyTreeSave(state)}
+    return bool(manager.save(step, args=ocp.args.Composite(**item)))
 
 
 def _restore(manager: Any, step: int, abstract_state: Any, ocp: Any) -> Any:
@@ -121,4 +124,4 @@ def _restore(manager: Any, step: int, abstract_state: Any, ocp: Any) -> Any:
         return manager.restore(step).state  # it builds the restore arguments itself
     restore_args = ocp.checkpoint_utils.construct_restore_args(abstract_state)
     item = ocp.args.PyTreeRestore(item=abstract_state, restore_args=restore_args)
-    return manager.restore(step, args=ocp.args.Composite(state=item)).state
+    return manager.restore(step, args=ocp.args.Composite(**{ITEM: item}))[ITEM]

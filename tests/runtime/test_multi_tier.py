@@ -25,3 +25,27 @@ def test_a_restart_resumes_from_the_local_tier_ahead_of_the_persistent_one(tmp_p
     assert outcome.result == {"attempt": 1, "resumed_from": 8, "w": 12.0}
     newest = find_newest_local(str(tmp_path / "checkpoints"), StepNameFormat(None, None))
     assert newest is not None and newest.step == 10  # what the sensor and the Assets see
+
+
+def test_the_example_training_code_uses_the_tiers_when_the_job_has_one(tmp_path: Path):
+    """``dags/quickstart_train.py`` under ``local_checkpoint_size``: host 1 dies at step 25,
+    the restart resumes from step 24 in host memory (20 on disk alone), training ends where an
+    unbroken run ends, and the evaluation reads the persistent tier's last step."""
+    outcome = run_outcome(
+        "quickstart_with_tiers",
+        timeout_s=240,
+        num_slices=2,
+        max_restarts=1,
+        restart_strategy="in_place",
+        local_checkpoint_size="64Mi",
+        output_dir=str(tmp_path),
+        entrypoint_kwargs={"disrupt_at_step": 25},
+    )
+    assert outcome.result["resumed_from"] == 24
+    assert outcome.result["loss"] < 0.1
+    evaluated = run_outcome(
+        "quickstart_evaluate",
+        timeout_s=120,
+        entrypoint_kwargs={"checkpoint_dir": str(tmp_path / "checkpoints"), "step": 30},
+    )
+    assert evaluated.result["step"] == 30 and evaluated.result["eval_loss"] < 0.1

@@ -329,3 +329,28 @@ def multi_tier_train(steps: int = 12, kill_at: int = 9) -> dict[str, Any]:
     manager.wait_until_finished()
     value = float(np.asarray(state["w"].addressable_data(0))[0])
     return {"resumed_from": resumed, "w": value, "attempt": restart_attempt()}
+
+
+def quickstart_with_tiers(disrupt_at_step: int) -> dict[str, Any]:
+    """The example DAGs' training code, checkpointing as ``checkpoint_pipeline`` does."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
+    from quickstart_train import train
+
+    from airflow_provider_jax.runtime import checkpoint_dir
+
+    return train(
+        steps=30, checkpoint_dir=checkpoint_dir(), checkpoint_every=10, resume=True,
+        disrupt_at_step=disrupt_at_step, report_every=5,
+    )  # fmt: skip
+
+
+def quickstart_evaluate(checkpoint_dir: str, step: int) -> dict[str, Any]:
+    """The example DAGs' evaluation of one step, as ``checkpoint_pipeline`` runs it."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
+    from quickstart_train import evaluate
+
+    return evaluate(checkpoint_dir, step)
