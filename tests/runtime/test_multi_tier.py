@@ -5,8 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from airflow_provider_jax.runtime.orbax_steps import StepNameFormat, find_newest_local
 from tests.support.local_runs import run_outcome
+
+pytestmark = pytest.mark.slow  # real multi-process JAX jobs that restart: make test runs them
 
 
 def test_a_restart_resumes_from_the_local_tier_ahead_of_the_persistent_one(tmp_path: Path):
