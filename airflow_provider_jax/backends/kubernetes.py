@@ -268,7 +268,15 @@ def submit(
             f"{status.MANAGED_BY_LABEL}={status.MANAGED_BY}; build it with build_jobset()."
         )
     for _ in range(3):
-        existing = hook.get_jobset(name, namespace)
+        # Create first: a fresh try (the common case) needs no read. A 409 means one is
+        # there (a retry's, ours whose reply was lost, a racing try): look at it.
+        try:
+            created = hook.create_jobset(manifest)
+        except JobSetExists:
+            existing = hook.get_jobset(name, namespace)
+        else:
+            log.info("Created JobSet %s/%s (uid %s).", namespace, name, status.uid(created))
+            return JobSetRef(cluster, name, namespace, status.uid(created))
         if existing is not None:
             uid = status.uid(existing)
             if not status.owned_by(existing, labels):
@@ -291,12 +299,6 @@ def submit(
                 hook.wait_until_gone(name, namespace, uid, timeout=GONE_TIMEOUT_S)
             except TimeoutError as err:
                 raise JobSetConflict(f"Cannot start afresh: {err}") from None
-        try:
-            created = hook.create_jobset(manifest)
-        except JobSetExists:
-            continue  # ours whose reply was lost, or a racing try: look at it again
-        log.info("Created JobSet %s/%s (uid %s).", namespace, name, status.uid(created))
-        return JobSetRef(cluster, name, namespace, status.uid(created))
     raise JobSetConflict(f"JobSet {namespace}/{name} keeps reappearing; is another try running?")
 
 
