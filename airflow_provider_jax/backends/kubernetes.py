@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime
 import time
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
@@ -66,6 +66,7 @@ class JobSetRef:
     name: str
     namespace: str
     uid: str | None
+    deferred_by: str | None = field(default=None, compare=False)  # its annotation, as found
 
     @property
     def where(self) -> str:
@@ -90,6 +91,15 @@ class KubernetesBackend:
     def start(self, manifest: Mapping[str, Any]) -> Started:
         from kubernetes.config import ConfigException
 
+        deferring = self.settings.deferrable
+        try_number = str((manifest["metadata"].get("labels") or {}).get(status.TRY_NUMBER_LABEL))
+        if deferring:
+            # The try that creates it defers on it: claimed in the create itself, not by a
+            # second request. (A worker lost between the two makes its retry start afresh
+            # instead of reattaching: a window of milliseconds, for a request on every start.)
+            meta = manifest["metadata"]
+            claim = {**(meta.get("annotations") or {}), DEFERRED_BY_TRY_ANNOTATION: try_number}
+            manifest = {**manifest, "metadata": {**meta, "annotations": claim}}
         try:
             hook = self.cluster.hook()
             ref = self._ref = submit(hook, self.cluster, manifest, self.log)
@@ -107,11 +117,10 @@ class KubernetesBackend:
             **self.settings.watch.as_row(),
         )
         deferral = None
-        if self.settings.deferrable:
-            try_number = (manifest["metadata"].get("labels") or {}).get(status.TRY_NUMBER_LABEL)
-            hook.annotate_jobset(
-                ref.name, ref.namespace, ref.uid, {DEFERRED_BY_TRY_ANNOTATION: str(try_number)}
-            )
+        if deferring:
+            if ref.deferred_by != try_number:  # reattached to one not claimed by this try
+                claim = {DEFERRED_BY_TRY_ANNOTATION: try_number}
+                hook.annotate_jobset(ref.name, ref.namespace, ref.uid, claim)
             timeout = None
             if deadline is not None:
                 left = deadline - time.time() + BACKSTOP_S
@@ -276,7 +285,7 @@ def submit(
             existing = hook.get_jobset(name, namespace)
         else:
             log.info("Created JobSet %s/%s (uid %s).", namespace, name, status.uid(created))
-            return JobSetRef(cluster, name, namespace, status.uid(created))
+            return JobSetRef(cluster, name, namespace, status.uid(created), _deferred_by(created))
         if existing is not None:
             uid = status.uid(existing)
             if not status.owned_by(existing, labels):
@@ -292,7 +301,7 @@ def submit(
                 state = status.terminal_state(existing)
                 why = "still running" if state is None else "made by this try"
                 log.info("Reattaching to JobSet %s/%s (uid %s): %s.", namespace, name, uid, why)
-                return JobSetRef(cluster, name, namespace, uid)
+                return JobSetRef(cluster, name, namespace, uid, _deferred_by(existing))
             log.info("JobSet %s/%s (uid %s) %s; replacing it.", namespace, name, uid, why_not)
             hook.delete_jobset(name, namespace, uid)
             try:
@@ -310,15 +319,18 @@ def _why_not_reattach(jobset: Mapping[str, Any], labels: Mapping[str, str]) -> s
     state = status.terminal_state(jobset)
     if state is not None and not same_try:
         return f"from an earlier try is {state.lower()}"
-    deferred_by = ((jobset.get("metadata") or {}).get("annotations") or {}).get(
-        DEFERRED_BY_TRY_ANNOTATION
-    )
+    deferred_by = _deferred_by(jobset)
     if deferred_by is not None and not same_try:
         return (
             f"was deferred on by try {deferred_by}, which ended while deferred (cleared, "
             "marked or timed out), so its trigger is deleting it"
         )
     return None
+
+
+def _deferred_by(jobset: Mapping[str, Any]) -> str | None:
+    """The try that deferred on ``jobset`` (its annotation), if one did."""
+    return ((jobset.get("metadata") or {}).get("annotations") or {}).get(DEFERRED_BY_TRY_ANNOTATION)
 
 
 def _delete(hook: JobSetHook, ref: JobSetRef, log: Any) -> None:

@@ -68,6 +68,8 @@ def test_the_docs_role_is_sufficient_and_minimal(k8s: Emulator, tmp_path: Path) 
     k8s.script(run_forever)  # a clear while deferred, then a kill
     backend(tmp_path, deferrable=True).start(manifest(try_number=3))
     submit(CLUSTER.hook(), CLUSTER, manifest(try_number=4), LOG)
+    backend(tmp_path).start(manifest(try_number=8))  # its worker then dies, never deferred
+    backend(tmp_path, deferrable=True).start(manifest(try_number=9))  # reattaches, claims it
     backend(tmp_path).kill()
 
     assert role.denied == []  # sufficient
