@@ -35,9 +35,10 @@ check: lint
 test: lint control-plane
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-# The real control plane's binaries (etcd, kube-apiserver, kube-controller-manager, JobSet,
-# Kueue), built from the Go modules pinned in tools/control-plane/versions.env. Once per
-# machine: about 16 minutes on 2 cores with empty Go caches, nothing after.
+# The real control plane's binaries (etcd, kube-apiserver, kube-controller-manager, JobSet and
+# its in-place restart agent, Kueue), built from the Go modules pinned in
+# tools/control-plane/versions.env. Once per machine: about 16 minutes on 2 cores with empty
+# Go caches, nothing after.
 control-plane:
 	bash tools/control-plane/build.sh
 

@@ -20,6 +20,7 @@ BENCHES = [
     # the machine with it instead of leaving it alone at the end.
     "real_apiserver_watch",  # the shared watch on the real kube-apiserver vs the emulator
     "recovery",  # a lost host: recreate vs in place + a host-local checkpoint tier
+    "startup",  # execute() to the first step: ours vs KubernetesJobOperator, real cluster
     "parse_cost",  # DAG import time vs KubernetesPodOperator
     "local_overhead",  # local backend vs processes started by hand
     "orbax_requests",  # requests to find the newest finalized checkpoint
