@@ -53,3 +53,34 @@ def test_the_example_training_code_uses_the_tiers_when_the_job_has_one(tmp_path:
         entrypoint_kwargs={"checkpoint_dir": str(tmp_path / "checkpoints"), "step": 30},
     )
     assert evaluated.result["step"] == 30 and evaluated.result["eval_loss"] < 0.1
+
+
+def test_a_restore_that_fails_falls_back_to_the_persistent_tier_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+):
+    """Orbax's emergency manager failing to restore (a local tier a restart left half-written,
+    a lost peer's copy) is not a fresh start: the persistent tier's newest step is restored,
+    and stderr says which and why."""
+    import jax.numpy as jnp
+    import orbax.checkpoint as ocp
+
+    from airflow_provider_jax.runtime import multi_tier
+
+    monkeypatch.setenv("AIRFLOW_JAX_OUTPUT_DIR", str(tmp_path))
+    persistent = ocp.CheckpointManager(tmp_path / "checkpoints", item_names=(multi_tier.ITEM,))
+    multi_tier.save(persistent, 5, {"w": jnp.full(4, 5.0)})
+    persistent.wait_until_finished()
+
+    class Broken:  # stands in for Orbax's manager: it knows a newer step it cannot read
+        def latest_step(self) -> int:
+            return 8
+
+        def restore(self, step: int, args: object = None) -> object:
+            raise FileNotFoundError(f"step {step} is incomplete in the local tier")
+
+    abstract = {"w": jnp.zeros(4)}
+    state, step = multi_tier.restore_latest(Broken(), abstract)
+    assert step == 5 and float(state["w"][0]) == 5.0
+    said = capsys.readouterr().err
+    assert "restoring step 8 failed (FileNotFoundError" in said
+    assert f"restoring step 5 from the persistent tier {tmp_path / 'checkpoints'}" in said
