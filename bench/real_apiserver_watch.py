@@ -69,15 +69,20 @@ def audited_plane(directory: Path) -> Any:
 
 def audited_requests(plane: Any, since: float) -> list[dict[str, Any]]:
     """One audit event per request (by audit id) received at or after ``since`` (epoch)."""
-    from datetime import datetime
-
     seen: dict[str, dict[str, Any]] = {}
     for line in (plane.directory / "logs" / "audit.log").read_text().splitlines():
         event = json.loads(line)
-        at = datetime.fromisoformat(event["requestReceivedTimestamp"].replace("Z", "+00:00"))
-        if at.timestamp() >= since:
+        if received(event) >= since:
             seen.setdefault(event["auditID"], event)
     return list(seen.values())
+
+
+def received(event: dict[str, Any]) -> float:
+    """When the API server received an audited request (epoch seconds)."""
+    from datetime import datetime
+
+    stamp = event["requestReceivedTimestamp"].replace("Z", "+00:00")
+    return datetime.fromisoformat(stamp).timestamp()
 
 
 def suspended(name: str) -> dict[str, Any]:

@@ -126,21 +126,13 @@ def main() -> None:
     args = parser.parse_args()
     from harness.k8s_emulator.rbac import docs_role_manifest
     from harness.real_cluster.control_plane import ControlPlane
-    from harness.real_cluster.identities import connection
+    from harness.real_cluster.identities import connection, grant_pods
 
     work = Path(tempfile.mkdtemp(prefix="bench-recovery-"))
     plane = ControlPlane(work / "control-plane").up()
     try:
         os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = connection(plane.kubeconfig("admin"))
-        role = docs_role_manifest(name="jax-in-place-restart")
-        plane.api().apply(role)
-        plane.api().apply({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": role["metadata"]["name"], "namespace": "default"},
-            "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}],
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                        "name": role["metadata"]["name"]},
-        })  # fmt: skip
+        grant_pods(plane.api(), docs_role_manifest(name="jax-in-place-restart"))
         runs: dict[str, list[dict[str, float]]] = {"recreate": [], "in_place": []}
         for run in range(args.pairs):
             for strategy in runs:  # interleaved

@@ -24,7 +24,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from bench.real_apiserver_watch import audited_plane, audited_requests
+from bench.real_apiserver_watch import audited_plane, audited_requests, received
 from bench.targets import Targets, quick
 
 PROGRAM = "import pathlib, sys, time; pathlib.Path(sys.argv[1]).write_text(repr(time.time()))"
@@ -95,7 +95,7 @@ def run_once(plane: Any, which: str, run: int, work: Path) -> dict[str, float]:
     first_step = float(out.read_text())
     time.sleep(1.5)  # the audit log is written in batches
     requests = audited_requests(plane, started)
-    stamps = [_received(r) for r in requests]
+    stamps = [received(r) for r in requests]
     if os.environ.get("BENCH_STARTUP_SHOW"):
         for r, at in sorted(zip(requests, stamps, strict=True), key=lambda p: p[1]):
             print(f"    {which} {at - started:6.2f}s {r['verb']} {r['requestURI'][:100]}")
@@ -105,14 +105,6 @@ def run_once(plane: Any, which: str, run: int, work: Path) -> dict[str, float]:
         "requests to the end": sum(1 for s in stamps if s <= done),
         "seconds to the end": done - started,
     }
-
-
-def _received(event: dict[str, Any]) -> float:
-    from datetime import datetime
-
-    return datetime.fromisoformat(
-        event["requestReceivedTimestamp"].replace("Z", "+00:00")
-    ).timestamp()
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ GKE set the Variable ``jax_output_root`` to a ``gs://`` path and nothing else ch
 
 Give ``train`` ``num_slices=2, restart_strategy="in_place", local_checkpoint_size="1Gi"`` and
 the same training code also keeps every step in host memory (``runtime.multi_tier``): the
-restart then resumes from step 29, and the sensor still sees only ``<run>/checkpoints``.
+restart then resumes from step 29 or 28 (the newest every slice finished), and the sensor still sees only ``<run>/checkpoints``.
 """
 
 from __future__ import annotations

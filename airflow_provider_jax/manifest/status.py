@@ -283,24 +283,23 @@ def failed_pods(
 
 
 def restarted_in_place(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Pods whose program's last run ended on its own and so restarted the pod in place (the
-    kubelet stops the others' containers for it: ``RestartingAllContainers``), culprits first
-    as in :func:`failed_pods`."""
+    """The pods whose program ended on its own, culprits first as in :func:`failed_pods`,
+    under ``InPlaceRestart``: a container restarted in place (its ``lastState``), or a pod that
+    failed and is replaced alone (a lost node). Containers the kubelet stopped so that their
+    pod restarts (``RestartingAllContainers``) are not causes."""
 
-    def last_run(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-        return ((container_status(pod) or {}).get("lastState") or {}).get("terminated") or {}
+    def ended(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+        return termination(pod) or {}
 
     def order(pod: Mapping[str, Any]) -> tuple[int, str, tuple[int, int]]:
-        return (
-            culprit_rank(pod_failure(pod)),
-            last_run(pod).get("finishedAt") or "~",
-            position(pod),
-        )
+        return (culprit_rank(pod_failure(pod)), ended(pod).get("finishedAt") or "~", position(pod))
 
-    ended = [
-        p for p in pods if last_run(p) and last_run(p).get("reason") != RESTARTING_ALL_CONTAINERS
+    causes = [
+        p
+        for p in pods
+        if ended(p).get("exitCode", 0) != 0 and ended(p).get("reason") != RESTARTING_ALL_CONTAINERS
     ]
-    return sorted(ended, key=order)
+    return sorted(causes, key=order)
 
 
 def pod_failure(pod: Mapping[str, Any], log_tail: str = "") -> ProcessFailure:

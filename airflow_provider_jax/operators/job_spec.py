@@ -50,6 +50,8 @@ class JobSpecBuilder:
     task_id: str
     log: Any
     pip_packages: list[str]
+    restart_strategy: str
+    local_checkpoint_size: str | None
     name: str | None
     output_dir: str | None
     image: str | None
@@ -201,8 +203,10 @@ class JobSpecBuilder:
         agent image (the connection extra, else ``[jax]``) and whether the cluster has GKE's
         multi-tier checkpointing. Before rendering (at parse, in a dry run) and locally, the
         agent's name and release stand in."""
-        if not rendered or self.resolved_backend == "local":
-            return {"restart_agent_image": AGENT_IMAGE_STAND_IN, "multi_tier_checkpointing": False}
+        stand_in = {"restart_agent_image": AGENT_IMAGE_STAND_IN, "multi_tier_checkpointing": False}
+        wanted = self.restart_strategy == "in_place" or self.local_checkpoint_size is not None
+        if not rendered or self.resolved_backend == "local" or not wanted:
+            return stand_in
         from airflow.sdk import conf
 
         extras = self._connection_extras()

@@ -20,7 +20,9 @@ The module imports JAX and Orbax when called, never at import: the runtime stays
 
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from airflow_provider_jax import runtime
@@ -91,7 +93,9 @@ def restore_latest(manager: Any, abstract_state: Any) -> tuple[Any, int | None]:
     if step is None:
         return None, None
     try:
-        return _restore(manager, step, abstract_state, ocp), step
+        state = _restore(manager, step, abstract_state, ocp)
+        _drop_newer_local_steps(manager, step)
+        return state, step
     except Exception as err:  # a local tier that a restart left incomplete, a lost peer...
         persistent = runtime.checkpoint_dir()
         plain = ocp.CheckpointManager(persistent, item_names=(ITEM,)) if persistent else None
@@ -107,7 +111,23 @@ def restore_latest(manager: Any, abstract_state: Any) -> tuple[Any, int | None]:
             file=sys.stderr,
             flush=True,
         )
-        return _restore(plain, fallback, abstract_state, ocp), fallback
+        state = _restore(plain, fallback, abstract_state, ocp)
+        _drop_newer_local_steps(manager, fallback)
+        return state, fallback
+
+
+def _drop_newer_local_steps(manager: Any, step: int) -> None:
+    """A host may hold steps newer than the one restored, which not every slice finished
+    before the failure: training redoes them, and Orbax refuses to save a step its tier
+    already has. This host's tier is its own (a folder in its RAM), so they go."""
+    local = runtime.local_checkpoint_dir()
+    if local is None or not hasattr(manager, "reload"):
+        return
+    newer = [d for d in Path(local).iterdir() if d.name.isdigit() and int(d.name) > step]
+    for folder in newer:
+        shutil.rmtree(folder, ignore_errors=True)
+    if newer:
+        manager.reload()
 
 
 def save(manager: Any, step: int, state: Any) -> bool:

@@ -90,6 +90,21 @@ def grant(api: Api, role: dict[str, Any]) -> None:
         api.request("PATCH", path, body, "application/apply-patch+yaml")
 
 
+def grant_pods(api: Api, role: dict[str, Any]) -> str:
+    """Apply ``role`` (in ``default``, such as the docs' for JobSet's in-place restart agent)
+    and bind it to the pods' service account there; its name, to revoke it with."""
+    name = role["metadata"]["name"]
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+        "metadata": {"name": name, "namespace": "default"},
+        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}],
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+    }  # fmt: skip
+    for obj in (role, binding):
+        api.apply(obj)
+    return name
+
+
 def connection(kubeconfig: Path) -> str:
     """An ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value for this kubeconfig."""
     return json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}})

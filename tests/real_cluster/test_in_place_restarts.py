@@ -12,6 +12,7 @@ import pytest
 
 from harness.k8s_emulator.rbac import docs_role_manifest
 from harness.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.identities import grant_pods
 from tests.support.real_cluster_jobs import logger, run
 
 AGENT_ROLE = "jax-in-place-restart"
@@ -22,15 +23,7 @@ JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
 def agent_role(real_k8s: ControlPlane) -> Iterator[None]:
     """The pods' service account bound to the Role ``docs/kubernetes.md`` publishes for it."""
     api = real_k8s.api()
-    role = docs_role_manifest(name=AGENT_ROLE)
-    binding = {
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": AGENT_ROLE, "namespace": "default"},
-        "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": "default"}],
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": AGENT_ROLE},
-    }  # fmt: skip
-    for obj in (role, binding):
-        api.apply(obj)
+    grant_pods(api, docs_role_manifest(name=AGENT_ROLE))
     yield
     base = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
     api.delete(f"{base}/rolebindings/{AGENT_ROLE}")

@@ -11,41 +11,37 @@ from airflow_provider_jax.runtime.orbax_steps import StepNameFormat, find_newest
 from tests.support.local_runs import run_outcome
 
 pytestmark = pytest.mark.slow  # real multi-process JAX jobs that restart: make test runs them
+# Two slices of two hosts, restarted in place once, with a host-local tier.
+TIERED = {"num_slices": 2, "max_restarts": 1, "restart_strategy": "in_place",
+          "local_checkpoint_size": "64Mi"}  # fmt: skip
 
 
 def test_a_restart_resumes_from_the_local_tier_ahead_of_the_persistent_one(tmp_path: Path):
     """Two slices of two hosts save to host memory every 2 steps and to output_dir every 5;
-    a host dies after step 9. The restart resumes from step 8, which every slice holds
-    locally, not from the persistent tier's step 5, and ends where an unbroken run would."""
-    outcome = run_outcome(
-        "multi_tier_train",
-        timeout_s=240,
-        num_slices=2,
-        max_restarts=1,
-        restart_strategy="in_place",
-        local_checkpoint_size="64Mi",
-        output_dir=str(tmp_path),
-    )
-    assert outcome.result == {"attempt": 1, "resumed_from": 8, "w": 12.0}
+    a host dies after step 9. The restart resumes from the newest step every slice holds in
+    memory (8, or 6 when the other slice had not finished 8 as its peer died), not from the
+    persistent tier's step 5, and ends where an unbroken run would."""
+    outcome = run_outcome("multi_tier_train", timeout_s=240, output_dir=str(tmp_path), **TIERED)
+    result = outcome.result
+    assert result["attempt"] == 1 and result["w"] == 12.0
+    assert result["resumed_from"] in (6, 8)
     newest = find_newest_local(str(tmp_path / "checkpoints"), StepNameFormat(None, None))
     assert newest is not None and newest.step == 10  # what the sensor and the Assets see
 
 
 def test_the_example_training_code_uses_the_tiers_when_the_job_has_one(tmp_path: Path):
     """``dags/quickstart_train.py`` under ``local_checkpoint_size``: host 1 dies at step 25,
-    the restart resumes from step 24 in host memory (20 on disk alone), training ends where an
-    unbroken run ends, and the evaluation reads the persistent tier's last step."""
+    the restart resumes from host memory (step 24, or 23 when a slice had not finished 24 as
+    its peer died; 20 on disk alone), training converges as an unbroken run does, and the
+    evaluation reads the persistent tier's last step."""
     outcome = run_outcome(
         "quickstart_with_tiers",
         timeout_s=240,
-        num_slices=2,
-        max_restarts=1,
-        restart_strategy="in_place",
-        local_checkpoint_size="64Mi",
         output_dir=str(tmp_path),
         entrypoint_kwargs={"disrupt_at_step": 25},
+        **TIERED,
     )
-    assert outcome.result["resumed_from"] == 24
+    assert outcome.result["resumed_from"] in (23, 24)
     assert outcome.result["loss"] < 0.1
     evaluated = run_outcome(
         "quickstart_evaluate",

@@ -4,8 +4,9 @@ JobSet counts a restart in ``status.restarts`` before it deletes the old attempt
 seeing the count grow the old attempt's failed pods are listed once (one request per restart)
 and the culprit named: ``restart 1/3 after a disruption on [0/1]: exited with code 143``.
 If the garbage collector was faster, the line says the cause was not visible. An in-place
-restart (``status.restarts`` counts both, :func:`~airflow_provider_jax.manifest.status.restarts`)
-keeps the pods: its culprit is the pod whose program's last run ended on its own.
+restart keeps the pods (JobSet counts it apart from ``status.restarts``;
+:func:`~airflow_provider_jax.manifest.status.restarts` adds the two): its culprit is the pod
+whose program's last run ended on its own.
 """
 
 from __future__ import annotations
@@ -60,8 +61,11 @@ class RestartLog:
         except Exception as err:  # only a log line: the wait goes on
             self.log.warning("Could not read the pods of the restarted attempt: %s", explain(err))
             return None
-        # In place, the pods stay: the culprit is the one whose program ended on its own.
-        failed = status.failed_pods(pods, attempt=attempt) or (
-            status.restarted_in_place(pods) if in_place else []
+        # In place, the pods stay (their attempts move one by one): the culprit is the one
+        # whose program ended on its own, whichever attempt its agent has reached since.
+        failed = (
+            status.restarted_in_place(pods)
+            if in_place
+            else status.failed_pods(pods, attempt=attempt)
         )
         return status.pod_failure(failed[0]) if failed else None
