@@ -48,9 +48,16 @@ def size_bytes(value: object) -> int:
     return int(number * (_BINARY.get(unit) or _DECIMAL[unit]))
 
 
-def check_fits(size: str, accelerator: Accelerator) -> None:
-    """Refuse a tier larger than the host's memory, where its machine type's is known: the
-    kubelet would evict the pod the moment the tier filled."""
+def check_fits(size: str, accelerator: Accelerator, memory_limit: object = None) -> None:
+    """Refuse a tier larger than the host's memory, where its machine type's is known, or than
+    the container's memory limit (an in-memory ``emptyDir`` counts against it): the pod would
+    be evicted or OOM-killed the moment the tier filled."""
+    if size_bytes(size) >= _limit_bytes(memory_limit):
+        raise ValueError(
+            f"local_checkpoint_size={size!r} is not below the container's memory limit "
+            f"({memory_limit}), which an in-memory tier counts against: give a smaller size, "
+            "or raise container_resources['limits']['memory']."
+        )
     memory = HOST_MEMORY_BYTES.get(accelerator.machine_type)
     if memory is not None and size_bytes(size) >= memory:
         raise ValueError(
@@ -58,6 +65,15 @@ def check_fits(size: str, accelerator: Accelerator) -> None:
             f"{accelerator.machine_type} host ({memory / GIB:.0f} GiB), which also holds the "
             "program: give a smaller size (a checkpoint's per-host shard, with room for two)."
         )
+
+
+def _limit_bytes(limit: object) -> float:
+    """A memory limit in bytes; infinite when there is none, or one this module does not
+    read (Kubernetes checks its syntax)."""
+    try:
+        return size_bytes(limit) if isinstance(limit, str) else float("inf")
+    except ValueError:
+        return float("inf")
 
 
 def volume(size: str, multi_tier: bool) -> dict[str, Any]:

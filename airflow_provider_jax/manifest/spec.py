@@ -201,7 +201,8 @@ class JaxJobSpec:
                     "local_checkpoint_size does not go with pathways=: the Pathways workers "
                     "run no program of their own to write the local tier."
                 )
-            check_fits(self.local_checkpoint_size, self.accelerator)
+            limit = (self.resources.get("limits") or {}).get("memory")
+            check_fits(self.local_checkpoint_size, self.accelerator, limit)
         for name in ("active_deadline_seconds", "termination_grace_period"):
             if getattr(self, name) is not None:
                 _positive_int(name, getattr(self, name))

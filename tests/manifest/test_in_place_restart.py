@@ -81,6 +81,10 @@ def test_the_local_tier_is_a_memory_emptydir_or_gkes_mtc_volume(validate_jobset)
         ({"local_checkpoint_size": "0Gi"}, "local_checkpoint_size must be a positive"),
         ({"local_checkpoint_size": 64}, "local_checkpoint_size must be a positive"),
         ({"local_checkpoint_size": "192G"}, "does not fit in the memory of a ct5lp-hightpu-4t"),
+        (
+            {"local_checkpoint_size": "64Gi", "resources": {"limits": {"memory": "64Gi"}}},
+            "not below the container's memory limit",
+        ),
     ],
 )
 def test_bad_values_are_refused_naming_the_argument(kwargs, message):
