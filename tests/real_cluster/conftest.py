@@ -78,9 +78,18 @@ def _leave_nothing(request: pytest.FixtureRequest):
     plane = request.getfixturevalue("real_cluster")
     api = plane.api()
     jobsets = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
+    body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"}
     for jobset in api.get(jobsets)["items"]:
-        body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"}
         api.delete(f"{jobsets}/{jobset['metadata']['name']}", body)  # a deleting one may go first
+    # A Job whose JobSet is gone. JobSet v0.12's controller, its cache stale after a
+    # kube-apiserver restart (test_watch), can recreate a child Job of a finished JobSet just
+    # as the JobSet is deleted; the garbage collector takes such a Job, in minutes.
+    jobs = "/apis/batch/v1/namespaces/default/jobs"
+    left = {j["metadata"]["name"] for j in api.get(jobsets)["items"]}
+    for job in api.get(jobs)["items"]:
+        owners = [o["name"] for o in job["metadata"].get("ownerReferences") or ()]
+        if owners and not set(owners) & left:
+            api.delete(f"{jobs}/{job['metadata']['name']}", body)
     api.wait_for(
         "every pod of the test gone",
         lambda: (
