@@ -37,7 +37,7 @@ from airflow_provider_jax.manifest.program import (
 )
 from airflow_provider_jax.manifest.provider_keys import CONTAINER_NAME, MANAGED_BY, MANAGED_BY_LABEL
 from airflow_provider_jax.manifest.secret_refs import secret_volumes
-from airflow_provider_jax.manifest.spec import JaxJobSpec
+from airflow_provider_jax.manifest.spec import SAFE_SECURITY_CONTEXT, JaxJobSpec
 from airflow_provider_jax.runtime.env import RESTART_STRATEGY_ENV
 
 
@@ -106,7 +106,8 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         annotations = {**extra["annotations"], **annotations}
     if spec.restart_strategy == "in_place":  # last: its barrier holds back only the program
         assert spec.restart_agent_image is not None  # JaxJobSpec checked it
-        init_containers.append(in_place_restart.agent_sidecar(spec.restart_agent_image))
+        agent = in_place_restart.agent_sidecar(spec.restart_agent_image, SAFE_SECURITY_CONTEXT)
+        init_containers.append(agent)
     if init_containers:
         pod_spec["initContainers"] = init_containers
     if spec.local_checkpoint_size:

@@ -22,8 +22,11 @@ all containers" (https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycl
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import copy
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from airflow_provider_jax.manifest.coordination import field_env
 
 RESTART_STRATEGIES = ("recreate", "in_place")  # JobSet's Recreate (its default), InPlaceRestart
 DEFAULT_RESTART_STRATEGY = "recreate"
@@ -37,8 +40,6 @@ AGENT_IMAGE_EXTRA = "in_place_restart_agent_image"
 # What a manifest names before the cluster's image is known (at parse, in a dry run, locally).
 AGENT_IMAGE_STAND_IN = f"{AGENT_CONTAINER}:{AGENT_RELEASE}"
 BARRIER_PATH, BARRIER_PORT = "/barrier-is-down", 8081  # the agent's defaults
-# The agent exits with this to ask for its pod's in-place restart (IN_PLACE_RESTART_EXIT_CODE).
-AGENT_RESTART_EXIT_CODE = 1
 # How long a pod may wait at the barrier for the others: the whole slice's start on a busy
 # cluster. Past it the probe fails and the agent restarts, which starts a new attempt.
 BARRIER_WAIT_S = 3600
@@ -46,8 +47,8 @@ MAX_INT32 = 2**31 - 1
 JOBSET_NAME_ANNOTATION = "jobset.sigs.k8s.io/jobset-name"
 
 
-def check_restart_strategy(value: object, *, pathways: bool) -> str:
-    """``restart_strategy`` as given, or a ValueError that says what would be valid."""
+def check_restart_strategy(value: object, *, pathways: bool) -> None:
+    """A ValueError that says what would be valid, unless ``restart_strategy`` works."""
     if value not in RESTART_STRATEGIES:
         raise ValueError(
             f"restart_strategy must be one of {list(RESTART_STRATEGIES)}, got {value!r}."
@@ -58,7 +59,6 @@ def check_restart_strategy(value: object, *, pathways: bool) -> str:
             "workers hold sessions to each other that an in-place restart of one pod would "
             "not re-establish, and JobSet's agent restarts every pod alike. Use 'recreate'."
         )
-    return value  # type: ignore[return-value]
 
 
 def job_fields() -> dict[str, Any]:
@@ -66,7 +66,7 @@ def job_fields() -> dict[str, Any]:
     return {"backoffLimit": MAX_INT32, "podReplacementPolicy": "Failed"}
 
 
-def agent_sidecar(image: str) -> dict[str, Any]:
+def agent_sidecar(image: str, security_context: Mapping[str, Any]) -> dict[str, Any]:
     """JobSet's agent as a native sidecar, with its barrier and the env it reads."""
     return {
         "name": AGENT_CONTAINER,
@@ -80,14 +80,10 @@ def agent_sidecar(image: str) -> dict[str, Any]:
             "failureThreshold": BARRIER_WAIT_S,
         },
         "env": [
-            _field_env("JOBSET_NAME", f"metadata.annotations['{JOBSET_NAME_ANNOTATION}']"),
-            _field_env("POD_NAME", "metadata.name"),
+            field_env("JOBSET_NAME", f"metadata.annotations['{JOBSET_NAME_ANNOTATION}']"),
+            field_env("POD_NAME", "metadata.name"),
         ],
-        "securityContext": {
-            "allowPrivilegeEscalation": False,
-            "capabilities": {"drop": ["ALL"]},
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
+        "securityContext": copy.deepcopy(dict(security_context)),
     }
 
 
@@ -102,7 +98,3 @@ def program_restart_fields(restartable: Iterable[int]) -> dict[str, Any]:
 
 def _rule(operator: str, codes: list[int]) -> dict[str, Any]:
     return {"action": "RestartAllContainers", "exitCodes": {"operator": operator, "values": codes}}
-
-
-def _field_env(name: str, path: str) -> dict[str, Any]:
-    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": path}}}

@@ -150,8 +150,6 @@ class Kubelet:
             run = PodRun(pod, folder, self.entrypoints, functools.partial(self._patch, meta))
             self.running[key] = run
             self._spawn(run.run(functools.partial(self._setup, run)))
-        elif (run := self.running.get(key)) is not None:
-            run.pod["metadata"] = meta  # its annotations, for the downward API at a restart
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.create_task(work)
