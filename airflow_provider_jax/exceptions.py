@@ -48,5 +48,10 @@ class JaxCodeErrorNoRetry(JaxCodeError, AirflowFailException):
     """A :class:`JaxCodeError` with ``retry_on_code_error=False``: Airflow does not retry."""
 
 
+class NoCapacity(JaxJobFailed):
+    """A capacity choice got none within ``capacity_wait`` and its JobSet was deleted: the
+    operator submits the next choice of the list."""
+
+
 class JobSetConflict(AirflowException):
     """A JobSet of the task instance's name exists but was not made for it."""

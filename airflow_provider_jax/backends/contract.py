@@ -128,6 +128,7 @@ class Started:
     links: Mapping[str, str] = field(default_factory=dict)  # extra-link XCom key -> URL
     deferral: Deferral | None = None  # None: this backend can only wait in the worker
     handle: Any = None  # the backend's own state, opaque to the operator
+    capacity_choice: int = 0  # the capacity list's choice it runs on (a reattach may be further)
 
 
 @dataclass(frozen=True)

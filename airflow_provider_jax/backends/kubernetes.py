@@ -36,7 +36,7 @@ from airflow_provider_jax.backends.timeout_alarm import (
     disarm_airflows_alarm,
     postpone_airflows_alarm,
 )
-from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict
+from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict, NoCapacity
 from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
 from airflow_provider_jax.links.jobset import (
@@ -49,11 +49,14 @@ from airflow_provider_jax.links.jobset import (
 )
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.manifest.kueue_keys import KUEUE_QUEUE_LABEL
-from airflow_provider_jax.manifest.provider_keys import DEFERRED_BY_TRY_ANNOTATION
+from airflow_provider_jax.manifest.provider_keys import (
+    DEFERRED_BY_TRY_ANNOTATION,
+    capacity_choice,
+)
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.watch.events import FAILED, SUCCESS, TIMEOUT, JobSetEvent
-from airflow_provider_jax.triggers.watch.queue_wait import QUEUE_REASONS
+from airflow_provider_jax.triggers.watch.queue_wait import NO_CAPACITY, QUEUE_REASONS
 
 GONE_TIMEOUT_S = 600  # longest wait for an earlier try's JobSet to be deleted
 
@@ -67,6 +70,7 @@ class JobSetRef:
     namespace: str
     uid: str | None
     deferred_by: str | None = field(default=None, compare=False)  # its annotation, as found
+    capacity_choice: int = field(default=0, compare=False)  # its annotation, as found
 
     @property
     def where(self) -> str:
@@ -127,7 +131,8 @@ class KubernetesBackend:
                 timeout = datetime.timedelta(seconds=max(left, 1))
             deferral = Deferral(trigger, {"cluster": self.cluster.to_dict()}, timeout)
         queued = KUEUE_QUEUE_LABEL in (manifest["metadata"].get("labels") or {})
-        return Started(ref.name, ref.namespace, self._links(ref, queued), deferral, trigger)
+        links = self._links(ref, queued)
+        return Started(ref.name, ref.namespace, links, deferral, trigger, ref.capacity_choice)
 
     def _fire_not_before(self) -> float | None:
         """When a deferred trigger may fire at the earliest (see ``RESUME_SETTLE_S``)."""
@@ -197,7 +202,8 @@ class KubernetesBackend:
         if ended.status == FAILED and not capacity_lost:
             error = explain_failure(hook, ref.name, ref.namespace, ended, self.log)
         else:
-            error = JaxJobFailed(f"{ref.where}: {ended.message}")
+            failed = NoCapacity if ended.reason == NO_CAPACITY else JaxJobFailed
+            error = failed(f"{ref.where}: {ended.message}")
         error.goodput = ended.goodput
         if capacity_lost:
             _delete(hook, ref, self.log)
@@ -285,7 +291,7 @@ def submit(
             existing = hook.get_jobset(name, namespace)
         else:
             log.info("Created JobSet %s/%s (uid %s).", namespace, name, status.uid(created))
-            return JobSetRef(cluster, name, namespace, status.uid(created), _deferred_by(created))
+            return _ref(cluster, created)
         if existing is not None:
             uid = status.uid(existing)
             if not status.owned_by(existing, labels):
@@ -301,7 +307,7 @@ def submit(
                 state = status.terminal_state(existing)
                 why = "still running" if state is None else "made by this try"
                 log.info("Reattaching to JobSet %s/%s (uid %s): %s.", namespace, name, uid, why)
-                return JobSetRef(cluster, name, namespace, uid, _deferred_by(existing))
+                return _ref(cluster, existing)
             log.info("JobSet %s/%s (uid %s) %s; replacing it.", namespace, name, uid, why_not)
             hook.delete_jobset(name, namespace, uid)
             try:
@@ -326,6 +332,18 @@ def _why_not_reattach(jobset: Mapping[str, Any], labels: Mapping[str, str]) -> s
             "marked or timed out), so its trigger is deleting it"
         )
     return None
+
+
+def _ref(cluster: KubernetesCluster, jobset: Mapping[str, Any]) -> JobSetRef:
+    meta = jobset["metadata"]
+    return JobSetRef(
+        cluster,
+        meta["name"],
+        meta["namespace"],
+        status.uid(jobset),
+        _deferred_by(jobset),
+        capacity_choice(jobset),
+    )
 
 
 def _deferred_by(jobset: Mapping[str, Any]) -> str | None:

@@ -79,6 +79,9 @@ class Capacity:
                 raise ValueError(f"reservation_project {reservation_project!r} is no project id.")
         return cls(kind, name or None, reservation_project)
 
+    def __str__(self) -> str:
+        return f"{RESERVATION}:{self.reservation}" if self.kind == RESERVATION else self.kind
+
 
 @dataclass(frozen=True)
 class PodFields:
@@ -96,8 +99,12 @@ def capacity_fields(
     queue_name: str | None,
     max_run_s: int | None,
     node_selector: Mapping[str, str],
+    extra_selector: Mapping[str, str] | None = None,
+    flex_start_by_kueue: bool = False,
 ) -> PodFields:
-    """The pods' fields for ``capacity``, or a ValueError naming the rule it breaks."""
+    """The pods' fields for ``capacity``, or a ValueError naming the rule it breaks.
+    ``extra_selector``: a ComputeClass's; ``flex_start_by_kueue``: a Kueue flavor may be
+    flex-start, so its ProvisioningRequest gets the run's length."""
     if capacity.kind == SPOT:
         fields = PodFields(
             {SPOT_LABEL: "true"},
@@ -133,12 +140,14 @@ def capacity_fields(
             {MAX_RUN_ANNOTATION: str(max_run_s)} if max_run_s is not None else {},
         )
     else:
-        fields = PodFields()
+        max_run = {MAX_RUN_ANNOTATION: str(max_run_s)} if max_run_s is not None else {}
+        fields = PodFields(annotations=max_run if flex_start_by_kueue else {})
+    fields.node_selector.update(extra_selector or {})
     for key, value in fields.node_selector.items():
         if key in node_selector and node_selector[key] != value:
             raise ValueError(
                 f"node_selector sets {key}={node_selector[key]!r}, but capacity "
-                f"{capacity.kind!r} needs {value!r}: drop it from node_selector."
+                f"{str(capacity)!r} needs {value!r}: drop it from node_selector."
             )
     return fields
 

@@ -19,14 +19,27 @@ IDENTITY_LABELS = ("dag_id", "task_id", "run_id", "map_index")
 TRY_NUMBER_LABEL = "try_number"
 # Set on a JobSet just before a try defers on it: that try's trigger now owns its deletion.
 DEFERRED_BY_TRY_ANNOTATION = "jax.airflow.apache.org/deferred-by-try"
+# Which choice of a capacity list the JobSet asks for (0 first): a reattaching try goes on
+# down the list from there.
+CAPACITY_CHOICE_ANNOTATION = "jax.airflow.apache.org/capacity-choice"
 
 # What a user's labels or annotations may not set: the provider sets each on every JobSet,
 # and a user's value would silently lose (or, for the queue, bypass queue_name's checks).
 MANAGED_LABELS = (MANAGED_BY_LABEL, *IDENTITY_LABELS, TRY_NUMBER_LABEL, KUEUE_QUEUE_LABEL)
-MANAGED_ANNOTATIONS = (DEFERRED_BY_TRY_ANNOTATION, EXCLUSIVE_TOPOLOGY_ANNOTATION)
+MANAGED_ANNOTATIONS = (
+    DEFERRED_BY_TRY_ANNOTATION,
+    CAPACITY_CHOICE_ANNOTATION,
+    EXCLUSIVE_TOPOLOGY_ANNOTATION,
+)
 # Every environment variable of this prefix is the provider's (the call, the runtime, where
 # the process sits, output_dir); a user's env may set none.
 PROVIDER_ENV_PREFIX = "AIRFLOW_JAX_"
+
+
+def capacity_choice(obj: Mapping[str, Any]) -> int:
+    """The capacity choice a JobSet asks for (its annotation; 0 without one)."""
+    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(CAPACITY_CHOICE_ANNOTATION)
+    return int(value) if isinstance(value, str) and value.isdigit() else 0
 
 
 def refuse_managed(

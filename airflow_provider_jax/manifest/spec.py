@@ -16,11 +16,11 @@ from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.manifest.accelerators.tpu import check_multislice
 from airflow_provider_jax.manifest.capacity import (
-    Capacity,
     PodFields,
     capacity_fields,
     placement_annotations,
 )
+from airflow_provider_jax.manifest.capacity_choices import COMPUTE_CLASS_LABEL, CapacityChoices
 from airflow_provider_jax.manifest.coordination import (
     DEFAULT_MEGASCALE_PORT,
     RESERVED_ENV,
@@ -101,7 +101,8 @@ class JaxJobSpec:
     ttl_seconds_after_finished: int | None = None
     priority_class_name: str | None = None
     queue_name: str | None = None
-    capacity: Capacity = field(default_factory=Capacity)
+    capacity: CapacityChoices = field(default_factory=CapacityChoices)
+    capacity_choice: int = 0  # which of capacity.choices this JobSet asks for
     placement: str | None = None
     pod_template_override: Mapping[str, Any] | None = None
     image_pull_policy: str | None = None
@@ -276,12 +277,15 @@ class JaxJobSpec:
 
     @property
     def capacity_fields(self) -> PodFields:
+        compute_class = self.capacity.compute_class
         return capacity_fields(
-            self.capacity,
+            self.capacity.rendered(self.capacity_choice),
             self.accelerator,
             queue_name=self.queue_name,
             max_run_s=self.active_deadline_seconds,
             node_selector=self.node_selector,
+            extra_selector={COMPUTE_CLASS_LABEL: compute_class} if compute_class else None,
+            flex_start_by_kueue=self.capacity.by_kueue and self.capacity.asks_flex_start,
         )
 
     @property

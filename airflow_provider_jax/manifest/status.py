@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from airflow_provider_jax.manifest.capacity_choices import SELECTOR_KEYS, capacity_of_selector
 from airflow_provider_jax.manifest.failure_policy import DISRUPTION_TARGET
 from airflow_provider_jax.manifest.in_place_restart import JOBSET_STRATEGY as IN_PLACE_STRATEGY
 from airflow_provider_jax.manifest.jobset_api import (
@@ -178,11 +179,24 @@ def _rjob_as_read(rjob: Mapping[str, Any]) -> dict[str, Any]:
         {"resources": {"limits": (c.get("resources") or {}).get("limits") or {}}}
         for c in pod.get("containers") or ()
     ]
-    job_kept: dict[str, Any] = {"template": {"spec": {"containers": containers}}}
+    pod_kept: dict[str, Any] = {"containers": containers}
+    if selector := {k: v for k, v in (pod.get("nodeSelector") or {}).items() if k in SELECTOR_KEYS}:
+        pod_kept["nodeSelector"] = selector  # the capacity it runs on (Kueue's flavor's labels)
+    job_kept: dict[str, Any] = {"template": {"spec": pod_kept}}
     if "parallelism" in job:
         job_kept["parallelism"] = job["parallelism"]
     kept = {k: rjob[k] for k in ("name", "replicas") if k in rjob}
     return {**kept, "template": {"spec": job_kept}}
+
+
+def running_capacity(jobset: Mapping[str, Any]) -> str | None:
+    """The capacity an unsuspended JobSet's accelerator pods select (with Kueue, the labels of
+    the flavor that admitted it); None while it is suspended."""
+    rjobs = (jobset.get("spec") or {}).get("replicatedJobs") or ()
+    if is_suspended(jobset) or not rjobs:
+        return None
+    pod = ((rjobs[-1].get("template") or {}).get("spec") or {}).get("template") or {}
+    return capacity_of_selector((pod.get("spec") or {}).get("nodeSelector") or {})
 
 
 def _meta(pod: Mapping[str, Any], kind: str) -> Mapping[str, str]:

@@ -7,20 +7,15 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator, conf
-from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_jax.arguments import one_of, positive_seconds, refuse_untemplated
-from airflow_provider_jax.backends.contract import (
-    BACKENDS,
-    ON_FINISH_ACTIONS,
-    get_backend,
-    resolve_backend,
-)
+from airflow_provider_jax.backends.contract import BACKENDS, ON_FINISH_ACTIONS, resolve_backend
 from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
 from airflow_provider_jax.manifest.accelerators import Accelerator
-from airflow_provider_jax.manifest.capacity import Capacity, queue_timeout_seconds
+from airflow_provider_jax.manifest.capacity import queue_timeout_seconds
+from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
 from airflow_provider_jax.manifest.failure_policy import DEFAULT_MAX_RESTARTS
 from airflow_provider_jax.manifest.in_place_restart import DEFAULT_RESTART_STRATEGY
 from airflow_provider_jax.manifest.named_storage import Storage
@@ -28,8 +23,7 @@ from airflow_provider_jax.manifest.secret_refs import as_secret_refs
 from airflow_provider_jax.manifest.spec import SAFE_SECURITY_CONTEXT
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
-from airflow_provider_jax.operators.data_staging import upload
-from airflow_provider_jax.operators.job_settings import job_settings
+from airflow_provider_jax.operators.execution import JobExecution
 from airflow_provider_jax.operators.job_spec import JobSpecBuilder
 from airflow_provider_jax.operators.lineage import LineageReporter
 from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom keys, re-exported
@@ -45,15 +39,13 @@ from airflow_provider_jax.reporting.host_logs import STREAM_LEADER
 if TYPE_CHECKING:
     import datetime
 
-    from airflow.sdk import Asset, Context
+    from airflow.sdk import Asset
 
-    from airflow_provider_jax.backends import Backend
     from airflow_provider_jax.manifest.pathways import Pathways
-TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
 
 
 class JaxJobOperator(
-    OutcomePublisher, LineageReporter, RenderedManifest, JobSpecBuilder, BaseOperator
+    JobExecution, OutcomePublisher, LineageReporter, RenderedManifest, JobSpecBuilder, BaseOperator
 ):
     """Run a multi-host JAX program as a JobSet and return process 0's result.
 
@@ -120,7 +112,13 @@ class JaxJobOperator(
     :param queue_timeout_until: ``running`` (every pod running; default) or ``admitted``
         (Kueue admitted the JobSet).
     :param capacity: where the nodes come from: ``on-demand`` (default), ``spot``,
-        ``reservation:<name>`` or ``flex-start`` (Dynamic Workload Scheduler, through Kueue).
+        ``reservation:<name>`` or ``flex-start`` (Dynamic Workload Scheduler, through Kueue);
+        or an ordered list of them: Kueue's flavors pick with ``queue_name``, else the
+        provider tries each in turn (``docs/capacity.md``).
+    :param capacity_wait: how long each choice of a capacity list may take to get every pod
+        running before the provider deletes it and tries the next (default 10 minutes
+        without ``queue_name``; with it, Kueue's flavor order decides unless this is given).
+    :param compute_class: a GKE custom ComputeClass whose priorities pick the capacity.
     :param reservation_project: the project sharing the reservation, when not the cluster's.
     :param placement: Kueue topology-aware placement for GPU and multislice jobs: ``compact``,
         ``required:<level>`` or ``preferred:<level>`` (``block``, ``subblock``, ``host``,
@@ -226,7 +224,9 @@ class JaxJobOperator(
         queue_name: str | None = None,
         queue_timeout: datetime.timedelta | float | None = None,
         queue_timeout_until: str = "running",
-        capacity: str = "on-demand",
+        capacity: str | Sequence[str] = "on-demand",
+        capacity_wait: datetime.timedelta | float | None = None,
+        compute_class: str | None = None,
         reservation_project: str | None = None,
         placement: str | None = None,
         pod_template_override: Mapping[str, Any] | None = None,
@@ -305,7 +305,14 @@ class JaxJobOperator(
         self.queue_name = queue_name
         self.queue_timeout = queue_timeout_seconds(queue_timeout, queue_timeout_until, queue_name)
         self.queue_timeout_until = queue_timeout_until
-        self.capacity = Capacity.parse(capacity, reservation_project)
+        self.capacity = CapacityChoices.parse(
+            capacity,
+            reservation_project=reservation_project,
+            capacity_wait=capacity_wait,
+            compute_class=compute_class,
+            queue_name=queue_name,
+        )
+        self.capacity_choice = 0  # the choice the next manifest asks for (JobExecution)
         self.placement = placement
         self.pod_template_override = as_mapping(
             "pod_template_override", pod_template_override, optional=True
@@ -344,55 +351,3 @@ class JaxJobOperator(
     @property
     def resolved_backend(self) -> str:
         return resolve_backend(self.backend)
-
-    def _backend(self, context: Context) -> Backend:
-        return get_backend(self.resolved_backend, job_settings(self, context))
-
-    def execute(self, context: Context) -> Any:
-        self.stored_links = {}  # none yet: see StoredLink.get_link
-        try:
-            manifest = self.build_manifest(context)
-        except (ValueError, TypeError) as err:
-            # Rendered values that are wrong stay wrong: fail without burning retries.
-            raise AirflowFailException(f"{self.task_id}: {err}") from err
-        # Kept until the wait returns: Airflow calls on_kill *after* a timeout or a kill has
-        # raised out of execute(), and on_kill must still reach the job.
-        if self.resolved_backend == "kubernetes":  # a local Data folder, before any pod
-            upload(self.data_inputs(True), self.gcp_conn_id, self.impersonation_chain, self.log)
-        backend = self._running = self._backend(context)
-        started = backend.start(manifest)
-        self._announce(context, started)
-        if self.deferrable and started.deferral is not None:
-            deferral = started.deferral
-            self.defer(
-                trigger=deferral.trigger,
-                method_name="execute_complete",
-                kwargs=deferral.kwargs,
-                timeout=deferral.timeout,
-            )
-        with self._failures(context):
-            outcome = backend.wait(started)
-        self._running = None
-        return self._publish(context, outcome)
-
-    def execute_complete(
-        self, context: Context, event: dict[str, Any], cluster: dict[str, Any] | None = None
-    ) -> Any:
-        """Resume after the JobSet trigger fired: the leader's result, or the failure."""
-        with self._failures(context):
-            outcome = self._backend(context).complete(event, cluster)
-        return self._publish(context, outcome)
-
-    def resume_execution(
-        self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context
-    ) -> Any:
-        if next_method == TRIGGER_FAIL_REPR:
-            # Airflow failed the deferred task itself (its trigger timeout, or the trigger
-            # crashed): the JobSet must not outlive it.
-            self._backend(context).kill()
-        return super().resume_execution(next_method, next_kwargs, context)
-
-    def on_kill(self) -> None:
-        # Set while execute() runs (waiting in the worker); a deferred task has no worker.
-        if (backend := getattr(self, "_running", None)) is not None:
-            backend.kill()

@@ -11,6 +11,7 @@ from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.backends.contract import cluster_deadline_seconds
 from airflow_provider_jax.manifest import data_inputs
 from airflow_provider_jax.manifest.build import build_jobset
+from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
 from airflow_provider_jax.manifest.data_inputs import Data
 from airflow_provider_jax.manifest.in_place_restart import AGENT_IMAGE_EXTRA, AGENT_IMAGE_STAND_IN
 from airflow_provider_jax.manifest.local_checkpoints import MTC_EXTRA
@@ -23,7 +24,12 @@ from airflow_provider_jax.manifest.pathways import (
     check_scratch,
 )
 from airflow_provider_jax.manifest.pod_command import python_call, split_pip_packages
-from airflow_provider_jax.manifest.provider_keys import MANAGED_BY, MANAGED_BY_LABEL, refuse_managed
+from airflow_provider_jax.manifest.provider_keys import (
+    CAPACITY_CHOICE_ANNOTATION,
+    MANAGED_BY,
+    MANAGED_BY_LABEL,
+    refuse_managed,
+)
 from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
 from airflow_provider_jax.operators.data_staging import staging_uri
@@ -63,6 +69,8 @@ class JobSpecBuilder:
     location: str | None
     cluster_name: str | None
     kubernetes_conn_id: str | None
+    capacity: CapacityChoices
+    capacity_choice: int  # which of capacity.choices the next build_manifest renders
 
     def set_controller(self, pathways: object, initialize_distributed: bool | None) -> None:
         """``pathways=`` and ``initialize_distributed``: under Pathways one process drives
@@ -115,6 +123,9 @@ class JobSpecBuilder:
             self._mapping("annotations", rendered),
             self._mapping("env", rendered),
         )
+        choice = {}
+        if self.capacity.by_provider:  # which choice of the list: a reattach goes on from it
+            choice[CAPACITY_CHOICE_ANNOTATION] = str(self.capacity_choice)
         computed = {
             "name": name,
             "image": image,
@@ -122,7 +133,7 @@ class JobSpecBuilder:
             "env": {**self._mapping("env", rendered), **env},
             "resources": self.container_resources,
             "labels": {**self._mapping("labels", rendered), **(labels or {})},
-            "annotations": self._mapping("annotations", rendered),
+            "annotations": {**self._mapping("annotations", rendered), **choice},
             "active_deadline_seconds": cluster_deadline_seconds(self.execution_timeout),
             "pathways": self._pathways(rendered),
             "data_inputs": tuple(d for d in inputs if d.fuse),

@@ -34,7 +34,8 @@ from airflow_provider_jax.triggers.watch.informer import subscribe
 from airflow_provider_jax.triggers.watch.queue_position import follow_position
 
 QUEUE_TIMEOUT, REJECTED, PREEMPTED = "QueueTimeout", "AdmissionCheckRejected", "Preempted"
-QUEUE_REASONS = (QUEUE_TIMEOUT, REJECTED, PREEMPTED, "Deactivated")
+NO_CAPACITY = "NoCapacity"  # this capacity choice got none within capacity_wait: try the next
+QUEUE_REASONS = (QUEUE_TIMEOUT, REJECTED, PREEMPTED, "Deactivated", NO_CAPACITY)
 UNTIL = ("running", "admitted")  # what ends the queue wait: all pods running, or admission
 # Evictions that stopped a running job (Kueue's Evicted reasons); each costs a restart.
 RESTARTING_EVICTIONS = ("Preempted", "PodsReadyTimeout", "NodeFailures")
@@ -62,15 +63,41 @@ def evictions(workload: Mapping[str, Any]) -> int:
     return sum(int(s.get("count", 0)) for s in stats if s.get("reason") in RESTARTING_EVICTIONS)
 
 
-def describe(workload: Mapping[str, Any], position: str) -> str:
-    """One line: what Kueue says about the Workload now."""
+def admission(workload: Mapping[str, Any]) -> dict[str, str]:
+    """Where Kueue admitted the Workload: its ClusterQueue, the flavor(s) it assigned, and
+    the worker cluster MultiKueue dispatched it to (``status.clusterName``)."""
+    state = workload.get("status") or {}
+    admitted = state.get("admission") or {}
+    flavors = sorted(
+        {
+            f
+            for a in admitted.get("podSetAssignments") or ()
+            for f in (a.get("flavors") or {}).values()
+        }
+    )
+    return {
+        "cluster_queue": admitted.get("clusterQueue") or "",
+        "flavor": ", ".join(flavors),
+        "worker": state.get("clusterName") or "",
+    }
+
+
+def describe(workload: Mapping[str, Any], position: str, capacity: str | None = None) -> str:
+    """One line: what Kueue says about the Workload now (``capacity``: what the admitting
+    flavor's node labels mean, once the JobSet is unsuspended with them)."""
     checks = (workload.get("status") or {}).get("admissionChecks") or ()
     if not _true(workload, "QuotaReserved"):
         message = _condition(workload, "QuotaReserved").get("message") or "not yet considered"
         return f"waiting: {message}" + (f", {position}" if position else "")
-    cq = ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue", "?")
+    where = admission(workload)
+    cq = where["cluster_queue"] or "?"
     if _true(workload, "Admitted"):
-        return f"admitted by Kueue (ClusterQueue {cq})"
+        line = f"admitted by Kueue (ClusterQueue {cq})"
+        if where["flavor"]:
+            line += f" on flavor {where['flavor']}" + (f" ({capacity})" if capacity else "")
+        if where["worker"]:
+            line += f", on worker cluster {where['worker']}"
+        return line
     states = "; ".join(
         f"{c.get('name')} {c.get('state')}" + (f" ({c['message']})" if c.get("message") else "")
         for c in checks
@@ -92,9 +119,11 @@ class QueueWait:
         on_fail: Callable[[QueueFailed], None],
         log: logging.Logger | Any,
         connection_extras: dict[str, Any] | None = None,
+        on_admitted: Callable[[Mapping[str, str]], None] = lambda facts: None,
     ) -> None:
         self.cluster, self.hook, self.name, self.namespace = cluster, hook, name, namespace
         self.timeout, self.until = options.queue_timeout, options.queue_until
+        self.capacity_wait, self.on_admitted = options.capacity_wait, on_admitted
         self.retry_budget = options.retry_budget
         self.on_fail, self.log, self.connection_extras = on_fail, log, connection_extras
         self.last = ""  # the last reason told: what a timeout says
@@ -105,6 +134,7 @@ class QueueWait:
         self._eviction: tuple[Any, ...] = ()  # the Evicted condition last counted
         self._waiting_since: float | None = None
         self._waited = False  # whether a wait has been timed yet
+        self._had_capacity = False  # every pod ran once: capacity_wait is over
         self._tasks: dict[str, asyncio.Task[None]] = {}
 
     # what the trigger tells it -------------------------------------------------------------
@@ -117,7 +147,10 @@ class QueueWait:
             self._start("workload", self._follow_workload(status.uid(jobset) or ""))
         if queue and not status.is_suspended(jobset) and not self._workload:
             self._say("admitted by Kueue (the JobSet is unsuspended)")
+        elif self._workload and _true(self._workload, "Admitted"):
+            self._tell_admission()
         self._arm()
+        self._arm_capacity()
 
     def pods_waiting(self, reason: str) -> None:
         """Why a pod is not scheduled (kube-scheduler's message), from the pod checks."""
@@ -165,6 +198,31 @@ class QueueWait:
             )
         )
 
+    def _arm_capacity(self) -> None:
+        """``capacity_wait``: from creation until every pod first runs; past it this capacity
+        choice has none to give, and the next one is tried."""
+        if self.capacity_wait is None or self._had_capacity:
+            return
+        if status.all_ready(self._jobset) or status.terminal_state(self._jobset) is not None:
+            self._had_capacity = True
+            if task := self._tasks.pop("capacity", None):
+                task.cancel()
+        elif "capacity" not in self._tasks:
+            created = epoch((self._jobset.get("metadata") or {}).get("creationTimestamp"))
+            self._start(
+                "capacity", self._no_capacity((created or time.time()) + self.capacity_wait)
+            )
+
+    async def _no_capacity(self, at: float) -> None:
+        await asyncio.sleep(max(0.0, at - time.time()))
+        self.on_fail(
+            QueueFailed(
+                NO_CAPACITY,
+                f"no capacity within capacity_wait ({self.capacity_wait:g}s); last: "
+                f"{self.last or 'no reason given'}",
+            )
+        )
+
     # Kueue -----------------------------------------------------------------------------------
 
     async def _follow_workload(self, uid: str) -> None:
@@ -200,7 +258,7 @@ class QueueWait:
             check = rejected[0]
             return self.on_fail(
                 QueueFailed(
-                    REJECTED,
+                    REJECTED if self.capacity_wait is None else NO_CAPACITY,
                     f"Kueue rejected JobSet {self.namespace}/{self.name}: admission check "
                     f"{check.get('name')}: {check.get('message') or 'Rejected'}",
                 )
@@ -215,8 +273,20 @@ class QueueWait:
         elif not pending and (task := self._tasks.pop("position", None)):
             task.cancel()
             self._position = ""
-        self._say(describe(workload, self._position))
+        if _true(workload, "Admitted"):
+            self._tell_admission()
+        else:
+            self._say(describe(workload, self._position))
         self._arm()
+
+    def _tell_admission(self) -> None:
+        """Say where Kueue admitted the JobSet, once it is unsuspended with the flavor's node
+        labels (which say what capacity the flavor is); until then, the next change says it."""
+        capacity, where = status.running_capacity(self._jobset), admission(self._workload)
+        if capacity is None and not where["worker"]:  # MultiKueue: no flavor labels here
+            return
+        self.on_admitted(where)
+        self._say(describe(self._workload, "", capacity))
 
     def _check_evictions(self, workload: Mapping[str, Any]) -> None:
         evicted = _condition(workload, "Evicted")

@@ -26,6 +26,9 @@ class RunClock:
         self.clock: GoodputClock | None = None
         self.attempt = 0
         self.ended: float | None = None
+        # Where it runs: the capacity its pods select, Kueue's flavor and ClusterQueue, the
+        # MultiKueue worker cluster; in the ledger as "admission".
+        self.admission: dict[str, str] = {}
 
     def seen(self, jobset: Mapping[str, Any]) -> None:
         """A JobSet change: note its creation, and when an attempt's pods all run."""
@@ -34,8 +37,14 @@ class RunClock:
             created = epoch((jobset.get("metadata") or {}).get("creationTimestamp"))
             self.clock = GoodputClock(created=min(created or now, now), chips=chips(jobset))
         self.attempt = status.restarts(jobset)
+        if "capacity" not in self.admission and (capacity := status.running_capacity(jobset)):
+            self.admission["capacity"] = capacity
         if status.all_ready(jobset) and status.terminal_state(jobset) is None:
             self.clock.begin(self.attempt, now)
+
+    def admitted(self, facts: Mapping[str, str]) -> None:
+        """What Kueue says of where the JobSet runs (``flavor``, ``cluster_queue``, ``worker``)."""
+        self.admission.update({k: v for k, v in facts.items() if v})
 
     def restarted(self, attempt: int, kind: str | None) -> None:
         """Attempt ``attempt`` failed (a ``kind`` of failure) and the JobSet restarted."""
@@ -66,4 +75,5 @@ class RunClock:
         """The ledger up to the end (lines that came after it still count)."""
         if self.clock is None:
             return None
-        return self.clock.ledger(self.ended or time.time())
+        ledger = self.clock.ledger(self.ended or time.time())
+        return {**ledger, "admission": dict(self.admission)} if self.admission else ledger
