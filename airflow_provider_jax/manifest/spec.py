@@ -16,6 +16,7 @@ from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.manifest.accelerators.tpu import check_multislice
 from airflow_provider_jax.manifest.capacity import (
+    Capacity,
     PodFields,
     capacity_fields,
     placement_annotations,
@@ -224,7 +225,8 @@ class JaxJobSpec:
         check_name(self.name, self.accelerator, self.num_slices, self.pathways is not None)
         for item in self.storage:
             item.check_shared(1 if self.pathways else self.num_processes)
-        _ = self.capacity_fields  # raises when the capacity cannot work
+        for choice in self.capacity.choices:  # raises when a capacity cannot work
+            self._capacity_fields(choice)
         placement_annotations(self.placement, self.accelerator, self.num_slices, self.queue_name)
 
     def _check_kubernetes_syntax(self) -> None:
@@ -277,9 +279,12 @@ class JaxJobSpec:
 
     @property
     def capacity_fields(self) -> PodFields:
+        return self._capacity_fields(self.capacity.rendered(self.capacity_choice))
+
+    def _capacity_fields(self, capacity: Capacity) -> PodFields:
         compute_class = self.capacity.compute_class
         return capacity_fields(
-            self.capacity.rendered(self.capacity_choice),
+            capacity,
             self.accelerator,
             queue_name=self.queue_name,
             max_run_s=self.active_deadline_seconds,

@@ -116,7 +116,7 @@ class JobExecution:
             choices[choice],
             choice + 1,
             len(choices),
-            err.summary,
+            err.summary.rstrip("."),
             choices[choice + 1],
         )
         return self._run_choice(context, choice + 1)

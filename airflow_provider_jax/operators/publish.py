@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
 RESUMED_FROM_XCOM_KEY = "resumed_from"  # the checkpoint step the finishing attempt resumed from
 JOBSET_NAME_XCOM_KEY, JOBSET_NAMESPACE_XCOM_KEY = "jobset_name", "jobset_namespace"
+# Where this try ran: the capacity its pods selected, Kueue's flavor and ClusterQueue, the
+# MultiKueue worker cluster (the goodput ledger's "admission").
+ADMISSION_XCOM_KEY = "admission"
 
 
 class OutcomePublisher:
@@ -109,3 +112,5 @@ class OutcomePublisher:
     def _publish_goodput(self, context: Context, ledger: dict[str, Any]) -> None:
         self.log.info("%s: %s", self.task_id, summary_line(ledger))
         context["ti"].xcom_push(key=GOODPUT_XCOM_KEY, value=ledger)
+        if admission := ledger.get("admission"):
+            context["ti"].xcom_push(key=ADMISSION_XCOM_KEY, value=admission)

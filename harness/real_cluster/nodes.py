@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 TPU, GPU = "google.com/tpu", "nvidia.com/gpu"
+SPOT_LABEL = "cloud.google.com/gke-spot"
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,12 @@ class Node:
     capacity: Mapping[str, str] = field(default_factory=dict)
 
 
-def _tpu_v5e(pool: str, index: int) -> Node:
-    """A ct5lp-hightpu-4t host of a tpu-v5litepod-8 (2x4) slice."""
+def _tpu_v5e(pool: str, index: int, spot: bool = False) -> Node:
+    """A ct5lp-hightpu-4t host of a tpu-v5litepod-8 (2x4) slice; ``spot``: a Spot pool's."""
     return Node(
         f"gke-{pool}-{index}",
         {
+            **({SPOT_LABEL: "true"} if spot else {}),
             "cloud.google.com/gke-nodepool": pool,
             "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
             "cloud.google.com/gke-tpu-topology": "2x4",
@@ -53,8 +55,9 @@ def _h100(index: int) -> Node:
 NODES: tuple[Node, ...] = (
     _tpu_v5e("tpu-v5e-a", 0),
     _tpu_v5e("tpu-v5e-a", 1),
-    _tpu_v5e("tpu-v5e-b", 0),
-    _tpu_v5e("tpu-v5e-b", 1),
+    # A Spot pool, as GKE labels one; no node belongs to any reservation.
+    _tpu_v5e("tpu-v5e-b", 0, spot=True),
+    _tpu_v5e("tpu-v5e-b", 1, spot=True),
     _h100(0),
     _h100(1),
     Node(
