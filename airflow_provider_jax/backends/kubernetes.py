@@ -39,6 +39,7 @@ from airflow_provider_jax.backends.timeout_alarm import (
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict, NoCapacity
 from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
+from airflow_provider_jax.hooks.multikueue import check_before_submit, unreadable_result
 from airflow_provider_jax.links.jobset import (
     JobSetLogsLink,
     JobSetWorkloadLink,
@@ -71,6 +72,7 @@ class JobSetRef:
     uid: str | None
     deferred_by: str | None = field(default=None, compare=False)  # its annotation, as found
     capacity_choice: int = field(default=0, compare=False)  # its annotation, as found
+    managed_by: str | None = field(default=None, compare=False)  # spec.managedBy (MultiKueue)
 
     @property
     def where(self) -> str:
@@ -106,9 +108,16 @@ class KubernetesBackend:
             manifest = {**manifest, "metadata": {**meta, "annotations": claim}}
         try:
             hook = self.cluster.hook()
+            extras = None if self.cluster.is_gke else hook.conn_extras
+            check_before_submit(extras, self.settings.output_dir, _connection_exists)
             ref = self._ref = submit(hook, self.cluster, manifest, self.log)
         except ConfigException as err:  # no kubeconfig, not in a pod: nothing was created
             raise AirflowFailException(no_cluster_configured(self.cluster, err)) from err
+        except ValueError as err:
+            raise AirflowFailException(f"Nothing was submitted: {err}") from err
+        if self.settings.output_dir is None and (why := unreadable_result(ref.managed_by, extras)):
+            _delete(hook, ref, self.log)  # before any pod ran: not after the run
+            raise AirflowFailException(f"{ref.where} was deleted at once: {why}")
         deadline = self.settings.deadline
         log_deadline(self.log, deadline)
         trigger = JobSetTrigger(
@@ -183,7 +192,7 @@ class KubernetesBackend:
             if ended.restarts:
                 self.log.info("%s finished after: %s", ref.where, "; ".join(ended.restarts))
             try:
-                outcome = self._leader_result(hook, ref)
+                outcome = self._leader_result(hook, ref, ended.leader_message)
             finally:
                 self._finish(hook, ref, succeeded=True)
             resumed = outcome.resumed_from
@@ -211,9 +220,13 @@ class KubernetesBackend:
             self._finish(hook, ref, succeeded=False, ended=ended.status == FAILED)
         raise error
 
-    def _leader_result(self, hook: JobSetHook, ref: JobSetRef) -> Outcome:
-        leader = status.leader_pod(hook.list_jobset_pods(ref.name, ref.namespace))
-        message = parse_message(status.termination_message(leader)) if leader else None
+    def _leader_result(self, hook: JobSetHook, ref: JobSetRef, read: str | None = None) -> Outcome:
+        """From the leader's termination message (``read``: as the trigger read it on a
+        MultiKueue worker), else ``output_dir``'s result.json."""
+        if read is None:
+            leader = status.leader_pod(hook.list_jobset_pods(ref.name, ref.namespace))
+            read = status.termination_message(leader) if leader else None
+        message = parse_message(read) if read else None
         reader = ResultReader(
             self.settings.output_dir,
             self.settings.cluster.gcp_conn_id,
@@ -253,6 +266,17 @@ class KubernetesBackend:
             self.cluster, self.settings.name, self.settings.namespace, None
         )
         _delete(ref.cluster.hook(), ref, self.log)
+
+
+def _connection_exists(conn_id: str) -> bool:
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        return False
+    return True
 
 
 def no_cluster_configured(cluster: KubernetesCluster, err: Exception) -> str:
@@ -343,6 +367,7 @@ def _ref(cluster: KubernetesCluster, jobset: Mapping[str, Any]) -> JobSetRef:
         status.uid(jobset),
         _deferred_by(jobset),
         capacity_choice(jobset),
+        (jobset.get("spec") or {}).get("managedBy"),
     )
 
 

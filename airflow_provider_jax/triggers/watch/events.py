@@ -30,6 +30,8 @@ class JobSetEvent:
     :param jobset: the status summary (conditions, restarts) when the JobSet was seen.
     :param restarts: one line per restart the trigger saw (attempt, class, host, reason).
     :param goodput: the run's goodput ledger (``goodput.py``), as far as the trigger saw it.
+    :param leader_message: the leader's termination message, read by the trigger where the
+        worker will not keep the pod (a MultiKueue worker cluster).
     """
 
     status: str
@@ -41,6 +43,7 @@ class JobSetEvent:
     jobset: dict[str, Any] | None = None
     restarts: list[str] = field(default_factory=list)
     goodput: dict[str, Any] | None = None
+    leader_message: str | None = None
 
     def __post_init__(self) -> None:
         if self.status not in OUTCOMES:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.hooks.api_errors import api_status, explain
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.triggers.watch.events import (
     ERROR,
@@ -32,6 +34,7 @@ from airflow_provider_jax.triggers.watch.queue_wait import NO_CAPACITY, QueueFai
 from airflow_provider_jax.triggers.watch.restarts import RestartLog
 from airflow_provider_jax.triggers.watch.retry_budget import ApiUnavailable, with_retries
 from airflow_provider_jax.triggers.watch.run_clock import RunClock
+from airflow_provider_jax.triggers.watch.worker_pods import WorkerPods
 
 LOG_GRACE = 5.0  # seconds to show the end of the finished pods' logs before firing
 
@@ -134,19 +137,19 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
     ) as changes:
         # A thousand triggers starting at once must not each load a kubeconfig.
         hook = changes.hook
-        pod_logs = (
-            PodLogs(
-                hook,
-                job.name,
-                job.namespace,
-                every_host=options.every_host,
-                max_lines=options.log_lines,
-                log=log,
-                on_line=job.clock.leader_line,
-            )
-            if options.streams_pod_logs
-            else None
+        pod_logs = _pod_logs(job, hook)
+        workers = WorkerPods(
+            job.name,
+            job.namespace,
+            connection_extras,
+            log,
+            lambda worker_hook: _pod_logs(job, worker_hook),
         )
+
+        def admitted(facts: Mapping[str, str]) -> None:
+            job.clock.admitted(facts)
+            workers.admitted(facts)
+
         queue = QueueWait(
             job.cluster,
             hook,
@@ -156,7 +159,7 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
             on_fail=changes.put,
             log=log,
             connection_extras=connection_extras,
-            on_admitted=job.clock.admitted,
+            on_admitted=admitted,
         )
         startup = PodStartup(
             hook,
@@ -185,15 +188,36 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
                     queue.update(change.obj)
                     if pod_logs is not None:
                         pod_logs.update(change.obj)
+                    workers.update(change.obj)
                 if (event := _verdict(job, change)) is not None:
+                    if event.status == SUCCESS and workers.hook is not None:
+                        event = replace(event, leader_message=await workers.leader_message())
                     if pod_logs is not None:
                         await pod_logs.stop(grace=LOG_GRACE)
+                    await workers.stop(grace=LOG_GRACE)
                     return event
         finally:
             await queue.stop()
             await startup.stop()
+            await workers.stop()
             if pod_logs is not None:
                 await pod_logs.stop()
+
+
+def _pod_logs(job: WatchedJobSet, hook: AsyncJobSetHook) -> PodLogs | None:
+    """The log stream of ``job``'s pods on the cluster ``hook`` reaches, if any is wanted."""
+    options = job.options
+    if not options.streams_pod_logs:
+        return None
+    return PodLogs(
+        hook,
+        job.name,
+        job.namespace,
+        every_host=options.every_host,
+        max_lines=options.log_lines,
+        log=job.log,
+        on_line=job.clock.leader_line,
+    )
 
 
 def _verdict(job: WatchedJobSet, change: Change) -> JobSetEvent | None:
