@@ -43,9 +43,11 @@ control-plane:
 	bash tools/control-plane/build.sh
 
 # Start it in the background (state in .cache/control-plane/run); the last line printed is
-# `export KUBECONFIG=...`. `make cluster-down` stops it.
+# `export KUBECONFIG=...`. WORKERS=2 makes it a MultiKueue manager of two more control planes
+# (a `# worker <name>: export KUBECONFIG=...` line each). `make cluster-down` stops them all.
+WORKERS ?= 0
 cluster: $(STAMP) control-plane
-	@$(PY) -m harness.real_cluster up
+	@$(PY) -m harness.real_cluster up --workers $(WORKERS)
 
 cluster-down: $(STAMP)
 	@$(PY) -m harness.real_cluster down

@@ -211,8 +211,12 @@ def leader_message(
     result: Any, report: Any, output_dir: str | None, resumed_from: int | None = None
 ) -> str:
     """The leader's termination message: the result inline if it fits, else in
-    ``<output_dir>/result.json``. The last report rides along when there is room."""
+    ``<output_dir>/result.json``. The last report rides along when there is room. With an
+    ``output_dir`` the result is always written there too: a job whose pods Airflow cannot
+    reach (on a MultiKueue worker cluster) still returns it."""
     text = result_json(result)
+    if output_dir:
+        stores.write_text(result_uri(output_dir), text)
     for candidate in (report, None):
         try:
             return success_message(result, candidate, resumed_from=resumed_from)
@@ -225,7 +229,6 @@ def leader_message(
             f"operator so it goes to <output_dir>/{RESULT_FILE}, or return less."
         )
     uri = result_uri(output_dir)
-    stores.write_text(uri, text)
     for candidate in (report, None):
         try:
             return success_message(result_uri=uri, report=candidate, resumed_from=resumed_from)

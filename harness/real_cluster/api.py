@@ -28,6 +28,14 @@ def resource_path(obj: dict[str, Any]) -> str:
         "ValidatingWebhookConfiguration": "validatingwebhookconfigurations",
         "Role": "roles",
         "RoleBinding": "rolebindings",
+        "Secret": "secrets",
+        # Kueue's, for queues and MultiKueue (harness/real_cluster/multikueue.py)
+        "ResourceFlavor": "resourceflavors",
+        "ClusterQueue": "clusterqueues",
+        "LocalQueue": "localqueues",
+        "AdmissionCheck": "admissionchecks",
+        "MultiKueueCluster": "multikueueclusters",
+        "MultiKueueConfig": "multikueueconfigs",
     }[kind]
     base = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
     namespace = obj["metadata"].get("namespace")

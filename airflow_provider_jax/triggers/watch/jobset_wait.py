@@ -141,6 +141,7 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
         workers = WorkerPods(
             job.name,
             job.namespace,
+            hook,
             connection_extras,
             log,
             lambda worker_hook: _pod_logs(job, worker_hook),

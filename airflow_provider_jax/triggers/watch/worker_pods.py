@@ -10,6 +10,7 @@ Without a connection for that worker, the task log says so once.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -27,12 +28,14 @@ class WorkerPods:
         self,
         name: str,
         namespace: str,
+        manager: AsyncJobSetHook,
         extras: Mapping[str, Any] | None,
         log: Any,
         make_logs: Callable[[AsyncJobSetHook], PodLogs | None],
     ) -> None:
         self.name, self.namespace, self.extras, self.log = name, namespace, extras, log
-        self.make_logs = make_logs
+        self.manager, self.make_logs = manager, make_logs
+        self._connecting: asyncio.Task[None] | None = None
         self.worker: str | None = None
         self.hook: AsyncJobSetHook | None = None
         self.logs: PodLogs | None = None
@@ -44,8 +47,17 @@ class WorkerPods:
         if not worker or worker == self.worker:
             return
         self.worker = worker
+        self._connecting = asyncio.create_task(self._connect(worker), name=f"worker-{self.name}")
+
+    async def _connect(self, worker: str) -> None:
+        extras = self.extras
+        if extras is None and (read := getattr(self.manager, "get_conn_extras", None)):
+            try:  # in the triggerer: the manager connection's extras, read once
+                extras = await read()
+            except Exception as err:
+                self.log.warning("Cannot read the Kubernetes connection: %s", explain(err))
         try:
-            cluster = worker_cluster(self.extras, worker)
+            cluster = worker_cluster(extras, worker)
         except ValueError as err:
             cluster = None
             self.log.warning("%s", err)
@@ -73,6 +85,8 @@ class WorkerPods:
 
     async def leader_message(self) -> str | None:
         """The leader's termination message on the worker, or None (no connection, or gone)."""
+        if self._connecting is not None:
+            await asyncio.gather(self._connecting, return_exceptions=True)
         if self.hook is None:
             return None
         try:
@@ -84,5 +98,8 @@ class WorkerPods:
         return status.termination_message(leader) if leader else None
 
     async def stop(self, grace: float = 0) -> None:
+        if self._connecting is not None and not self._connecting.done():
+            self._connecting.cancel()
+            await asyncio.gather(self._connecting, return_exceptions=True)
         if self.logs is not None:
             await self.logs.stop(grace=grace)
