@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.k8s_emulator.rbac import docs_role_manifest
 from harness.real_cluster.control_plane import REPO, ControlPlane
+from harness.real_cluster.identities import IDENTITIES
 from harness.real_cluster.multikueue import connect, start_workers, worker_names
 from tests.support.airflow_home import AIRFLOW, AirflowHome
 from tests.support.dag_runs import task_states
@@ -28,6 +30,18 @@ def workers(real_cluster: ControlPlane, tmp_path_factory) -> Iterator[dict[str, 
     planes = start_workers(tmp_path_factory.mktemp("workers"), worker_names(2))
     try:
         connect(real_cluster, planes)
+        # On worker-1, whose pods the product reads, its identity has the docs' Role only.
+        role = docs_role_manifest(name="jax-multikueue-worker-reader")
+        binding = {
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "jax-multikueue-worker-reader", "namespace": "default"},
+            "subjects": [{"kind": "User", "name": IDENTITIES["airflow"][0],
+                          "apiGroup": "rbac.authorization.k8s.io"}],
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                        "name": "jax-multikueue-worker-reader"},
+        }  # fmt: skip
+        for obj in (role, binding):
+            planes["worker-1"].api().apply(obj)
         yield planes
     finally:
         for plane in planes.values():
@@ -52,7 +66,7 @@ def run(real_cluster, workers, airflow_home: AirflowHome, tmp_path_factory) -> d
         AIRFLOW_CONN_MANAGER_PARTIAL=_connection(
             manager, multikueue_workers={"worker-1": "worker_1", "worker-2": None}
         ),
-        AIRFLOW_CONN_WORKER_1=_connection(workers["worker-1"].kubeconfig()),
+        AIRFLOW_CONN_WORKER_1=_connection(workers["worker-1"].kubeconfig("airflow")),
         AIRFLOW_CONN_WORKER_2=_connection(workers["worker-2"].kubeconfig()),
         JAX_TEST_OUT=str(out),
     )
