@@ -21,6 +21,7 @@ BENCHES = [
     "real_apiserver_watch",  # the shared watch on the real kube-apiserver vs the emulator
     "recovery",  # a lost host: recreate vs in place + a host-local checkpoint tier
     "startup",  # execute() to the first step: ours vs KubernetesJobOperator, real cluster
+    "multikueue",  # waiting through a MultiKueue manager of two real workers
     "parse_cost",  # DAG import time vs KubernetesPodOperator
     "local_overhead",  # local backend vs processes started by hand
     "orbax_requests",  # requests to find the newest finalized checkpoint
