@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from kubernetes import client, config
 
-from harness.real_cluster.control_plane import REPO, ControlPlane
+from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.identities import connection
-from tests.support.airflow_home import AIRFLOW, AirflowHome
-from tests.support.dag_runs import task_states
+from tests.support.airflow_home import AirflowHome
+from tests.support.dag_runs import dags_test_on_real_cluster
 
 DAGS = Path(__file__).parent / "dags"
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -89,18 +88,14 @@ def capacity_queue(real_cluster: ControlPlane):
 @pytest.fixture(scope="module")
 def run(real_cluster: ControlPlane, capacity_queue, airflow_home: AirflowHome, tmp_path_factory):
     out = tmp_path_factory.mktemp("capacity")
-    env = airflow_home.env(
+    return dags_test_on_real_cluster(
+        airflow_home,
         DAGS,
+        "jax_capacity",
+        out,
+        400,
         AIRFLOW_CONN_KUBERNETES_DEFAULT=connection(real_cluster.kubeconfig()),
-        JAX_TEST_OUT=str(out),
     )
-    env["PYTHONPATH"] = f"{REPO}:{DAGS}"
-    proc = subprocess.run(
-        [*AIRFLOW, "dags", "test", "jax_capacity", "2024-01-01"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=400,
-    )  # fmt: skip
-    (out / "dags-test.log").write_text(proc.stdout)
-    return {"proc": proc, "out": out, "states": task_states(airflow_home, "jax_capacity")}
 
 
 def recorded(run: dict, name: str) -> dict:

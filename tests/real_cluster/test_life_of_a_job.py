@@ -5,15 +5,14 @@ controllers and garbage collector."""
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from harness.real_cluster.control_plane import REPO, ControlPlane
+from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.identities import connection
-from tests.support.airflow_home import AIRFLOW, AirflowHome
-from tests.support.dag_runs import task_states
+from tests.support.airflow_home import AirflowHome
+from tests.support.dag_runs import dags_test_on_real_cluster
 
 DAGS = Path(__file__).parent / "dags"
 
@@ -21,18 +20,14 @@ DAGS = Path(__file__).parent / "dags"
 @pytest.fixture(scope="module")
 def run(real_cluster: ControlPlane, airflow_home: AirflowHome, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("real-e2e")
-    env = airflow_home.env(
+    return dags_test_on_real_cluster(
+        airflow_home,
         DAGS,
+        "jax_real_cluster",
+        out,
+        280,
         AIRFLOW_CONN_KUBERNETES_DEFAULT=connection(real_cluster.kubeconfig()),
-        JAX_TEST_OUT=str(out),
     )
-    env["PYTHONPATH"] = f"{REPO}:{DAGS}"
-    proc = subprocess.run(
-        [*AIRFLOW, "dags", "test", "jax_real_cluster", "2024-01-01"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=280,
-    )  # fmt: skip
-    (out / "dags-test.log").write_text(proc.stdout)
-    return {"proc": proc, "out": out, "states": task_states(airflow_home, "jax_real_cluster")}
 
 
 def received(run: dict, name: str) -> object:

@@ -8,18 +8,17 @@ refuses a job with neither before submission, and a timeout leaves nothing on an
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from harness.k8s_emulator.rbac import docs_role_manifest
-from harness.real_cluster.control_plane import REPO, ControlPlane
+from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.identities import IDENTITIES
 from harness.real_cluster.multikueue import connect, start_workers, worker_names
-from tests.support.airflow_home import AIRFLOW, AirflowHome
-from tests.support.dag_runs import task_states
+from tests.support.airflow_home import AirflowHome
+from tests.support.dag_runs import dags_test_on_real_cluster
 
 DAGS = Path(__file__).parent / "dags"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
@@ -58,8 +57,12 @@ def _connection(kubeconfig: Path, **extra: object) -> str:
 def run(real_cluster, workers, airflow_home: AirflowHome, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("multikueue")
     manager = real_cluster.kubeconfig()
-    env = airflow_home.env(
+    return dags_test_on_real_cluster(
+        airflow_home,
         DAGS,
+        "jax_multikueue",
+        out,
+        400,
         AIRFLOW_CONN_MANAGER=_connection(
             manager, multikueue_workers={"worker-1": "worker_1", "worker-2": "worker_2"}
         ),
@@ -68,15 +71,7 @@ def run(real_cluster, workers, airflow_home: AirflowHome, tmp_path_factory) -> d
         ),
         AIRFLOW_CONN_WORKER_1=_connection(workers["worker-1"].kubeconfig("airflow")),
         AIRFLOW_CONN_WORKER_2=_connection(workers["worker-2"].kubeconfig()),
-        JAX_TEST_OUT=str(out),
     )
-    env["PYTHONPATH"] = f"{REPO}:{DAGS}"
-    proc = subprocess.run(
-        [*AIRFLOW, "dags", "test", "jax_multikueue", "2024-01-01"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=400,
-    )  # fmt: skip
-    (out / "dags-test.log").write_text(proc.stdout)
-    return {"proc": proc, "out": out, "states": task_states(airflow_home, "jax_multikueue")}
 
 
 def recorded(run: dict, name: str) -> dict:

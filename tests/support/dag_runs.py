@@ -78,3 +78,21 @@ def run_dag(
             ) from None
     proc = subprocess.CompletedProcess(argv, running.returncode, output)
     return Run(proc, out, task_states(home, dag_id), emulator.submitted, emulator.jobsets())
+
+
+def dags_test_on_real_cluster(
+    home: AirflowHome, dags: Path, dag_id: str, out: Path, timeout: float, **env_extra: str
+) -> dict[str, Any]:
+    """``airflow dags test`` of ``dags``' ``dag_id`` against the real control plane (its
+    connections in ``env_extra``): its output (also in ``out/dags-test.log``) and states."""
+    from harness.real_cluster.control_plane import REPO
+
+    run_env = home.env(dags, JAX_TEST_OUT=str(out), **env_extra)
+    run_env["PYTHONPATH"] = f"{REPO}:{dags}"
+    proc = subprocess.run(
+        [*AIRFLOW, "dags", "test", dag_id, "2024-01-01"],
+        env=run_env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        timeout=timeout,
+    )  # fmt: skip
+    (out / "dags-test.log").write_text(proc.stdout)
+    return {"proc": proc, "out": out, "states": task_states(home, dag_id)}
