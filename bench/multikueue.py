@@ -112,7 +112,8 @@ def main() -> int:
     targets.at_most("status requests per waiting job per minute", rate, TARGET)
     shown = ", ".join(f"{s:.2f}" for s in latencies)
     print(f"  admission on the manager -> Running on a worker: median "
-          f"{statistics.median(latencies):.2f} s ({shown})")  # fmt: skip
+          f"{statistics.median(latencies):.2f} s ({shown}; both stamps are whole seconds, "
+          "so 0 means within the same second)")  # fmt: skip
     targets.exit()
 
 
