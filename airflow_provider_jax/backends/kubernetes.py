@@ -52,6 +52,7 @@ from airflow_provider_jax.manifest import status
 from airflow_provider_jax.manifest.kueue_keys import KUEUE_QUEUE_LABEL
 from airflow_provider_jax.manifest.provider_keys import (
     DEFERRED_BY_TRY_ANNOTATION,
+    annotation,
     capacity_choice,
 )
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
@@ -109,12 +110,13 @@ class KubernetesBackend:
         try:
             hook = self.cluster.hook()
             extras = None if self.cluster.is_gke else hook.conn_extras
-            check_before_submit(extras, self.settings.output_dir, _connection_exists)
+            try:
+                check_before_submit(extras, self.settings.output_dir, _connection_exists)
+            except ValueError as err:
+                raise AirflowFailException(f"Nothing was submitted: {err}") from err
             ref = self._ref = submit(hook, self.cluster, manifest, self.log)
         except ConfigException as err:  # no kubeconfig, not in a pod: nothing was created
             raise AirflowFailException(no_cluster_configured(self.cluster, err)) from err
-        except ValueError as err:
-            raise AirflowFailException(f"Nothing was submitted: {err}") from err
         if self.settings.output_dir is None and (why := unreadable_result(ref.managed_by, extras)):
             _delete(hook, ref, self.log)  # before any pod ran: not after the run
             raise AirflowFailException(f"{ref.where} was deleted at once: {why}")
@@ -373,7 +375,7 @@ def _ref(cluster: KubernetesCluster, jobset: Mapping[str, Any]) -> JobSetRef:
 
 def _deferred_by(jobset: Mapping[str, Any]) -> str | None:
     """The try that deferred on ``jobset`` (its annotation), if one did."""
-    return ((jobset.get("metadata") or {}).get("annotations") or {}).get(DEFERRED_BY_TRY_ANNOTATION)
+    return annotation(jobset, DEFERRED_BY_TRY_ANNOTATION)
 
 
 def _delete(hook: JobSetHook, ref: JobSetRef, log: Any) -> None:

@@ -35,8 +35,6 @@ class WatchOptions:
     :param queue_timeout: seconds from creating the JobSet to ``queue_until``, or None.
     :param queue_until: ``running`` (every pod running) or ``admitted`` (by Kueue).
     :param stream_logs: whose output reaches the task log: ``leader``, ``all`` or ``none``.
-    :param capacity_wait: seconds from creating the JobSet to every pod running, past which
-        this capacity choice counts as unavailable and the next is tried; None: no next.
     """
 
     poll_interval: float = 10.0
@@ -45,12 +43,9 @@ class WatchOptions:
     queue_timeout: float | None = None
     queue_until: str = "running"
     stream_logs: str = STREAM_LEADER
-    capacity_wait: float | None = None
 
     def __post_init__(self) -> None:
         positive_seconds("poll_interval", self.poll_interval)
-        if self.capacity_wait is not None:
-            positive_seconds("capacity_wait", self.capacity_wait)
         positive_seconds("retry_budget", self.retry_budget)
         one_of("stream_logs", self.stream_logs, STREAM_LOGS)
 

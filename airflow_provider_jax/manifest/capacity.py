@@ -105,6 +105,7 @@ def capacity_fields(
     """The pods' fields for ``capacity``, or a ValueError naming the rule it breaks.
     ``extra_selector``: a ComputeClass's; ``flex_start_by_kueue``: a Kueue flavor may be
     flex-start, so its ProvisioningRequest gets the run's length."""
+    max_run = {MAX_RUN_ANNOTATION: str(max_run_s)} if max_run_s is not None else {}
     if capacity.kind == SPOT:
         fields = PodFields(
             {SPOT_LABEL: "true"},
@@ -137,10 +138,9 @@ def capacity_fields(
         fields = PodFields(
             {QUEUED_LABEL: "true"},
             [{"key": QUEUED_LABEL, "operator": "Exists", "effect": "NoSchedule"}],
-            {MAX_RUN_ANNOTATION: str(max_run_s)} if max_run_s is not None else {},
+            max_run,
         )
     else:
-        max_run = {MAX_RUN_ANNOTATION: str(max_run_s)} if max_run_s is not None else {}
         fields = PodFields(annotations=max_run if flex_start_by_kueue else {})
     fields.node_selector.update(extra_selector or {})
     for key, value in fields.node_selector.items():

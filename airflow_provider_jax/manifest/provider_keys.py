@@ -22,6 +22,10 @@ DEFERRED_BY_TRY_ANNOTATION = "jax.airflow.apache.org/deferred-by-try"
 # Which choice of a capacity list the JobSet asks for (0 first): a reattaching try goes on
 # down the list from there.
 CAPACITY_CHOICE_ANNOTATION = "jax.airflow.apache.org/capacity-choice"
+# On every choice of a list but the last: seconds from creation to every pod running, past
+# which the trigger deletes it for the next choice. On the JobSet, so a reattaching try's
+# trigger waits as the choice it finds asks, whichever choice its own try started from.
+CAPACITY_WAIT_ANNOTATION = "jax.airflow.apache.org/capacity-wait"
 
 # What a user's labels or annotations may not set: the provider sets each on every JobSet,
 # and a user's value would silently lose (or, for the queue, bypass queue_name's checks).
@@ -29,6 +33,7 @@ MANAGED_LABELS = (MANAGED_BY_LABEL, *IDENTITY_LABELS, TRY_NUMBER_LABEL, KUEUE_QU
 MANAGED_ANNOTATIONS = (
     DEFERRED_BY_TRY_ANNOTATION,
     CAPACITY_CHOICE_ANNOTATION,
+    CAPACITY_WAIT_ANNOTATION,
     EXCLUSIVE_TOPOLOGY_ANNOTATION,
 )
 # Every environment variable of this prefix is the provider's (the call, the runtime, where
@@ -36,10 +41,25 @@ MANAGED_ANNOTATIONS = (
 PROVIDER_ENV_PREFIX = "AIRFLOW_JAX_"
 
 
+def annotation(obj: Mapping[str, Any], key: str) -> str | None:
+    """The value of annotation ``key`` on a JobSet (or any object), if it has one."""
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+
+
 def capacity_choice(obj: Mapping[str, Any]) -> int:
     """The capacity choice a JobSet asks for (its annotation; 0 without one)."""
-    value = ((obj.get("metadata") or {}).get("annotations") or {}).get(CAPACITY_CHOICE_ANNOTATION)
+    value = annotation(obj, CAPACITY_CHOICE_ANNOTATION)
     return int(value) if isinstance(value, str) and value.isdigit() else 0
+
+
+def capacity_wait(obj: Mapping[str, Any]) -> float | None:
+    """How long a JobSet's capacity choice may wait before the next is tried; None when it
+    has no next (its annotation)."""
+    value = annotation(obj, CAPACITY_WAIT_ANNOTATION)
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def refuse_managed(

@@ -70,9 +70,7 @@ class JobExecution:
         # raised out of execute(), and on_kill must still reach the job.
         backend = self._running = self._backend(context)
         started = backend.start(manifest)
-        if started.capacity_choice != choice:  # reattached to a JobSet further down the list
-            self.capacity_choice = choice = started.capacity_choice
-            backend = self._running = self._backend(context)
+        choice = self.capacity_choice = started.capacity_choice  # a reattach may be further
         self._announce(context, started)
         if self.deferrable and started.deferral is not None:
             deferral = started.deferral

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import os
 import time
@@ -19,7 +18,6 @@ from airflow_provider_jax.backends.contract import (
     try_deadline,
 )
 from airflow_provider_jax.backends.watch_options import WatchOptions
-from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -35,8 +33,6 @@ class JaxJobFields(Protocol):
     on_finish_action: str
     deferrable: bool
     watch: WatchOptions
-    capacity: CapacityChoices
-    capacity_choice: int
     kubernetes_conn_id: str | None
     cluster_name: str | None
     project_id: str | None
@@ -76,8 +72,7 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         ),
         pythonpath=tuple(dag_pythonpath(op)),
         local_secrets_dir=conf.get("jax", "local_secrets_dir", fallback=None) or None,
-        # The capacity list's next choice waits this choice's capacity_wait out.
-        watch=dataclasses.replace(op.watch, capacity_wait=op.capacity.wait_for(op.capacity_choice)),
+        watch=op.watch,
         resume_settle_s=conf.getfloat("jax", "resume_settle_seconds", fallback=RESUME_SETTLE_S),
     )
 

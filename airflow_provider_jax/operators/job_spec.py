@@ -26,6 +26,7 @@ from airflow_provider_jax.manifest.pathways import (
 from airflow_provider_jax.manifest.pod_command import python_call, split_pip_packages
 from airflow_provider_jax.manifest.provider_keys import (
     CAPACITY_CHOICE_ANNOTATION,
+    CAPACITY_WAIT_ANNOTATION,
     MANAGED_BY,
     MANAGED_BY_LABEL,
     refuse_managed,
@@ -126,6 +127,8 @@ class JobSpecBuilder:
         choice = {}
         if self.capacity.by_provider:  # which choice of the list: a reattach goes on from it
             choice[CAPACITY_CHOICE_ANNOTATION] = str(self.capacity_choice)
+            if (wait := self.capacity.wait_for(self.capacity_choice)) is not None:
+                choice[CAPACITY_WAIT_ANNOTATION] = f"{wait:g}"
         computed = {
             "name": name,
             "image": image,

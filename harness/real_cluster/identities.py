@@ -74,19 +74,19 @@ def make_identities(
 
 
 def grant(api: Api, role: dict[str, Any]) -> None:
-    """Bind ``role`` (a Role named ``airflow-jax`` in ``default``, such as the docs') to the
-    ``airflow`` identity's user through ``api`` (an admin's), replacing what was granted."""
+    """Bind ``role`` (a Role in ``default``, such as one of the docs') to the ``airflow``
+    identity's user through ``api`` (an admin's), replacing what was granted under its name."""
+    name = role["metadata"]["name"]
     base = "/apis/rbac.authorization.k8s.io/v1/namespaces/default"
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-        "metadata": {"name": "airflow-jax", "namespace": "default"},
+        "metadata": {"name": name, "namespace": "default"},
         "subjects": [{"kind": "User", "name": IDENTITIES["airflow"][0],
                       "apiGroup": "rbac.authorization.k8s.io"}],
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                    "name": "airflow-jax"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
     }  # fmt: skip
     for kind, body in (("roles", role), ("rolebindings", binding)):
-        path = f"{base}/{kind}/airflow-jax?fieldManager=test&force=true"
+        path = f"{base}/{kind}/{name}?fieldManager=test&force=true"
         api.request("PATCH", path, body, "application/apply-patch+yaml")
 
 

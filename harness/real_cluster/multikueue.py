@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from harness.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.control_plane import ControlPlane, stop_recorded
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 QUEUE = "multikueue"  # the LocalQueue (in default) and ClusterQueue, on every cluster
@@ -55,8 +55,6 @@ def start_workers(directory: Path, names: list[str]) -> dict[str, ControlPlane]:
 
 def stop_workers(directory: Path) -> list[str]:
     """Stop every worker a ``directory`` records (``make cluster-down``)."""
-    from harness.real_cluster.control_plane import stop_recorded
-
     stopped = []
     for state in sorted(directory.glob("*/state.json")) if directory.exists() else ():
         stopped += [f"{state.parent.name}/{c}" for c in stop_recorded(state.parent)]

@@ -15,7 +15,7 @@ import pytest
 
 from harness.k8s_emulator.rbac import docs_role_manifest
 from harness.real_cluster.control_plane import ControlPlane
-from harness.real_cluster.identities import IDENTITIES
+from harness.real_cluster.identities import grant
 from harness.real_cluster.multikueue import connect, start_workers, worker_names
 from tests.support.airflow_home import AirflowHome
 from tests.support.dag_runs import dags_test_on_real_cluster
@@ -30,17 +30,7 @@ def workers(real_cluster: ControlPlane, tmp_path_factory) -> Iterator[dict[str, 
     try:
         connect(real_cluster, planes)
         # On worker-1, whose pods the product reads, its identity has the docs' Role only.
-        role = docs_role_manifest(name="jax-multikueue-worker-reader")
-        binding = {
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-            "metadata": {"name": "jax-multikueue-worker-reader", "namespace": "default"},
-            "subjects": [{"kind": "User", "name": IDENTITIES["airflow"][0],
-                          "apiGroup": "rbac.authorization.k8s.io"}],
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
-                        "name": "jax-multikueue-worker-reader"},
-        }  # fmt: skip
-        for obj in (role, binding):
-            planes["worker-1"].api().apply(obj)
+        grant(planes["worker-1"].api(), docs_role_manifest(name="jax-multikueue-worker-reader"))
         yield planes
     finally:
         for plane in planes.values():

@@ -30,7 +30,7 @@ from airflow_provider_jax.triggers.watch.informer import ABSENT, Change, subscri
 from airflow_provider_jax.triggers.watch.pod_logs import PodLogs
 from airflow_provider_jax.triggers.watch.pod_startup import REASON as CANNOT_START
 from airflow_provider_jax.triggers.watch.pod_startup import PodsCannotStart, PodStartup
-from airflow_provider_jax.triggers.watch.queue_wait import NO_CAPACITY, QueueFailed, QueueWait
+from airflow_provider_jax.triggers.watch.queue_wait import QueueFailed, QueueWait
 from airflow_provider_jax.triggers.watch.restarts import RestartLog
 from airflow_provider_jax.triggers.watch.retry_budget import ApiUnavailable, with_retries
 from airflow_provider_jax.triggers.watch.run_clock import RunClock
@@ -98,10 +98,7 @@ async def _until_deadline(
         await delete(job, connection_extras)
         return job.event(TIMEOUT, "ExecutionTimeout", "the task's execution_timeout passed")
     except PodsCannotStart as err:
-        if job.options.capacity_wait is None:
-            return job.event(FAILED, CANNOT_START, str(err))
-        await delete(job, connection_extras)  # no node of this capacity: the next choice
-        return job.event(FAILED, NO_CAPACITY, str(err))
+        return job.event(FAILED, CANNOT_START, str(err))
     except QueueFailed as err:
         await delete(job, connection_extras)  # queued, it holds quota; admitted, nodes
         return job.event(FAILED, err.reason, str(err))
@@ -166,7 +163,7 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
             hook,
             job.name,
             job.namespace,
-            on_stuck=changes.put,
+            on_stuck=lambda err: changes.put(queue.stuck(err)),
             log=log,
             on_waiting=queue.pods_waiting,
         )

@@ -29,8 +29,10 @@ from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.hooks.resources import WORKLOADS
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.manifest.kueue_keys import KUEUE_QUEUE_LABEL
+from airflow_provider_jax.manifest.provider_keys import capacity_wait
 from airflow_provider_jax.reporting.goodput import epoch
 from airflow_provider_jax.triggers.watch.informer import subscribe
+from airflow_provider_jax.triggers.watch.pod_startup import PodsCannotStart
 from airflow_provider_jax.triggers.watch.queue_position import follow_position
 
 QUEUE_TIMEOUT, REJECTED, PREEMPTED = "QueueTimeout", "AdmissionCheckRejected", "Preempted"
@@ -123,7 +125,8 @@ class QueueWait:
     ) -> None:
         self.cluster, self.hook, self.name, self.namespace = cluster, hook, name, namespace
         self.timeout, self.until = options.queue_timeout, options.queue_until
-        self.capacity_wait, self.on_admitted = options.capacity_wait, on_admitted
+        self.on_admitted = on_admitted
+        self.capacity_wait: float | None = None  # the JobSet's own (its capacity choice's)
         self.retry_budget = options.retry_budget
         self.on_fail, self.log, self.connection_extras = on_fail, log, connection_extras
         self.last = ""  # the last reason told: what a timeout says
@@ -142,6 +145,7 @@ class QueueWait:
     def update(self, jobset: Mapping[str, Any]) -> None:
         """A JobSet change: start following its Workload; (re)arm or stop the timer."""
         self._jobset = jobset
+        self.capacity_wait = capacity_wait(jobset)
         queue = ((jobset.get("metadata") or {}).get("labels") or {}).get(KUEUE_QUEUE_LABEL)
         if queue and "workload" not in self._tasks:
             self._start("workload", self._follow_workload(status.uid(jobset) or ""))
@@ -151,6 +155,11 @@ class QueueWait:
             self._tell_admission()
         self._arm()
         self._arm_capacity()
+
+    def stuck(self, err: PodsCannotStart) -> Exception:
+        """A pod that can never start ends the wait; with a next capacity choice, it means
+        this choice has no capacity."""
+        return err if self.capacity_wait is None else QueueFailed(NO_CAPACITY, str(err))
 
     def pods_waiting(self, reason: str) -> None:
         """Why a pod is not scheduled (kube-scheduler's message), from the pod checks."""
