@@ -112,6 +112,17 @@ def get_provider_info() -> dict[str, Any]:
                         "example": "/run/secrets/jax",
                         "default": "",
                     },
+                    "local_accelerators": {
+                        "description": "What the local backend's processes compute on. "
+                        "``auto``: a GPU job's processes get this machine's NVIDIA GPUs "
+                        "(gpus_per_node each, by CUDA_VISIBLE_DEVICES) when it has enough, and "
+                        "the CPU stands in when it has none. ``cpu``: the CPU always stands in. "
+                        "TPU jobs always run on the CPU locally.",
+                        "version_added": "0.1.0",
+                        "type": "string",
+                        "example": "cpu",
+                        "default": "auto",
+                    },
                     "resume_settle_seconds": {
                         "description": "A deferred task's trigger fires no sooner than this "
                         "after the task deferred: Airflow 3.3 fails a try resumed before the "

@@ -24,6 +24,7 @@ BENCHES = [
     "multikueue",  # waiting through a MultiKueue manager of two real workers
     "parse_cost",  # DAG import time vs KubernetesPodOperator
     "local_overhead",  # local backend vs processes started by hand
+    "local_gpu",  # the local backend on this machine's GPUs vs bare JAX (no GPU: skipped)
     "orbax_requests",  # requests to find the newest finalized checkpoint
     "checkpoint_watchers",  # requests of asset watchers sharing one checkpoint directory
     "jobset_requests",  # API requests per job-minute and detection latency

@@ -90,6 +90,8 @@ class JobSettings:
     :param local_secrets_dir: where the local backend reads referenced Secrets.
     :param watch: how the job is waited on and what of it reaches the task log.
     :param resume_settle_s: a deferred trigger fires no sooner than this after the deferral.
+    :param local_accelerators: what the local backend's processes compute on: ``auto`` (a
+        GPU job on this machine's GPUs, if it has them) or ``cpu``.
     :param log: the task's logger.
     """
 
@@ -107,6 +109,7 @@ class JobSettings:
     local_secrets_dir: str | None = None
     watch: WatchOptions = field(default_factory=WatchOptions)
     resume_settle_s: float = RESUME_SETTLE_S
+    local_accelerators: str = "auto"
 
 
 @dataclass(frozen=True)

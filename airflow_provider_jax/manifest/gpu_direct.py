@@ -34,7 +34,12 @@ USER_WORKLOAD_TOLERATION = {
     "value": "true",
     "effect": "NoSchedule",
 }
-_LD_PATH = {"name": "LD_LIBRARY_PATH", "value": "/usr/local/nvidia/lib64"}
+#: The env the stacks set that names paths of a GKE GPU node; a local run keeps its own.
+NODE_ENV: Mapping[str, str] = {
+    "LD_LIBRARY_PATH": "/usr/local/nvidia/lib64",
+    "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY": "/dev/aperture_devices",
+}
+_LD_PATH = {"name": "LD_LIBRARY_PATH", "value": NODE_ENV["LD_LIBRARY_PATH"]}
 
 
 def _host(name: str, path: str) -> dict[str, Any]:
@@ -124,7 +129,8 @@ def decorations(stack: GpuDirect, networks: Sequence[str] | None = None) -> dict
             _host("aperture-devices", "/dev/aperture_devices"),
             _shm("128Gi"),
         ]
-        env.append({"name": "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY", "value": "/dev/aperture_devices"})
+        fastrak = "NCCL_FASTRAK_LLCM_DEVICE_DIRECTORY"
+        env.append({"name": fastrak, "value": NODE_ENV[fastrak]})
         mounts = [
             _mount("aperture-devices", "/dev/aperture_devices"),
             _mount("libraries", "/usr/local/nvidia"),

@@ -74,6 +74,7 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         local_secrets_dir=conf.get("jax", "local_secrets_dir", fallback=None) or None,
         watch=op.watch,
         resume_settle_s=conf.getfloat("jax", "resume_settle_seconds", fallback=RESUME_SETTLE_S),
+        local_accelerators=conf.get("jax", "local_accelerators", fallback="auto"),
     )
 
 

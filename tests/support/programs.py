@@ -6,6 +6,7 @@ from the launcher's zip, as it would in a pod.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -354,3 +355,11 @@ def quickstart_evaluate(checkpoint_dir: str, step: int) -> dict[str, Any]:
     from quickstart_train import evaluate
 
     return evaluate(checkpoint_dir, step)
+
+
+def device_env() -> str:
+    """Every process prints what it was handed to compute on; no JAX needed."""
+    names = ("CUDA_VISIBLE_DEVICES", "JAX_PLATFORMS", "CUDA_DEVICE_ORDER", "NCCL_SOCKET_IFNAME")
+    seen = {name: os.environ.get(name) for name in names}
+    print(f"devices {process_index()} {json.dumps(seen, sort_keys=True)}", flush=True)
+    return "ok"

@@ -1,4 +1,5 @@
-"""The local backend: the same JobSet manifest, run as local processes with JAX on the CPU.
+"""The local backend: the same JobSet manifest, run as local processes, with JAX on this
+machine's GPUs for a GPU job that finds them (``[jax] local_accelerators``), else on the CPU.
 
 It waits in the worker only (there is nothing for a triggerer to watch), and reads the
 leader's result exactly as the Kubernetes backend does: through
@@ -36,6 +37,7 @@ class LocalBackend:
             execution_timeout_s=self.settings.execution_timeout_s,
             secrets_dir=self.settings.local_secrets_dir,
             watch=self.settings.watch,
+            accelerators=self.settings.local_accelerators,
         )
         if asked := described(manifest):
             self.settings.log.info("The local backend ignores capacity and placement (%s).", asked)

@@ -24,7 +24,8 @@ from airflow_provider_jax.runtime.messages import host_tag
 
 _FIELD_PATH = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
 _REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")  # "$$", or "$(" up to the first ")"
-_ACCELERATOR_RESOURCES = ("google.com/tpu", "nvidia.com/gpu")
+GPU_RESOURCE = "nvidia.com/gpu"
+_ACCELERATOR_RESOURCES = ("google.com/tpu", GPU_RESOURCE)
 # A Secret's data by its name, as the kubelet reads it; KeyError when there is no such Secret.
 SecretSource = Callable[[str], Mapping[str, str]]
 
@@ -42,6 +43,7 @@ class PodPlan:
     env: dict[str, str]
     chips: int
     termination_message_path: str
+    accelerator_resource: str | None = None  # what the chips are: google.com/tpu, nvidia.com/gpu
 
     @property
     def tag(self) -> str:
@@ -106,9 +108,10 @@ def resolve_env(
     return env
 
 
-def _chips(container: Mapping[str, Any]) -> int:
+def _accelerator(container: Mapping[str, Any]) -> tuple[str | None, int]:
+    """The accelerator resource the container asks for, and how many (none: one CPU)."""
     limits = container.get("resources", {}).get("limits", {})
-    return next((int(limits[r]) for r in _ACCELERATOR_RESOURCES if r in limits), 1)
+    return next(((r, int(limits[r])) for r in _ACCELERATOR_RESOURCES if r in limits), (None, 1))
 
 
 def plan_pods(
@@ -122,6 +125,7 @@ def plan_pods(
         job_spec = rjob["template"]["spec"]
         template = job_spec["template"]
         container = template["spec"]["containers"][0]
+        resource, chips = _accelerator(container)
         for slice_index in range(rjob.get("replicas", 1)):
             for host_index in range(job_spec.get("completions", 1)):
                 labels = {
@@ -147,10 +151,11 @@ def plan_pods(
                         annotations=annotations,
                         argv=argv,
                         env=env,
-                        chips=_chips(container),
+                        chips=chips,
                         termination_message_path=container.get(
                             "terminationMessagePath", TERMINATION_MESSAGE_PATH
                         ),
+                        accelerator_resource=resource,
                     )
                 )
     return pods

@@ -1,4 +1,5 @@
-"""Run one pod of a JobSet as a local process, with the CPU posing as the pod's chips.
+"""Run one pod of a JobSet as a local process, on the GPUs it is handed or with the CPU
+posing as the pod's chips.
 
 Shared by the local backend and the test cluster's kubelet. The image is ignored: the process
 runs the pod's command with the worker's Python first on ``PATH`` and the pod's resolved env.
@@ -25,6 +26,7 @@ from typing import IO
 from airflow_provider_jax.backends.local import pod_init
 from airflow_provider_jax.backends.local.pod_init import kill_tree
 from airflow_provider_jax.backends.local.pods import PodPlan
+from airflow_provider_jax.manifest.gpu_direct import NODE_ENV
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 from airflow_provider_jax.runtime.messages import TERMINATION_MESSAGE_LIMIT
 
@@ -33,6 +35,9 @@ from airflow_provider_jax.runtime.messages import TERMINATION_MESSAGE_LIMIT
 POD_INIT_ARGV = (sys.executable, "-I", "-S", pod_init.__file__)
 DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
 TERMINATION_LOG = "termination-log"
+#: What several processes of one machine need of NCCL, unless the worker or the pod says
+#: otherwise: bootstrap and socket traffic on the loopback, where the coordinator is.
+LOCAL_NCCL_ENV = {"NCCL_SOCKET_IFNAME": "lo"}
 
 #: Called with (plan, stream name "stdout"/"stderr", line without its newline), from a reader
 #: thread of the process.
@@ -44,19 +49,38 @@ def process_env(
     scratch: str,
     pythonpath: Sequence[str] = (),
     base: Mapping[str, str] | None = None,
+    gpus: Sequence[str] = (),
 ) -> dict[str, str]:
-    """The env a pod's process gets locally: the worker's env, then the pod's, then what makes
-    the CPU stand in for ``plan.chips`` accelerator chips. ``scratch`` is the pod's own
-    directory (its ``TMPDIR`` and termination message), removed when the pod is closed."""
+    """The env a pod's process gets locally: the worker's env, then the pod's, then what puts
+    it on ``gpus`` (``CUDA_VISIBLE_DEVICES`` entries) or, without any, makes the CPU stand in
+    for ``plan.chips`` accelerator chips. ``scratch`` is the pod's own directory (its
+    ``TMPDIR`` and termination message), removed when the pod is closed."""
     base = os.environ if base is None else base
     env = {**base, **plan.env}
+    for name, node_value in NODE_ENV.items():  # a GKE node's paths are not this machine's
+        if plan.env.get(name) == node_value:
+            env.pop(name)
+            if name in base:
+                env[name] = base[name]
     xla_flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(DEVICE_COUNT_FLAG)]
+    if gpus:
+        devices = {
+            "JAX_PLATFORMS": "cuda",
+            "CUDA_VISIBLE_DEVICES": ",".join(gpus),
+            "CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # nvidia-smi's numbering, which ``gpus`` uses
+            "XLA_FLAGS": " ".join(xla_flags),
+        }
+        env = {**LOCAL_NCCL_ENV, **env}
+    else:
+        devices = {
+            "JAX_PLATFORMS": "cpu",
+            "XLA_FLAGS": " ".join([*xla_flags, f"{DEVICE_COUNT_FLAG}={plan.chips}"]),
+        }
     python_dir = os.path.dirname(sys.executable)
     paths = [*pythonpath, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env.update(
         {
-            "JAX_PLATFORMS": "cpu",
-            "XLA_FLAGS": " ".join([*xla_flags, f"{DEVICE_COUNT_FLAG}={plan.chips}"]),
+            **devices,
             TERMINATION_PATH_ENV: os.path.join(scratch, TERMINATION_LOG),
             "TMPDIR": scratch,  # like a container's /tmp, gone with the pod
             # `python3` in the pod's command must be the worker's Python, with its packages.
@@ -86,12 +110,17 @@ class PodProcess:
 
     @classmethod
     def start(
-        cls, plan: PodPlan, on_line: LineCallback, pythonpath: Sequence[str] = ()
+        cls,
+        plan: PodPlan,
+        on_line: LineCallback,
+        pythonpath: Sequence[str] = (),
+        gpus: Sequence[str] = (),
     ) -> PodProcess:
+        """Start ``plan``'s process on ``gpus`` (none: the CPU stands in)."""
         scratch = tempfile.mkdtemp(prefix=f"{plan.name}-")
         popen = subprocess.Popen(
             [*POD_INIT_ARGV, *plan.argv],
-            env=process_env(plan, scratch, pythonpath),
+            env=process_env(plan, scratch, pythonpath, gpus=gpus),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,

@@ -11,6 +11,7 @@ catches SIGTERM, so a grace period would only be a delay.
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import time
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
+from airflow_provider_jax.backends.local.devices import AUTO, place
 from airflow_provider_jax.backends.local.local_tiers import local_tiers, with_tier
 from airflow_provider_jax.backends.local.localize import free_ports, localize
 from airflow_provider_jax.backends.local.pathways import is_pathways, single_controller
@@ -72,6 +74,7 @@ class LocalJobSet:
         execution_timeout_s: float | None = None,
         secrets_dir: str | None = None,
         watch: WatchOptions | None = None,
+        accelerators: str = AUTO,
     ) -> None:
         self.secrets = secret_files(secrets_dir)
         self.manifest = manifest
@@ -80,6 +83,10 @@ class LocalJobSet:
             self.pods, line = single_controller(manifest)
             log.info("%s", line)
         check_runs_locally(self.pods, self.secrets)
+        # Which GPUs each process gets, or why the CPU stands in: decided before any starts.
+        self.placement = place(plan_pods(self.pods), accelerators, os.environ)
+        for line in self.placement.lines:
+            log.info("%s", line)
         self.name: str = manifest["metadata"]["name"]
         self.max_restarts: int = manifest["spec"].get("failurePolicy", {}).get("maxRestarts", 0)
         self.log = log
@@ -191,7 +198,8 @@ class _Attempt:
             for plan in self.plans:
                 if jobset._killed:
                     break
-                processes.append(PodProcess.start(plan, self._on_line, jobset.pythonpath))
+                gpus = jobset.placement.of(plan)
+                processes.append(PodProcess.start(plan, self._on_line, jobset.pythonpath, gpus))
             jobset.clock.begin(self.attempt, time.time())
             failed = self._wait(processes)
         finally:
