@@ -6,7 +6,8 @@ attempt resumed from, and how an attempt ended. :meth:`GoodputClock.ledger` then
 wall time (``created`` to the end) into:
 
 - ``queued_s``: until the first attempt's pods all ran (admitted and scheduled);
-- ``startup_s``: from each attempt's start to its first ``report()``;
+- ``startup_s``: from each attempt's start to its first ``report()``, or, for a function that
+  never reports, to its call (the runtime's own start-up: packages, ``jax.distributed``, data);
 - ``productive_s``: from the first report to the end, or, for an attempt that failed, to the
   step the next attempt resumed from (work a checkpoint kept);
 - ``lost_s``: from that step (or the attempt's first report, if nothing was kept) to the
@@ -14,7 +15,8 @@ wall time (``created`` to the end) into:
 
 ``goodput`` is ``productive_s / wall_s`` (Google's ``ml-goodput-measurement`` idea, per task);
 ``chip_hours`` is chips times the time the chips were held (wall less queue). A program that
-never calls ``report()`` has no start-up to tell apart: its attempts count as productive.
+never calls ``report()`` has its attempts' start-up end at its call, and its work start there;
+an older runtime that prints no call line leaves it no start-up to tell apart.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class AttemptClock:
 
     started: float
     first_report: float | None = None
+    called: float | None = None  # when the runtime called the user's function
     ended: float | None = None
     failure: str | None = None  # the class of the failure that ended it
     resumed_from: int | None = None
@@ -86,6 +89,13 @@ class GoodputClock:
     def report(self, attempt: int, step: int | None, at: float) -> None:
         self.begin(attempt, at).mark(step, at)
 
+    def called(self, attempt: int, at: float) -> None:
+        """The runtime called the user's function: its own start-up ended at ``at``."""
+        clock = self.begin(attempt, at)
+        clock.ran_at(at)
+        if clock.called is None:
+            clock.called = at
+
     def resumed(self, attempt: int, step: int, at: float) -> None:
         clock = self.begin(attempt, at)
         clock.ran_at(at)
@@ -108,8 +118,8 @@ class GoodputClock:
             after = self.attempts[order[i + 1]] if i + 1 < len(order) else None
             stop = now.ended or (after.started if after else ended)
             restart = after.started if after else stop
-            begun = now.first_report
-            if begun is None:  # no report: nothing to tell start-up from work
+            begun = now.first_report if now.first_report is not None else now.called
+            if begun is None:  # no report, no call line: nothing to tell start-up from work
                 if now.failure is None:
                     productive += _span(now.started, stop)
                 else:

@@ -40,6 +40,7 @@ from airflow_provider_jax.runtime.exits import (
 )
 from airflow_provider_jax.runtime.messages import (
     TERMINATION_MESSAGE_LIMIT,
+    calling_line,
     failure_message,
     success_message,
     write_termination,
@@ -67,6 +68,8 @@ def main() -> int:
         args = data_paths.resolve(call.get("args") or [])
         runtime._total_steps = call.get("total_steps")
         watchdog = runtime._watchdog = watch_progress(call.get("progress_timeout"))
+        if runtime.process_index() == 0:
+            print(calling_line(getattr(function, "__qualname__", "the function")), flush=True)
         result = function(*args, **kwargs)
         if watchdog is not None:
             watchdog.stop()  # nothing is watched once the function has returned

@@ -110,6 +110,20 @@ def parse_resumed(line: str) -> int | None:
     return int(found.group(1)) if found else None
 
 
+CALLING_LINE = "airflow-jax: start-up done, calling "
+
+
+def calling_line(function: str) -> str:
+    """What process 0 prints as it calls the user's function: where the runtime's own start-up
+    (interpreter, packages, ``jax.distributed``, data) ends, for a function that never reports."""
+    return f"{CALLING_LINE}{function}"
+
+
+def is_calling_line(line: str) -> bool:
+    """Whether ``line`` is a :func:`calling_line`."""
+    return line.startswith(CALLING_LINE)
+
+
 def resumed_step(message: dict[str, Any] | None) -> int | None:
     """The ``resumed_from`` of a parsed success message, if it is a step (a pod writes it)."""
     step = (message or {}).get("resumed_from")

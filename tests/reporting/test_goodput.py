@@ -51,8 +51,34 @@ def test_an_attempt_that_saved_nothing_new_loses_all_its_work():
     assert (ledger["lost_s"], ledger["restarts"]) == (10.0, {"hang": 1})
 
 
-def test_a_program_that_never_reports_counts_as_productive_and_a_final_failure_is_no_restart():
+def test_a_program_that_never_reports_starts_its_work_at_its_call():
     clock = GoodputClock(created=0.0, chips=1)
+    clock.begin(0, 1.0)
+    clock.called(0, 3.0)  # the runtime's start-up took 2 s
+    clock.end(0, 5.0)
+    ledger = clock.ledger(5.0)
+    assert (ledger["startup_s"], ledger["productive_s"], ledger["goodput"]) == (2.0, 2.0, 0.4)
+    # It failed and nothing was kept: its work after the call is lost, as a reporter's is.
+    failed = GoodputClock(created=0.0, chips=1)
+    failed.begin(0, 1.0)
+    failed.called(0, 3.0)
+    failed.end(0, 5.0, "disruption")
+    failed.begin(1, 6.0)
+    failed.called(1, 7.0)
+    failed.end(1, 9.0)
+    ledger = failed.ledger(9.0)
+    assert (ledger["startup_s"], ledger["productive_s"], ledger["lost_s"]) == (3.0, 2.0, 3.0)
+    # A report, when there is one, still ends the start-up (compilation, restores).
+    reporter = GoodputClock(created=0.0, chips=1)
+    reporter.begin(0, 1.0)
+    reporter.called(0, 2.0)
+    reporter.report(0, 1, 4.0)
+    reporter.end(0, 5.0)
+    assert reporter.ledger(5.0)["startup_s"] == 3.0
+
+
+def test_without_a_call_line_or_report_the_time_counts_as_productive_and_no_restart():
+    clock = GoodputClock(created=0.0, chips=1)  # a runtime of an older release
     clock.begin(0, 1.0)
     clock.end(0, 5.0)
     assert clock.ledger(5.0)["productive_s"] == 4.0

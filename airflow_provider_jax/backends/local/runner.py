@@ -41,6 +41,7 @@ from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress
 from airflow_provider_jax.runtime.messages import (
     format_report,
+    is_calling_line,
     parse_message,
     parse_report,
     parse_resumed,
@@ -262,6 +263,8 @@ class _Attempt:
                         log.info("%s %s", plan.tag, shown)
                     if plan is self.leader and (step := parse_resumed(line)) is not None:
                         self.jobset.clock.resumed(self.attempt, step, at)
+                    elif plan is self.leader and is_calling_line(line):
+                        self.jobset.clock.called(self.attempt, at)
                 elif plan is self.leader:
                     self.last_report = report
                     self.jobset.clock.report(self.attempt, report.get("step"), at)

@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.reporting.goodput import GoodputClock, chips, epoch
-from airflow_provider_jax.runtime.messages import parse_resumed
+from airflow_provider_jax.runtime.messages import is_calling_line, parse_resumed
 
 UNKNOWN = "unknown"  # the class of a restart whose failed pods were already gone
 
@@ -63,6 +63,8 @@ class RunClock:
             self.clock.report(attempt, report.get("step"), at)
         elif (step := parse_resumed(text)) is not None:
             self.clock.resumed(attempt, step, at)
+        elif is_calling_line(text):
+            self.clock.called(attempt, at)
 
     def finish(self, failure: str | None) -> None:
         """The JobSet ended now (``failure``: how, if it failed)."""

@@ -327,3 +327,14 @@ def test_each_process_keeps_its_local_tier_across_restarts_and_loses_it_with_the
     restarted = [m for m in caplog.messages if m.startswith("job: restart")]
     assert restarted == ["job: restart 1/1 in place after a disruption on [0/0]: killed by SIGKILL"]
     assert not os.path.exists(result["tier"])
+
+
+def test_a_function_that_never_reports_has_the_runtimes_start_up_counted_as_such(caplog):
+    """Start-up ends where the runtime calls the function, as a report ends it for the
+    quickstart: never 0 s of start-up and a goodput of nearly 100 %."""
+    outcome = run_outcome("collective_without_report")
+    ledger = outcome.goodput
+    assert "[0/0] airflow-jax: start-up done, calling collective_without_report" in caplog.messages
+    # The interpreter, the runtime bundle, `import jax` and jax.distributed: most of a second.
+    assert ledger["startup_s"] >= 0.3, ledger
+    assert ledger["productive_s"] > 0 and ledger["goodput"] < 0.9, ledger
