@@ -15,7 +15,8 @@ if TYPE_CHECKING:
 
 
 class JaxJobFailed(AirflowException):
-    """A JAX job failed. The message names every failed process and its traceback tail."""
+    """A JAX job failed. The message is one block, in order: what failed and how (the
+    summary, its restarts), then every failed process, culprit first, with its traceback."""
 
     goodput: dict[str, Any] | None = None  # the run's ledger, attached by the backend
 
@@ -37,11 +38,7 @@ class JaxJobFailed(AirflowException):
 
 class JaxCodeError(JaxJobFailed):
     """The user's code raised on a host: a bug, not a disruption, so the slice was not
-    restarted. The message leads with that host's traceback."""
-
-    def _parts(self) -> list[str]:
-        first, *rest = self.failures
-        return [first.render(), self.summary, *(f.render() for f in rest)]
+    restarted. That host's traceback comes first after the summary."""
 
 
 class JaxCodeErrorNoRetry(JaxCodeError, AirflowFailException):

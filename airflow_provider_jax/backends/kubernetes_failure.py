@@ -1,7 +1,8 @@
 """Why a JobSet failed, told as one :class:`JaxJobFailed`: its conditions and restarts, then
-each failed host's ``[slice/host]``, traceback tail and last log lines, culprits first. The
-task log also gets each host's last lines (``host_logs.summary``): the failed hosts first,
-then the rest of the newest attempt, up to ``SUMMARY_HOSTS`` hosts."""
+each failed host's ``[slice/host]``, traceback tail and last log lines, culprits first. Before
+it, the task log gets the last lines of the hosts the error does not show
+(``host_logs.summary``): failed hosts past ``MAX_FAILED_PODS``, then the rest of the newest
+attempt, up to ``SUMMARY_HOSTS`` hosts."""
 
 from __future__ import annotations
 
@@ -61,10 +62,10 @@ def _host_summary(
     failed: list[Mapping[str, Any]],
     tails: dict[str, str],
 ) -> list[str]:
-    """One tail request per shown host whose tail is not read yet."""
+    """One tail request per shown host; the hosts the error shows in full are left out."""
     failed_names = [_name(p) for p in failed]
     rest = [p for p in status.latest_attempt(pods) if _name(p) not in failed_names]
-    hosts = [*failed, *rest]
+    hosts = [*failed[MAX_FAILED_PODS:], *rest]
     shown = hosts[: host_logs.SUMMARY_HOSTS]
     for pod in shown:
         if _name(pod) not in tails:

@@ -21,8 +21,13 @@ SUMMARY_HOSTS = 16  # hosts shown; a 64-host slice's summary is still one screen
 def summary(
     tails: Iterable[tuple[str, Sequence[str]]], *, hidden: int = 0, more_at: str = ""
 ) -> list[str]:
-    """The block for ``(tag, last lines)`` of each host, in the order given (culprits first);
-    ``hidden`` hosts beyond :data:`SUMMARY_HOSTS` are counted, with where to read them."""
+    """The block for ``(tag, last lines)`` of each host, in the order given; ``hidden`` hosts
+    beyond :data:`SUMMARY_HOSTS` are counted, with where to read them. No hosts: no block.
+    Callers leave out the hosts whose lines the failure itself shows, so nothing is told
+    twice."""
+    tails = list(tails)
+    if not tails and not hidden:
+        return []
     lines = [SUMMARY_HEADER]
     for tag, tail in tails:
         last = [line for line in tail if line.strip()][-SUMMARY_LINES:]

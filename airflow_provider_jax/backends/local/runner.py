@@ -181,6 +181,7 @@ class _Attempt:
         self.tails: dict[str, deque[str]] = {
             p.name: deque(maxlen=LOG_TAIL_LINES) for p in self.plans
         }
+        self.unshown: set[str] = set()  # pods with a line the task log did not get
         self.last_report: dict[str, Any] | None = None
         self.leader_message: str | None = None
 
@@ -261,6 +262,8 @@ class _Attempt:
                     shown = self.jobset.budget.take(plan.tag, line) if shows else None
                     if shown is not None:
                         log.info("%s %s", plan.tag, shown)
+                    elif not GLOO_CONNECTED.match(line):
+                        self.unshown.add(plan.name)
                     if plan is self.leader and (step := parse_resumed(line)) is not None:
                         self.jobset.clock.resumed(self.attempt, step, at)
                     elif plan is self.leader and is_calling_line(line):
@@ -282,10 +285,11 @@ class _Attempt:
         return self.jobset.watch.shows_host(plan is self.leader)
 
     def summary(self, failures: Sequence[ProcessFailure]) -> list[str]:
-        """Each host's last lines, the failed ones first (``host_logs.summary``)."""
-        rank = {f.tag: i for i, f in enumerate(failures)}
-        order = sorted(self.plans, key=lambda p: rank.get(p.tag, len(rank)))
-        return host_logs.summary((p.tag, list(self.tails[p.name])) for p in order)
+        """The last lines of each host the task log has not shown in full and the error will
+        not show (``host_logs.summary``): nothing is told twice."""
+        failed = {f.tag for f in failures}
+        hosts = [p for p in self.plans if p.tag not in failed and p.name in self.unshown]
+        return host_logs.summary((p.tag, list(self.tails[p.name])) for p in hosts)
 
     def result(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The leader's success message and its last report (from the message, else from

@@ -62,11 +62,21 @@ def test_a_failing_host_fails_the_job_with_its_traceback(caplog):
     assert "[0/1] ValueError: boom from process 1" in message
     assert 'raise ValueError(f"boom from process {process}")' in message
     assert [f.tag for f in failed.value.failures if "boom" in f.error] == ["[0/1]"]
-    # Each host's last lines close the task log, the failed host first.
+    # One block, in order: what failed and how, then the host's error and its traceback.
+    headline, first = message.splitlines()[:2]
+    assert headline == "JAX job job failed (PodFailurePolicy: a code error, no restart):"
+    assert first == "[0/1] ValueError: boom from process 1"
+    assert message.count("ValueError: boom from process 1") == 2  # its line, its traceback's
+    # Nothing told twice: the error shows host 1, and the leader's lines were all streamed.
+    assert SUMMARY_HEADER not in caplog.messages
+
+
+def test_the_hosts_the_task_log_did_not_show_close_it_before_the_error(caplog):
+    with pytest.raises(JaxJobFailed):
+        run("fail_on", entrypoint_kwargs={"process": 1}, stream_logs="none")
     summary = caplog.messages[caplog.messages.index(SUMMARY_HEADER) :]
-    tags = [m.split(" ", 1)[0] for m in summary[1:]]
-    assert tags == sorted(tags, key=lambda tag: tag != "[0/1]") and set(tags) == {"[0/0]", "[0/1]"}
-    assert "[0/1] ValueError: boom from process 1" in summary
+    assert [m.split(" ", 1)[0] for m in summary[1:]] == ["[0/0]"]  # host 1 is in the error
+    assert not any("Traceback" in m for m in caplog.messages)
 
 
 @pytest.mark.parametrize(
@@ -93,7 +103,7 @@ def test_a_code_error_fails_at_once_with_restarts_to_spare():
     with pytest.raises(JaxCodeError) as raised:
         run("crash_on_first_attempt", max_restarts=3)
     assert "no restart" in raised.value.summary
-    assert str(raised.value).startswith("[0/1] RuntimeError: crash on the first attempt")
+    assert str(raised.value).splitlines()[1] == "[0/1] RuntimeError: crash on the first attempt"
 
 
 def test_a_python_that_does_not_exist_fails_at_once_and_names_it():
