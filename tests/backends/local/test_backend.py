@@ -42,7 +42,10 @@ def _info_logs(caplog):
     ids=["v6e-2x4", "tpu7x-2x2x2", "4-processes", "2-slices"],
 )
 def test_multi_process_jax(caplog, accelerator, num_slices, places):
-    result, report = run("collective", accelerator=accelerator, num_slices=num_slices)
+    # A few seconds each. A process that outlived its own success by 150 s once hid here (a
+    # Gloo connection left to time out in XLA's teardown; runtime/main.py): a run that long
+    # fails now, with the backend's own timeout error.
+    result, report = run("collective", timeout_s=60, accelerator=accelerator, num_slices=num_slices)
     processes, local_devices = len(places), 4
     assert result["process_index"] == 0  # only the leader's value comes back
     assert result["process_count"] == processes
