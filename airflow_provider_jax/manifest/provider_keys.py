@@ -6,6 +6,7 @@ identity (``operators/job_spec.py``, ``airflow_labels``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,6 +20,9 @@ IDENTITY_LABELS = ("dag_id", "task_id", "run_id", "map_index")
 TRY_NUMBER_LABEL = "try_number"
 # Set on a JobSet just before a try defers on it: that try's trigger now owns its deletion.
 DEFERRED_BY_TRY_ANNOTATION = "jax.airflow.apache.org/deferred-by-try"
+# Its task instance, exact (the labels are hashed to fit): the abandoned-JobSet sweep asks
+# Airflow for that task's state (triggers/watch/orphans.py).
+TASK_INSTANCE_ANNOTATION = "jax.airflow.apache.org/task-instance"
 # Which choice of a capacity list the JobSet asks for (0 first): a reattaching try goes on
 # down the list from there.
 CAPACITY_CHOICE_ANNOTATION = "jax.airflow.apache.org/capacity-choice"
@@ -32,6 +36,7 @@ CAPACITY_WAIT_ANNOTATION = "jax.airflow.apache.org/capacity-wait"
 MANAGED_LABELS = (MANAGED_BY_LABEL, *IDENTITY_LABELS, TRY_NUMBER_LABEL, KUEUE_QUEUE_LABEL)
 MANAGED_ANNOTATIONS = (
     DEFERRED_BY_TRY_ANNOTATION,
+    TASK_INSTANCE_ANNOTATION,
     CAPACITY_CHOICE_ANNOTATION,
     CAPACITY_WAIT_ANNOTATION,
     EXCLUSIVE_TOPOLOGY_ANNOTATION,
@@ -44,6 +49,26 @@ PROVIDER_ENV_PREFIX = "AIRFLOW_JAX_"
 def annotation(obj: Mapping[str, Any], key: str) -> str | None:
     """The value of annotation ``key`` on a JobSet (or any object), if it has one."""
     return ((obj.get("metadata") or {}).get("annotations") or {}).get(key)
+
+
+def task_instance_annotation(dag_id: str, task_id: str, run_id: str, map_index: int) -> str:
+    """The value of :data:`TASK_INSTANCE_ANNOTATION`: the exact identity, as JSON."""
+    ti = {"dag_id": dag_id, "task_id": task_id, "run_id": run_id, "map_index": map_index}
+    return json.dumps(ti, sort_keys=True, separators=(",", ":"))
+
+
+def task_instance(obj: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The task instance a JobSet was made for (its annotation), or None without a valid one."""
+    try:
+        ti = json.loads(annotation(obj, TASK_INSTANCE_ANNOTATION) or "")
+    except ValueError:
+        return None
+    if not isinstance(ti, dict) or not all(
+        isinstance(ti.get(k), str) for k in ("dag_id", "task_id", "run_id")
+    ):
+        return None
+    map_index = ti.get("map_index")
+    return ti if isinstance(map_index, int) and not isinstance(map_index, bool) else None
 
 
 def capacity_choice(obj: Mapping[str, Any]) -> int:

@@ -29,7 +29,9 @@ from airflow_provider_jax.manifest.provider_keys import (
     CAPACITY_WAIT_ANNOTATION,
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    TASK_INSTANCE_ANNOTATION,
     refuse_managed,
+    task_instance_annotation,
 )
 from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
@@ -308,7 +310,14 @@ class JobSpecBuilder:
         ti = context["ti"]
         labels = airflow_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)
         spec = self.build_spec(name=self.jobset_name_for(context), labels=labels)
-        return build_jobset(spec)
+        manifest = build_jobset(spec)
+        identity = task_instance_annotation(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
+        meta = manifest["metadata"]
+        meta["annotations"] = {
+            **(meta.get("annotations") or {}),
+            TASK_INSTANCE_ANNOTATION: identity,
+        }
+        return manifest
 
     def dry_run(self) -> dict[str, Any]:
         """The manifest this task would submit, without touching a cluster."""

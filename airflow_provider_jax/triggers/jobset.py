@@ -124,6 +124,9 @@ class JobSetTrigger(BaseTrigger):
         return KubernetesCluster.from_dict(self.cluster)
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
+        from airflow_provider_jax.triggers.watch import orphans
+
+        orphans.enabled = True  # a triggerer: its shared watches sweep abandoned JobSets
         if _TRIGGER_ON_KILL:
             warm_up(getattr(self, "task_instance", None))  # for on_kill's state read
         event = await self.wait()

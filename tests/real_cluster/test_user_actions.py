@@ -7,6 +7,9 @@ being deleted, must not be mistaken for the new try's)."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -60,9 +63,9 @@ def running(plane: ControlPlane, task: str) -> str:
     return wait(f"{task}'s pods to run", both_pods_run)
 
 
-def trigger_started(stack: AirflowStack, task: str) -> bool:
+def trigger_started(stack: AirflowStack, task: str, dag_id: str = "real_user_actions") -> bool:
     """Whether the triggerer runs ``task``'s trigger (its part of the task log says so)."""
-    logs = stack.home / "logs" / "dag_id=real_user_actions"
+    logs = stack.home / "logs" / f"dag_id={dag_id}"
     return any(" starting" in p.read_text() for p in logs.glob(f"*/task_id={task}/*.trigger.*"))
 
 
@@ -143,3 +146,51 @@ def test_marking_failed_or_clearing_deletes_the_slice(
         ti = stack.wait_for_state(dag_id, run_id, "cleared", {"success", "failed"})
         assert (ti["state"], ti["try_number"]) == ("success", 2), stack.logs("scheduler")[-3000:]
         wait("every pod to go", lambda: not real_cluster.api().get(PREFIXES["Pod"])["items"], 90)
+
+
+def test_a_task_marked_failed_before_any_triggerer_ran_its_trigger_loses_its_slice(
+    real_cluster: ControlPlane, tmp_path_factory, postgres: PostgresServer
+):
+    """Airflow cancels only running triggers. Here no triggerer runs: the task is marked
+    failed, a triggerer's clean-up (``Trigger.clean_unused``, which each loop of a
+    live triggerer runs) drops its trigger, and no ``on_kill()`` ever runs. The next
+    triggerer's shared watch sweeps the namespace and deletes that JobSet, and only that one:
+    the other task's, still deferred, runs on to success."""
+    home, gates = tmp_path_factory.mktemp("real-orphans"), tmp_path_factory.mktemp("gates")
+    env = {
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT": connection(real_cluster.kubeconfig()),
+        "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
+        "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "3",
+        "JAX_TEST_GATES": str(gates),
+        "PYTHONPATH": f"{REPO}:{DAGS}",
+    }
+    with airflow_stack(home, DAGS, postgres.migrated_database(), env) as stack:
+        dag_id = "real_orphans"
+        stack.wait_for_dag(dag_id)
+        run_id = stack.trigger(dag_id)
+        uids = {t: running(real_cluster, t) for t in ("abandoned", "kept")}
+        for task_id in uids:
+            stack.wait_for_state(dag_id, run_id, task_id, {"deferred"})
+            wait(f"{task_id}'s trigger", lambda t=task_id: trigger_started(stack, t, dag_id))
+        stack.kill("triggerer", signal.SIGKILL)  # no trigger runs anywhere now
+        tasks = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances"
+        stack.api("PATCH", f"{tasks}/abandoned", {"new_state": "failed"})
+        clean = "from airflow.models.trigger import Trigger; Trigger.clean_unused()"
+        subprocess.run([sys.executable, "-c", clean], env=stack.env, check=True, timeout=120)
+        acted = time.time()
+        stack.start("triggerer")
+
+        def abandoned_gone() -> bool:
+            return not [
+                j for j in objects(real_cluster, "JobSet", "abandoned")
+                if j["metadata"]["uid"] == uids["abandoned"]
+            ]  # fmt: skip
+
+        wait("the abandoned JobSet to go", abandoned_gone, GONE_WITHIN + 60)
+        print(f"seconds from the action to the abandoned JobSet gone: {time.time() - acted:.1f}")
+        kept = objects(real_cluster, "JobSet", "kept")
+        assert [j["metadata"]["uid"] for j in kept] == [uids["kept"]]
+        assert stack.task_instance(dag_id, run_id, "kept")["state"] == "deferred"
+        (gates / "kept").touch()
+        ti = stack.wait_for_state(dag_id, run_id, "kept", {"success", "failed"})
+        assert ti["state"] == "success", stack.logs("triggerer")[-3000:]

@@ -29,6 +29,7 @@ from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transi
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.hooks.resources import JOBSETS, Resource
+from airflow_provider_jax.triggers.watch import orphans
 from airflow_provider_jax.triggers.watch.per_loop import PerLoop
 from airflow_provider_jax.triggers.watch.retry_budget import ApiUnavailable, Backoff
 
@@ -130,6 +131,7 @@ class Informer:
         self.polling = False
         self.subscribers: dict[str, set[Subscription]] = {}
         self.task: asyncio.Task[None] | None = None
+        self.sweeper: asyncio.Task[None] | None = None  # JobSets only, in a triggerer
 
     @property
     def running(self) -> bool:
@@ -137,6 +139,8 @@ class Informer:
 
     def start(self) -> Informer:
         self.task = asyncio.create_task(self._run(), name=self.task_name)
+        if self.resource is JOBSETS and orphans.enabled:
+            self.sweeper = asyncio.create_task(orphans.sweep_forever(self), name="jobset-sweep")
         return self
 
     def subscribe(self, name: str) -> Subscription:
@@ -156,8 +160,9 @@ class Informer:
             self.subscribers.pop(sub.name, None)
         if self.subscribers:
             return False
-        if self.task is not None:
-            self.task.cancel()
+        for task in (self.task, self.sweeper):
+            if task is not None:
+                task.cancel()
         return True
 
     def _tell(self, name: str, change: Change | BaseException) -> None:

@@ -32,3 +32,11 @@ with DAG("real_user_actions", schedule=None, catchup=False):
         gpu_networking="none", deferrable=True, retries=0,
         entrypoint_kwargs={"gate": f"{GATES}/cleared"}, **HOLD,
     )  # fmt: skip
+
+with DAG("real_orphans", schedule=None, catchup=False):
+    # Both defer; "abandoned" is marked failed while no triggerer runs its trigger.
+    for task_id in ("abandoned", "kept"):
+        JaxTpuSliceOperator(
+            task_id=task_id, accelerator="tpu-v5litepod-8", deferrable=True, retries=0,
+            entrypoint_kwargs={"gate": f"{GATES}/{task_id}"}, **HOLD,
+        )  # fmt: skip
