@@ -25,39 +25,16 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_jax.backends.local.devices import place, visible_gpus
-from airflow_provider_jax.backends.local.localize import free_ports, localize
-from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.backends.local.processes import PodProcess, process_env
 from airflow_provider_jax.manifest.accelerators import parse_gpu
-from airflow_provider_jax.manifest.build import build_jobset
-from airflow_provider_jax.manifest.pod_command import python_call
-from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 from airflow_provider_jax.runtime.messages import parse_message
 from bench.targets import Targets, quick
+from bench.timed_jobs import PYTHONPATH, fresh_plans, job_manifest
 
-HERE = Path(__file__).resolve().parent
-PYTHONPATH = [str(HERE.parent / "dags"), str(HERE / "pods")]  # quickstart_train, timed_train
 TARGET = 1.02
 RATIO = "median wall-time ratio, backend / bare JAX on the GPU"
 LOSS_RTOL = 1e-3  # float32 on two platforms: reductions run in different orders
-
-
-def job_manifest(steps: int, processes: int, gpus_per_process: int) -> dict[str, Any]:
-    argv, env = python_call(entrypoint="timed_train:train", kwargs={"steps": steps})
-    spec = JaxJobSpec(
-        name="bench-gpu",
-        accelerator=parse_gpu("h100", gpus_per_node=gpus_per_process, num_nodes=processes),
-        image="ignored-locally",
-        command=argv,
-        env=env,
-    )
-    return build_jobset(spec)
-
-
-def fresh_plans(manifest: dict[str, Any]) -> list[PodPlan]:
-    plans = plan_pods(localize(manifest, *free_ports(2)))
-    return sorted(plans, key=lambda p: (p.slice_index, p.host_index))
 
 
 def by_hand(manifest: dict[str, Any], on_gpus: bool) -> tuple[float, dict[str, Any]]:
@@ -119,7 +96,9 @@ def main() -> None:
         print(f"  {RATIO}: not measured  (target <= {TARGET}x)  no GPU here")
         return
     processes = max(1, min(2, len(gpus) // args.gpus_per_process))
-    manifest = job_manifest(args.steps, processes, args.gpus_per_process)
+    gpus_each = args.gpus_per_process
+    accelerator = parse_gpu("h100", gpus_per_node=gpus_each, num_nodes=processes)
+    manifest = job_manifest("bench-gpu", accelerator, args.steps)
     print(f"GPUs: {', '.join(f'{g.index} {g.model}' for g in gpus)}")
     print(f"{processes} process(es) x {args.gpus_per_process} GPU, quickstart train({args.steps})")
 

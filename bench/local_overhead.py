@@ -32,21 +32,15 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_jax.backends.local.localize import free_ports, localize
-from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.backends.local.processes import process_env
 from airflow_provider_jax.backends.local.runner import LocalJobSet
 from airflow_provider_jax.manifest.accelerators import parse_tpu
-from airflow_provider_jax.manifest.build import build_jobset
-from airflow_provider_jax.manifest.pod_command import python_call
-from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
 from airflow_provider_jax.runtime.messages import parse_message
-from bench import startup_parts
+from bench import startup_parts, timed_jobs
 from bench.targets import QUICK, Targets, quick
+from bench.timed_jobs import PYTHONPATH, fresh_plans
 
-HERE = Path(__file__).resolve().parent
-PYTHONPATH = [str(HERE.parent / "dags"), str(HERE / "pods")]  # quickstart_train, timed_train
 TARGET = 1.05
 
 
@@ -61,21 +55,8 @@ class Run:
 
 
 def job_manifest(steps: int) -> dict[str, Any]:
-    argv, env = python_call(entrypoint="timed_train:train", kwargs={"steps": steps})
-    spec = JaxJobSpec(
-        name="bench",
-        accelerator=parse_tpu("tpu-v5litepod-8", chips_per_host=4),  # 2 processes x 4 devices
-        image="ignored-locally",
-        command=argv,
-        env=env,
-    )
-    return build_jobset(spec)
-
-
-def fresh_plans(manifest: dict[str, Any]) -> list[PodPlan]:
-    """The pods, with fresh coordinator ports: the leader (slice 0, host 0) first."""
-    plans = plan_pods(localize(manifest, *free_ports(2)))
-    return sorted(plans, key=lambda p: (p.slice_index, p.host_index))
+    """2 processes x 4 CPU devices."""
+    return timed_jobs.job_manifest("bench", parse_tpu("tpu-v5litepod-8", chips_per_host=4), steps)
 
 
 def by_hand(manifest: dict[str, Any]) -> Run:
