@@ -28,6 +28,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from airflow_provider_jax.runtime.messages import is_calling_line, parse_resumed
+
 CHIP_RESOURCES = ("google.com/tpu", "nvidia.com/gpu")
 MAX_STEP_MARKS = 2048  # step times kept per attempt; thinned beyond, so memory stays bounded
 GOODPUT_XCOM_KEY = "goodput"
@@ -88,6 +90,14 @@ class GoodputClock:
 
     def report(self, attempt: int, step: int | None, at: float) -> None:
         self.begin(attempt, at).mark(step, at)
+
+    def leader_line(self, attempt: int, line: str, at: float) -> None:
+        """A line of the leader's log (not a report): where it resumed from, or where the
+        runtime called the user's function."""
+        if (step := parse_resumed(line)) is not None:
+            self.resumed(attempt, step, at)
+        elif is_calling_line(line):
+            self.called(attempt, at)
 
     def called(self, attempt: int, at: float) -> None:
         """The runtime called the user's function: its own start-up ended at ``at``."""

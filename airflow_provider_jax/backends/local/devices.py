@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from airflow_provider_jax.arguments import one_of
-from airflow_provider_jax.backends.local.pods import GPU_RESOURCE, PodPlan
+from airflow_provider_jax.backends.local.pods import PodPlan
+from airflow_provider_jax.manifest.accelerators.model import GPU_RESOURCE
 
 AUTO, CPU = "auto", "cpu"
 SETTINGS = (AUTO, CPU)

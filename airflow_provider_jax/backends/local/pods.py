@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_provider_jax.manifest.accelerators.model import GPU_RESOURCE, TPU_RESOURCE
 from airflow_provider_jax.manifest.jobset_api import (
     COMPLETION_INDEX_ANNOTATION,
     JOB_INDEX_LABEL,
@@ -24,8 +25,7 @@ from airflow_provider_jax.runtime.messages import host_tag
 
 _FIELD_PATH = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
 _REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")  # "$$", or "$(" up to the first ")"
-GPU_RESOURCE = "nvidia.com/gpu"
-_ACCELERATOR_RESOURCES = ("google.com/tpu", GPU_RESOURCE)
+_ACCELERATOR_RESOURCES = (TPU_RESOURCE, GPU_RESOURCE)
 # A Secret's data by its name, as the kubelet reads it; KeyError when there is no such Secret.
 SecretSource = Callable[[str], Mapping[str, str]]
 

@@ -41,10 +41,8 @@ from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress
 from airflow_provider_jax.runtime.messages import (
     format_report,
-    is_calling_line,
     parse_message,
     parse_report,
-    parse_resumed,
 )
 
 if TYPE_CHECKING:
@@ -83,9 +81,9 @@ class LocalJobSet:
         if is_pathways(manifest):
             self.pods, line = single_controller(manifest)
             log.info("%s", line)
-        check_runs_locally(self.pods, self.secrets)
+        plans = check_runs_locally(self.pods, self.secrets)
         # Which GPUs each process gets, or why the CPU stands in: decided before any starts.
-        self.placement = place(plan_pods(self.pods), accelerators, os.environ)
+        self.placement = place(plans, accelerators, os.environ)
         for line in self.placement.lines:
             log.info("%s", line)
         self.name: str = manifest["metadata"]["name"]
@@ -264,10 +262,8 @@ class _Attempt:
                         log.info("%s %s", plan.tag, shown)
                     elif not GLOO_CONNECTED.match(line):
                         self.unshown.add(plan.name)
-                    if plan is self.leader and (step := parse_resumed(line)) is not None:
-                        self.jobset.clock.resumed(self.attempt, step, at)
-                    elif plan is self.leader and is_calling_line(line):
-                        self.jobset.clock.called(self.attempt, at)
+                    if plan is self.leader:
+                        self.jobset.clock.leader_line(self.attempt, line, at)
                 elif plan is self.leader:
                     self.last_report = report
                     self.jobset.clock.report(self.attempt, report.get("step"), at)

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_jax.backends.local.pods import SecretSource, plan_pods
+from airflow_provider_jax.backends.local.pods import PodPlan, SecretSource, plan_pods
 
 
 class MissingSecret(LookupError):
@@ -37,9 +37,9 @@ def secret_files(root: str | None) -> SecretSource:
     return read
 
 
-def check_runs_locally(manifest: Mapping[str, Any], source: SecretSource) -> None:
+def check_runs_locally(manifest: Mapping[str, Any], source: SecretSource) -> list[PodPlan]:
     """Fail before any process starts if a referenced Secret cannot be resolved here: the
-    pods' env is resolved once, as each attempt will resolve it."""
+    pods' env is resolved once, as each attempt will resolve it. Returns those pods."""
     for rjob in manifest["spec"]["replicatedJobs"]:
         for volume in rjob["template"]["spec"]["template"]["spec"].get("volumes", []):
             if "secret" in volume:
@@ -48,4 +48,4 @@ def check_runs_locally(manifest: Mapping[str, Any], source: SecretSource) -> Non
                     "the local backend cannot do; pass it as env (SecretRef('env', ...)) to "
                     "run locally."
                 )
-    plan_pods(manifest, secrets=source)
+    return plan_pods(manifest, secrets=source)

@@ -26,7 +26,6 @@ waits on it never loses it:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
@@ -38,6 +37,7 @@ from airflow_provider_jax.manifest.provider_keys import (
     annotation,
     task_instance,
 )
+from airflow_provider_jax.triggers.watch.task_state import state_key, task_states
 
 log = logging.getLogger(__name__)
 
@@ -47,7 +47,7 @@ SWEEP_EVERY_S = 60.0
 enabled = False
 FINISHED = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
 #: (dag_id, task_ids, run_ids) -> {run_id: {task_id or task_id_mapindex: state}}, as Airflow's
-#: ``RuntimeTaskInstance.get_task_states`` answers in a triggerer or a worker.
+#: :func:`~airflow_provider_jax.triggers.watch.task_state.task_states` answers.
 StatesOf = Callable[[str, list[str], list[str]], Mapping[str, Any]]
 
 
@@ -85,19 +85,10 @@ def abandoned(jobsets: Iterable[Any], answers: Mapping[str, Mapping[str, Any]]) 
         if (ti := task_instance(jobset)) is None:
             continue
         runs = answers.get(ti["dag_id"]) or {}
-        key = ti["task_id"] if ti["map_index"] < 0 else f"{ti['task_id']}_{ti['map_index']}"
+        key = state_key(ti["task_id"], ti["map_index"])
         if (runs.get(ti["run_id"]) or {}).get(key) in FINISHED:
             gone.append(jobset)
     return gone
-
-
-def airflow_states(
-    dag_id: str, task_ids: list[str], run_ids: list[str]
-) -> Mapping[str, Mapping[str, Any]]:
-    """Task states through the execution API of this triggerer (or worker)."""
-    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
-
-    return RuntimeTaskInstance.get_task_states(dag_id=dag_id, task_ids=task_ids, run_ids=run_ids)
 
 
 async def sweep_forever(informer: Any, states_of: StatesOf | None = None) -> None:
@@ -107,7 +98,7 @@ async def sweep_forever(informer: Any, states_of: StatesOf | None = None) -> Non
     the next sweep."""
     from asgiref.sync import sync_to_async
 
-    ask = sync_to_async(states_of or airflow_states)
+    ask = sync_to_async(states_of or task_states)
     while informer.running:
         if not informer.synced:
             await asyncio.sleep(1.0)
@@ -138,5 +129,9 @@ async def _delete(informer: Any, jobset: Mapping[str, Any]) -> None:
         ti.get("task_id"),
         ti.get("run_id"),
     )
-    with contextlib.suppress(Exception):  # gone already, or the next sweep tries again
+    try:
         await informer.hook.delete_jobset(meta["name"], informer.namespace, meta.get("uid"))
+    except Exception:  # the next sweep tries again
+        log.warning(
+            "Could not delete JobSet %s/%s", informer.namespace, meta["name"], exc_info=True
+        )

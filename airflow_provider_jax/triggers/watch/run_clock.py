@@ -14,7 +14,6 @@ from typing import Any
 
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.reporting.goodput import GoodputClock, chips, epoch
-from airflow_provider_jax.runtime.messages import is_calling_line, parse_resumed
 
 UNKNOWN = "unknown"  # the class of a restart whose failed pods were already gone
 
@@ -61,10 +60,8 @@ class RunClock:
         at = min(epoch(stamp) or time.time(), time.time())
         if report is not None:
             self.clock.report(attempt, report.get("step"), at)
-        elif (step := parse_resumed(text)) is not None:
-            self.clock.resumed(attempt, step, at)
-        elif is_calling_line(text):
-            self.clock.called(attempt, at)
+        else:
+            self.clock.leader_line(attempt, text, at)
 
     def finish(self, failure: str | None) -> None:
         """The JobSet ended now (``failure``: how, if it failed)."""

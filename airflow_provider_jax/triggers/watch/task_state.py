@@ -16,24 +16,37 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Mapping
 from typing import Any
 
 _background: set[asyncio.Task[Any]] = set()  # strong references until each task is done
 _warmed = False
 
 
+def task_states(
+    dag_id: str, task_ids: list[str], run_ids: list[str], map_index: int | None = None
+) -> Mapping[str, Mapping[str, Any]]:
+    """``{run_id: {state_key: state}}`` through this process's execution API (a triggerer's,
+    or a worker's); blocking."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    return RuntimeTaskInstance.get_task_states(
+        dag_id=dag_id, task_ids=task_ids, run_ids=run_ids, map_index=map_index
+    )
+
+
+def state_key(task_id: str, map_index: int) -> str:
+    """How :func:`task_states` keys a task instance within its run."""
+    return f"{task_id}_{map_index}" if map_index >= 0 else task_id
+
+
 async def task_left_deferred(ti: Any) -> bool:
     """Whether task instance ``ti`` (the trigger's) is no longer DEFERRED."""
-    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
     from airflow.utils.state import TaskInstanceState
     from asgiref.sync import sync_to_async
 
-    states = await sync_to_async(RuntimeTaskInstance.get_task_states)(
-        dag_id=ti.dag_id, task_ids=[ti.task_id], run_ids=[ti.run_id], map_index=ti.map_index
-    )
-    key = f"{ti.task_id}_{ti.map_index}" if ti.map_index >= 0 else ti.task_id
-    return states[ti.run_id][key] != TaskInstanceState.DEFERRED
+    states = await sync_to_async(task_states)(ti.dag_id, [ti.task_id], [ti.run_id], ti.map_index)
+    return states[ti.run_id][state_key(ti.task_id, ti.map_index)] != TaskInstanceState.DEFERRED
 
 
 def warm_up(ti: Any) -> None:

@@ -120,7 +120,7 @@ def test_a_triggerers_watch_deletes_the_abandoned_jobset_and_keeps_the_rest(k8s,
         asked.append((dag_id, task_ids, run_ids))
         return {"manual__1": {"marked_failed": "failed", "resuming": "queued"}}
 
-    monkeypatch.setattr(orphans, "airflow_states", airflow_says)
+    monkeypatch.setattr(orphans, "task_states", airflow_says)
     monkeypatch.setattr(orphans, "enabled", True)
 
     async def watch_one() -> None:
