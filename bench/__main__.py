@@ -25,6 +25,7 @@ BENCHES = [
     "parse_cost",  # DAG import time vs KubernetesPodOperator
     "local_overhead",  # local backend vs processes started by hand
     "local_gpu",  # the local backend on this machine's GPUs vs bare JAX (no GPU: skipped)
+    "report_cost",  # report() every step vs none, on the GPU if there is one
     "orbax_requests",  # requests to find the newest finalized checkpoint
     "checkpoint_watchers",  # requests of asset watchers sharing one checkpoint directory
     "jobset_requests",  # API requests per job-minute and detection latency

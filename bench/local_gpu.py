@@ -25,12 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_jax.backends.local.devices import place, visible_gpus
-from airflow_provider_jax.backends.local.processes import PodProcess, process_env
+from airflow_provider_jax.backends.local.processes import process_env
 from airflow_provider_jax.manifest.accelerators import parse_gpu
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
-from airflow_provider_jax.runtime.messages import parse_message
 from bench.targets import Targets, quick
-from bench.timed_jobs import PYTHONPATH, fresh_plans, job_manifest
+from bench.timed_jobs import PYTHONPATH, fresh_plans, job_manifest, result_of, through_backend
 
 TARGET = 1.02
 RATIO = "median wall-time ratio, backend / bare JAX on the GPU"
@@ -58,29 +57,7 @@ def by_hand(manifest: dict[str, Any], on_gpus: bool) -> tuple[float, dict[str, A
         shutil.rmtree(tmp, ignore_errors=True)
     if any(codes):
         raise RuntimeError(f"a process failed by hand: exit codes {codes}")
-    return wall, _result(message)
-
-
-def through_backend(manifest: dict[str, Any], on_gpus: bool) -> tuple[float, dict[str, Any]]:
-    """The backend's process layer: each pod under its init, its lines read, its message."""
-    plans = fresh_plans(manifest)
-    placement = place(plans, "auto" if on_gpus else "cpu", os.environ)
-    started = time.time()
-    processes = [PodProcess.start(p, lambda *_: None, PYTHONPATH, placement.of(p)) for p in plans]
-    codes = [p.wait() for p in processes]
-    for process in processes:
-        process.close()
-    wall = time.time() - started
-    if any(codes):
-        raise RuntimeError(f"a process failed through the backend: exit codes {codes}")
-    return wall, _result(processes[0].termination_message())
-
-
-def _result(message: str | None) -> dict[str, Any]:
-    body = parse_message(message) or {}
-    if not body.get("ok"):
-        raise RuntimeError(f"the leader left no result: {message!r}")
-    return body["result"]
+    return wall, result_of(message)
 
 
 def main() -> None:

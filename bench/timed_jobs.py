@@ -4,23 +4,35 @@ planned the way the local backend plans them. Shared by ``bench.local_overhead``
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Any
 
+from airflow_provider_jax.backends.local.devices import place
 from airflow_provider_jax.backends.local.localize import free_ports, localize
 from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
+from airflow_provider_jax.backends.local.processes import PodProcess
 from airflow_provider_jax.manifest.accelerators.model import Accelerator
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.pod_command import python_call
 from airflow_provider_jax.manifest.spec import JaxJobSpec
+from airflow_provider_jax.runtime.messages import parse_message
 
 HERE = Path(__file__).resolve().parent
-PYTHONPATH = [str(HERE.parent / "dags"), str(HERE / "pods")]  # quickstart_train, timed_train
+PYTHONPATH = [str(HERE.parent / "dags"), str(HERE / "pods")]  # quickstart_train, bench/pods
 
 
 def job_manifest(name: str, accelerator: Accelerator, steps: int) -> dict[str, Any]:
     """The JobSet that runs ``timed_train.train(steps)`` on ``accelerator``."""
-    argv, env = python_call(entrypoint="timed_train:train", kwargs={"steps": steps})
+    return pod_manifest(name, accelerator, "timed_train:train", {"steps": steps})
+
+
+def pod_manifest(
+    name: str, accelerator: Accelerator, entrypoint: str, kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The JobSet that runs ``entrypoint(**kwargs)`` (from ``PYTHONPATH``) on ``accelerator``."""
+    argv, env = python_call(entrypoint=entrypoint, kwargs=kwargs)
     spec = JaxJobSpec(
         name=name, accelerator=accelerator, image="ignored-locally", command=argv, env=env
     )
@@ -31,3 +43,26 @@ def fresh_plans(manifest: dict[str, Any]) -> list[PodPlan]:
     """The pods, with fresh coordinator ports: the leader (slice 0, host 0) first."""
     plans = plan_pods(localize(manifest, *free_ports(2)))
     return sorted(plans, key=lambda p: (p.slice_index, p.host_index))
+
+
+def through_backend(manifest: dict[str, Any], on_gpus: bool) -> tuple[float, dict[str, Any]]:
+    """The backend's process layer: each pod under its init, its lines read, its message."""
+    plans = fresh_plans(manifest)
+    placement = place(plans, "auto" if on_gpus else "cpu", os.environ)
+    started = time.time()
+    processes = [PodProcess.start(p, lambda *_: None, PYTHONPATH, placement.of(p)) for p in plans]
+    codes = [p.wait() for p in processes]
+    for process in processes:
+        process.close()
+    wall = time.time() - started
+    if any(codes):
+        raise RuntimeError(f"a process failed through the backend: exit codes {codes}")
+    return wall, result_of(processes[0].termination_message())
+
+
+def result_of(message: str | None) -> dict[str, Any]:
+    """The leader's result, from its termination message."""
+    body = parse_message(message) or {}
+    if not body.get("ok"):
+        raise RuntimeError(f"the leader left no result: {message!r}")
+    return body["result"]

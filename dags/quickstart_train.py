@@ -90,7 +90,7 @@ def train(
         if seconds_per_step:
             time.sleep(seconds_per_step)
         if i % report_every == 0 or i == steps:
-            report(step=i, loss=float(loss))
+            report(step=i, loss=loss)  # the array: its line waits, the loop does not
         if tiers is not None:  # each tier when its interval is due
             from airflow_provider_jax.runtime import multi_tier
 

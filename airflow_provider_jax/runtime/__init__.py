@@ -10,12 +10,11 @@ needs neither Airflow nor this provider installed there.
 
 from __future__ import annotations
 
-import math
 import os
 import sys
 from typing import Any
 
-from airflow_provider_jax.runtime import preemption
+from airflow_provider_jax.runtime import preemption, reports
 from airflow_provider_jax.runtime.env import (
     IN_PLACE_ATTEMPT_ENV,
     LOCAL_CHECKPOINT_DIR_ENV,
@@ -56,36 +55,38 @@ def report(step: int | None = None, *, total_steps: int | None = None, **metrics
 
     Call it on every process (SPMD code runs the same everywhere); Airflow shows the
     leader's. The leader's last report travels with its result (XCom ``last_report``).
-    Values are numbers or strings; JAX and NumPy scalars are converted.
+    Values are numbers or strings; JAX and NumPy scalars are converted. Pass a JAX array as
+    it is (``loss=loss``, not ``float(loss)``): the call never waits for the device, and the
+    line is printed once the value is computed. At most ten lines a second are printed, a
+    report followed within that time by one of the same metrics left out
+    (``runtime.reports``); the last always is.
     """
-    global _last_report
-    body = {"step": _plain("step", step)} if step is not None else {}
-    total_steps = _total_steps if total_steps is None else _plain("total_steps", total_steps)
-    if total_steps is not None and step is not None:
+    body = metrics
+    if step is not None:
+        if preemption._callbacks and reports.on_device(step):
+            step = reports.plain("step", step)  # on_preemption needs the number now
+        body["step"] = step
+    if total_steps is not None:
+        total_steps = reports.plain("total_steps", total_steps)
         if not is_count(total_steps) or total_steps < 1:
             raise TypeError(f"report(total_steps=...) must be a positive int, got {total_steps!r}")
+    if step is not None and (total_steps := total_steps or _total_steps) is not None:
         body[TOTAL_STEPS_KEY] = total_steps
-    body.update((name, _plain(name, value)) for name, value in metrics.items())
+    _reporter.submit(body)
+    if preemption._callbacks:
+        preemption.check(body.get("step"))
+
+
+def _emit(body: dict[str, Any]) -> None:
+    """A finished report: its line, the leader's last report, the watchdog's beat."""
+    global _last_report
     print(report_line(body), file=sys.stdout, flush=True)
     _last_report = body
     if _watchdog is not None:
         _watchdog.beat()
-    preemption.check(body.get("step"))
 
 
-def _plain(name: str, value: Any) -> Any:
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if not isinstance(value, float) and callable(getattr(value, "item", None)):
-        try:
-            value = value.item()  # a JAX or NumPy scalar
-        except ValueError:
-            raise TypeError(f"report({name}=...) must be a scalar, got an array") from None
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)  # JSON has no nan/inf
-    if isinstance(value, (bool, int, str)):
-        return value
-    raise TypeError(f"report({name}=...) must be a number or a string, got {type(value).__name__}")
+_reporter = reports.Reporter(_emit)
 
 
 def output_dir() -> str | None:

@@ -50,6 +50,7 @@ from airflow_provider_jax.runtime.output_paths import RESULT_FILE, result_uri
 from airflow_provider_jax.runtime.watchdog import Watchdog
 
 SOURCE_MODULE = "__airflow_jax_source__"
+FAILED_FLUSH_TIMEOUT = 5.0  # s: a failed step's pending reports may never become ready
 _succeeded = False  # the result is written and every process passed the shutdown barrier
 
 
@@ -89,6 +90,7 @@ def main() -> int:
         if runtime.process_index() == 0:
             print(calling_line(getattr(function, "__qualname__", "the function")), flush=True)
         result = function(*args, **kwargs)
+        runtime._reporter.flush()  # the last lines, and the last report for the leader's result
         if watchdog is not None:
             watchdog.stop()  # nothing is watched once the function has returned
         if runtime.process_index() == 0:
@@ -101,6 +103,7 @@ def main() -> int:
             distributed.shutdown()  # a barrier: every process returned
     except BaseException as err:
         text = traceback.format_exc()
+        runtime._reporter.flush(FAILED_FLUSH_TIMEOUT)  # what progress there was, if it comes
         sys.stderr.write(text)
         kind, code = (
             (LOST_PEER, EXIT_DISRUPTED) if is_lost_peer(err) else (CODE_ERROR, EXIT_CODE_ERROR)

@@ -11,19 +11,19 @@ def test_report_prints_a_line_and_keeps_the_last(capsys):
     runtime.report(
         step=np.int32(5), loss=np.float32(0.5), lr=1e-3, phase="warmup", bad=float("nan")
     )
-    report = parse_report(capsys.readouterr().out)
+    report = _printed(capsys)
     assert report == {"step": 5, "loss": 0.5, "lr": 1e-3, "phase": "warmup", "bad": "nan"}
     assert runtime._last_report == report
     runtime.report(accuracy=1)
-    assert parse_report(capsys.readouterr().out) == {"accuracy": 1}
+    assert _printed(capsys) == {"accuracy": 1}
 
 
 def test_report_carries_the_total_from_the_call_or_the_code(capsys, monkeypatch):
     monkeypatch.setattr(runtime, "_total_steps", 100)  # the operator's total_steps
     runtime.report(step=10, loss=0.5)
-    assert parse_report(capsys.readouterr().out) == {"step": 10, "total_steps": 100, "loss": 0.5}
+    assert _printed(capsys) == {"step": 10, "total_steps": 100, "loss": 0.5}
     runtime.report(step=10, total_steps=np.int64(40))
-    assert parse_report(capsys.readouterr().out) == {"step": 10, "total_steps": 40}
+    assert _printed(capsys) == {"step": 10, "total_steps": 40}
     with pytest.raises(TypeError, match="positive int"):
         runtime.report(step=1, total_steps=0)
 
@@ -74,3 +74,9 @@ def test_importing_the_runtime_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = out.stdout
     assert "'airflow'" not in loaded and "'jax'" not in loaded and "'urllib.request'" not in loaded
+
+
+def _printed(capsys: pytest.CaptureFixture[str]) -> dict | None:
+    """The report line printed since the last look, once the reporter's thread is done."""
+    runtime._reporter.flush()
+    return parse_report(capsys.readouterr().out)

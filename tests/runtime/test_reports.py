@@ -1,0 +1,113 @@
+"""The reporter's promises: calls never wait for the device, lines keep their order, a report
+superseded by one of the same metrics within the interval is left out, others never are, and
+bad values are refused at the call."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from airflow_provider_jax.runtime.reports import Reporter
+
+
+class SlowScalar:
+    """A device value as JAX hands it out: ready once ``done`` is set."""
+
+    shape, size = (), 1
+
+    def __init__(self, value: float, done: threading.Event) -> None:
+        self.value, self.done, self.awaited = value, done, threading.Event()
+
+    @property
+    def dtype(self) -> Any:
+        return type("dtype", (), {"kind": "f"})()
+
+    def copy_to_host_async(self) -> None:
+        self.awaited.set()
+
+    def block_until_ready(self) -> SlowScalar:
+        raise AssertionError("the reporter must poll, never block on the device")
+
+    def is_ready(self) -> bool:
+        return self.done.is_set()
+
+    def item(self) -> float:
+        assert self.done.is_set(), "read before the device finished"
+        return self.value
+
+
+def test_a_call_never_waits_for_the_device_and_its_line_comes_once_ready():
+    printed: list[dict] = []
+    reporter = Reporter(printed.append)
+    done = threading.Event()
+    started = time.monotonic()
+    reporter.submit({"step": 1, "loss": SlowScalar(0.5, done)})
+    assert time.monotonic() - started < 0.05
+    assert not reporter.flush(timeout=0.2) and printed == []
+    done.set()
+    assert reporter.flush(timeout=5)
+    assert printed == [{"step": 1, "loss": 0.5}]
+
+
+def test_superseded_reports_are_left_out_but_order_and_other_metrics_are_kept():
+    printed: list[dict] = []
+    reporter = Reporter(printed.append, interval=60)
+    done = threading.Event()
+    first = SlowScalar(1.0, done)
+    reporter.submit({"step": 1, "loss": first})
+    assert first.awaited.wait(5)  # the thread took it: the next ones queue behind it
+    for step in range(2, 6):
+        reporter.submit({"step": step, "loss": float(step)})
+    reporter.submit({"step": 5, "eval_loss": 0.1})
+    reporter.submit({"step": 6, "loss": 6.0})
+    reporter.submit({"step": 7, "loss": 7.0})
+    done.set()
+    assert reporter.flush(timeout=5)
+    assert printed == [
+        {"step": 1, "loss": 1.0},
+        {"step": 5, "loss": 5.0},
+        {"step": 5, "eval_loss": 0.1},
+        {"step": 7, "loss": 7.0},
+    ]
+
+
+def test_one_line_every_interval_at_most():
+    printed: list[tuple[float, dict]] = []
+    reporter = Reporter(lambda body: printed.append((time.monotonic(), body)), interval=0.2)
+    until = time.monotonic() + 1.0
+    step = 0
+    while time.monotonic() < until:
+        step += 1
+        reporter.submit({"step": step})
+        time.sleep(0.001)
+    reporter.flush()
+    times = [t for t, _ in printed[:-1]]  # flush() prints the last without waiting
+    assert 3 <= len(printed) <= 8
+    assert all(b - a >= 0.19 for a, b in itertools.pairwise(times))
+    assert printed[-1][1] == {"step": step}  # the last is always printed
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ([1.0], "must be a number or a string, got list"),
+        (1j, "must be a number or a string, got complex"),
+    ],
+)
+def test_bad_values_are_refused_at_the_call(value, message):
+    reporter = Reporter(lambda body: None)
+    with pytest.raises(TypeError, match=message):
+        reporter.submit({"loss": value})
+
+
+def test_a_device_array_that_is_no_scalar_is_refused_at_the_call_without_reading_it():
+    jnp = pytest.importorskip("jax.numpy")
+    reporter = Reporter(lambda body: None)
+    with pytest.raises(TypeError, match=r"report\(loss=...\) must be a scalar, got .* \(3,\)"):
+        reporter.submit({"loss": jnp.ones(3)})
+    with pytest.raises(TypeError, match="got complex"):
+        reporter.submit({"loss": jnp.array(1j)})
