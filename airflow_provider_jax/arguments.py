@@ -56,3 +56,12 @@ def one_of(name: str, value: object, choices: tuple[object, ...]) -> None:
     """A ValueError naming ``name`` unless ``value`` is one of ``choices``."""
     if value not in choices:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+
+
+def as_bool(argument: str, value: object, *, optional: bool = False) -> object:
+    """``value`` if it is True or False (or None where ``optional``): a string such as
+    ``"false"`` is truthy in Python, so it would silently mean the opposite."""
+    if (value is None and optional) or isinstance(value, bool):
+        return value
+    wanted = "True, False or None" if optional else "True or False"
+    raise TypeError(f"{argument} must be {wanted}, got {type(value).__name__} {value!r}.")

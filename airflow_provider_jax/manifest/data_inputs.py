@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_provider_jax.arguments import is_template
+from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.runtime.data_paths import MARKER
 from airflow_provider_jax.runtime.location import Location
 
@@ -87,13 +88,12 @@ class Data:
     def check(self) -> None:
         """What no backend could deliver, named by argument, before anything is created. A
         template is checked once rendered."""
+        self._check_options()
         path = self.path
         if is_template(path):
             return
         if not isinstance(path, str) or not path.strip():
             raise ValueError(f"Data path must be a local path or gs://bucket/prefix, got {path!r}.")
-        if self.fuse not in (True, False) or self.read_only not in (True, False):
-            raise ValueError("Data fuse and read_only must be True or False.")
         if self.fuse and not self.is_gcs:
             raise ValueError(
                 f"Data({path!r}, fuse=True): GCS FUSE mounts gs:// buckets; a local folder is "
@@ -104,6 +104,25 @@ class Data:
             raise ValueError(
                 f"Data({path!r}): no such file or folder on this machine (relative paths are "
                 "relative to the DAG file's folder)."
+            )
+
+    def _check_options(self) -> None:
+        for option in ("fuse", "read_only", "metadata_prefetch"):
+            if not isinstance(value := getattr(self, option), bool):
+                raise ValueError(
+                    f"Data {option} must be True or False, got {type(value).__name__} {value!r}."
+                )
+        if self.file_cache is not None and self.file_cache != "-1":
+            if not isinstance(self.file_cache, str):
+                raise ValueError(
+                    f"Data file_cache must be a string such as '100Gi' or '-1', got "
+                    f"{type(self.file_cache).__name__} {self.file_cache!r}."
+                )
+            syntax.quantity("Data file_cache (or '-1' for no limit)", self.file_cache)
+        if not all(isinstance(o, str) and o and "," not in o for o in self.mount_options):
+            raise ValueError(
+                "Data mount_options must be gcsfuse options as strings without commas (e.g. "
+                f"['implicit-dirs']), got {list(self.mount_options)!r}."
             )
 
     @property

@@ -211,3 +211,8 @@ def volumes(volumes: Sequence[Mapping[str, Any]], mounts: Sequence[Mapping[str, 
                 "give each its own mountPath."
             )
         paths[normal] = name
+        if name not in names:
+            raise ValueError(
+                f"volume_mounts names the volume {name!r}, which is not declared (volumes: "
+                f"{sorted(names)}); add it to volumes= or pod_template_override's spec.volumes."
+            )

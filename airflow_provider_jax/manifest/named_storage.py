@@ -43,6 +43,13 @@ class Storage:
 
     def __post_init__(self) -> None:
         one_of("storage kind", self.kind, KINDS)
+        if not isinstance(self.name, str):
+            raise ValueError(f"storage name must be a string, got {self.name!r}.")
+        if not isinstance(self.mount_path, str) or not self.mount_path.startswith("/"):
+            raise ValueError(
+                f"storage mount_path must be an absolute path such as '/data', got "
+                f"{self.mount_path!r}."
+            )
         if self.kind == "gcs":
             syntax.dns1123_subdomain("storage name (a bucket)", self.name.replace("_", "-"))
         else:

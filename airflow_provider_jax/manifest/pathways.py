@@ -13,6 +13,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.manifest.accelerators.model import TPU_ACCELERATOR_LABEL
 from airflow_provider_jax.manifest.jobset_api import NODEPOOL_LABEL
@@ -99,6 +100,12 @@ class Pathways:
             raise ValueError(f"pathways headless must be True or False, got {self.headless!r}.")
         if self.scratch_location is not None:
             check_scratch(self.scratch_location)
+        if not isinstance(self.head_node_selector, Mapping):
+            raise ValueError(
+                "pathways head_node_selector must be a mapping of node labels, e.g. "
+                f"{dict(DEFAULT_HEAD_NODE_SELECTOR)!r}, got {self.head_node_selector!r}."
+            )
+        syntax.labels("pathways head_node_selector", self.head_node_selector)
 
     @classmethod
     def of(cls, value: object) -> Pathways | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
+from airflow_provider_jax.manifest import pod_schema
 from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.manifest.accelerators.tpu import check_multislice
 from airflow_provider_jax.manifest.capacity import (
@@ -247,8 +248,10 @@ class JaxJobSpec:
         syntax.container_resources(self.resources)
         syntax.tolerations(self.tolerations)
         syntax.image_pull_policy(self.image_pull_policy)
+        self._check_nested()
         syntax.volumes(
-            [*self.volumes, *self.data_volumes], [*self.volume_mounts, *self.data_mounts]
+            [*self.volumes, *self.data_volumes, *self._override_volumes],
+            [*self.volume_mounts, *self.data_mounts],
         )
         syntax.non_negative_int("ttl_seconds_after_finished", self.ttl_seconds_after_finished)
         for argument in ("service_account_name", "priority_class_name"):
@@ -256,6 +259,23 @@ class JaxJobSpec:
                 syntax.dns1123_subdomain(argument, value)
         if self.queue_name is not None and real(self.queue_name):  # Kueue's queue-name label
             syntax.label_value("queue_name", self.queue_name)
+
+    def _check_nested(self) -> None:
+        """Whole Kubernetes objects handed to us, held to the pod's own types."""
+        if self.security_context != SAFE_SECURITY_CONTEXT:  # the default needs no schema read
+            context = self.security_context
+            pod_schema.check("security_context", context, pod_schema.SECURITY_CONTEXT)
+        pod_schema.check_each("volumes", self.volumes, pod_schema.VOLUME)
+        pod_schema.check_each("volume_mounts", self.volume_mounts, pod_schema.VOLUME_MOUNT)
+        pod_schema.check_each("tolerations", self.tolerations, pod_schema.TOLERATION)
+        if self.pod_template_override:
+            override = self.pod_template_override
+            pod_schema.check("pod_template_override", override, (), partial=True)
+
+    @property
+    def _override_volumes(self) -> list[Mapping[str, Any]]:
+        """The volumes ``pod_template_override`` declares (its mounts may name them)."""
+        return list(((self.pod_template_override or {}).get("spec") or {}).get("volumes") or [])
 
     @property
     def data_volumes(self) -> list[dict[str, Any]]:

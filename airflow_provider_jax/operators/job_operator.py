@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator, conf
 
-from airflow_provider_jax.arguments import one_of, positive_seconds, refuse_untemplated
+from airflow_provider_jax.arguments import as_bool, one_of, positive_seconds, refuse_untemplated
 from airflow_provider_jax.backends.contract import BACKENDS, ON_FINISH_ACTIONS, resolve_backend
 from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
@@ -274,7 +274,9 @@ class JaxJobOperator(
         self.env = as_mapping("env", env, templated=True)
         self.output_dir = output_dir
         self.checkpoint_asset = checkpoint_asset
-        self.set_controller(pathways, initialize_distributed)
+        self.set_controller(
+            pathways, as_bool("initialize_distributed", initialize_distributed, optional=True)
+        )
         self.set_pip_packages(pip_packages)
         self.python = python
         self.name = name
@@ -295,7 +297,7 @@ class JaxJobOperator(
         self.restart_strategy = restart_strategy
         self.local_checkpoint_size = local_checkpoint_size
         self.termination_grace_period = termination_grace_period
-        self.retry_on_code_error = retry_on_code_error
+        self.retry_on_code_error = as_bool("retry_on_code_error", retry_on_code_error)
         if progress_timeout is not None:
             positive_seconds("progress_timeout", progress_timeout)
         self.progress_timeout = progress_timeout
@@ -331,7 +333,7 @@ class JaxJobOperator(
         self.kubernetes_conn_id = kubernetes_conn_id
         if deferrable is None:  # read at construction, so config changes need no re-import
             deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
-        self.deferrable = deferrable
+        self.deferrable = as_bool("deferrable", deferrable)
         self.on_finish_action = on_finish_action
         self.watch = WatchOptions.of_task(  # carried whole to the backend and the trigger
             self.task_id,

@@ -74,6 +74,7 @@ class JobSpecBuilder:
     kubernetes_conn_id: str | None
     capacity: CapacityChoices
     capacity_choice: int  # which of capacity.choices the next build_manifest renders
+    pod_template_override: Mapping[str, Any] | None
 
     def set_controller(self, pathways: object, initialize_distributed: bool | None) -> None:
         """``pathways=`` and ``initialize_distributed``: under Pathways one process drives
@@ -100,10 +101,10 @@ class JobSpecBuilder:
             )
 
     def _check_static_spec(self) -> None:
-        if self.name is not None and not is_template(self.name):
-            self.build_spec(name=self.name, rendered=False)
-        else:
-            self.build_spec(name="x", rendered=False)
+        name = self.name if self.name is not None and not is_template(self.name) else "x"
+        spec = self.build_spec(name=name, rendered=False)
+        if self.pod_template_override:  # what it merges into is checked whole, mounts too
+            build_jobset(spec)
 
     def build_spec(
         self, *, name: str, labels: Mapping[str, str] | None = None, rendered: bool = True

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from airflow_provider_jax.arguments import is_template
+from airflow_provider_jax.arguments import as_bool, is_template
 from airflow_provider_jax.checkpoints import (
     CheckpointDirError,
     CheckpointQuery,
@@ -76,7 +76,7 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
         self.gcp_conn_id = gcp_conn_id
         if deferrable is None:
             deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
-        self.deferrable = deferrable
+        self.deferrable = as_bool("deferrable", deferrable)
 
     def _query(self) -> CheckpointQuery:
         return CheckpointQuery(

@@ -109,6 +109,32 @@ CASES = {
             Storage("ckpt-bucket", "/ckpt", kind="gcs"),
         ],
     ),
+    "nested-values-we-accept": lambda: tpu(  # #51: each checked at parse against the schema
+        "nested",
+        security_context={
+            "runAsUser": 1000,
+            "runAsNonRoot": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+        },
+        volumes=[{"name": "scratch", "emptyDir": {"sizeLimit": "2Gi"}}],
+        volume_mounts=[{"name": "scratch", "mountPath": "/scratch", "readOnly": False}],
+        pod_template_override={
+            "metadata": {"labels": {"team": "research"}},
+            "spec": {
+                "hostIPC": True,
+                "volumes": [{"name": "dshm", "emptyDir": {"medium": "Memory"}}],
+                "containers": [
+                    {
+                        "name": "jax",
+                        "volumeMounts": [{"name": "dshm", "mountPath": "/dev/shm"}],
+                        "resources": {"limits": {"memory": "64Gi", "cpu": "7500m"}},
+                        "env": [{"name": "XLA_FLAGS", "value": "--xla_dump_to=/tmp/x"}],
+                    }
+                ],
+            },
+        },
+    ),
     "pathways-headless-elastic": lambda: tpu(
         "headless",
         accelerator="tpu-v5p-16",
@@ -166,3 +192,61 @@ def test_the_server_keeps_every_field_we_send(case, custom, record_property):
     record_property("defaulted", added)
     print(f"\n{case}: the server added {len(added)} fields:\n  " + "\n  ".join(added))
     assert (dropped, changed) == ([], [])
+
+
+def _program(manifest: dict[str, Any]) -> dict[str, Any]:
+    return manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+
+
+# What tests/manifest/test_pod_schema.py refuses at parse, put into a JobSet past our checks:
+# the server refuses it too (strict field validation, as kubectl asks by default).
+SERVER_REFUSES = {
+    "int_as_string": lambda pod: pod["containers"][0].update(securityContext={"runAsUser": "1"}),
+    "bool_as_string": lambda pod: pod.update(hostIPC="false"),
+    "list_as_string": lambda pod: pod["containers"][0].update(
+        securityContext={"capabilities": {"drop": "ALL"}}
+    ),
+    "unknown_field": lambda pod: pod.update(nodeSelectr={"a": "b"}),
+    "bad_quantity": lambda pod: pod["containers"][0]["resources"]["limits"].update(memory="16 GB"),
+    "port_out_of_range": lambda pod: pod["containers"][0]["ports"].append({"containerPort": 2**40}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SERVER_REFUSES))
+def test_what_we_refuse_at_parse_the_server_refuses(case, custom):
+    sent = tpu("refused").dry_run()
+    SERVER_REFUSES[case](_program(sent))
+    with pytest.raises(client.ApiException) as refused:
+        custom.create_namespaced_custom_object(
+            "jobset.x-k8s.io", "v1alpha2", "default", "jobsets", sent,
+            dry_run="All", field_validation="Strict",
+        )  # fmt: skip
+    assert refused.value.status in (400, 422), refused.value.body
+
+
+# Refused at parse too, though the JobSet's schema lets them through: the pod's own
+# validation refuses them only once a Job creates the pod, and the JobSet then waits with none.
+POD_REFUSES = {
+    "mount_of_an_undeclared_volume": lambda pod: (
+        pod["containers"][0]
+        .setdefault("volumeMounts", [])
+        .append({"name": "nope", "mountPath": "/n"})
+    ),
+    "container_without_name": lambda pod: pod["containers"].append({"image": IMAGE}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(POD_REFUSES))
+def test_what_passes_the_jobset_but_no_pod_could_start(case, custom, real_cluster: ControlPlane):
+    sent = tpu("pod-refuses").dry_run()
+    pod = _program(sent)
+    POD_REFUSES[case](pod)
+    custom.create_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", "default", "jobsets", sent,
+        dry_run="All", field_validation="Strict",
+    )  # fmt: skip
+    core = client.CoreV1Api(config.new_client_from_config(str(real_cluster.kubeconfig())))
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod-refuses"}, "spec": pod}
+    with pytest.raises(client.ApiException) as refused:
+        core.create_namespaced_pod("default", body, dry_run="All")
+    assert refused.value.status == 422, refused.value.body
