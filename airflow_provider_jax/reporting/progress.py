@@ -15,7 +15,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from airflow_provider_jax.runtime.messages import TOTAL_STEPS_KEY, format_report, is_count
+from airflow_provider_jax.runtime.messages import (
+    TOTAL_STEPS_KEY,
+    format_report,
+    is_count,
+    tenth_of,
+)
 
 SHOW_EVERY_S = 10.0  # seconds of the job's clock between progress lines
 RATE_WINDOW_S = 60.0  # the steps/s shown are over the reports of the last minute
@@ -81,7 +86,7 @@ class Progress:
         self._seen.append((at, step))
         while len(self._seen) > 2 and self._seen[1][0] <= at - self.window:
             self._seen.popleft()  # keeps one report from before the window: a rate spans it
-        tenth = _tenth(step, total)
+        tenth = tenth_of(step, total)
         due = self._shown_at is None or at - self._shown_at >= self.every
         if not due and tenth <= self._shown_tenth:
             self._held = report
@@ -113,10 +118,3 @@ class Progress:
             if is_count(step) and is_count(total) and total > step:
                 extra += (f"ETA {eta_text((total - step) / rate)}",)
         return format_report(dict(report), extra)
-
-
-def _tenth(step: int, total: Any) -> int:
-    """Which tenth of the run ``step`` is in; -1 without a total."""
-    if not is_count(total) or total <= 0:
-        return -1
-    return min(10, 10 * step // total)

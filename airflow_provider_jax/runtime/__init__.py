@@ -58,8 +58,8 @@ def report(step: int | None = None, *, total_steps: int | None = None, **metrics
     Values are numbers or strings; JAX and NumPy scalars are converted. Pass a JAX array as
     it is (``loss=loss``, not ``float(loss)``): the call never waits for the device, and the
     line is printed once the value is computed. At most ten lines a second are printed, a
-    report followed within that time by one of the same metrics left out
-    (``runtime.reports``); the last always is.
+    report followed within that time by one of the same metrics in the same tenth of the run
+    left out (``runtime.reports``); the last always is.
     """
     body = metrics
     if step is not None:

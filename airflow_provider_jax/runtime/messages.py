@@ -169,3 +169,11 @@ def format_report(report: dict[str, Any], extra: tuple[str, ...] = ()) -> str:
 def is_count(value: Any) -> bool:
     """An int that is not a bool: a step or a step total."""
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def tenth_of(step: Any, total: Any) -> int:
+    """Which tenth of the run ``step`` is in; -1 without a step and a total. A report that
+    enters a new tenth is always shown: by the runtime, and in the task log."""
+    if not is_count(step) or not is_count(total) or total <= 0:
+        return -1
+    return min(10, 10 * step // total)

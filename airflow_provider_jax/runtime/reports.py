@@ -6,8 +6,9 @@ line printed every step cost the loop more than the step itself. Here the call o
 its values; one thread prints them once the device has computed them, while the loop goes on:
 
 - at most one batch of lines every ``interval`` (ten a second): a report that a newer one of
-  the same metrics follows within that time is superseded, never converted or printed. The
-  first report, one with other metrics (an evaluation) and the last are always printed;
+  the same metrics, in the same tenth of ``total_steps``, follows within that time is
+  superseded, never converted or printed. The first report, one with other metrics (an
+  evaluation), one in each tenth of the run and the last are always printed;
 - in the order of the calls;
 - everything a caller can get wrong (an array that is not a scalar, a complex or unknown
   type) is refused at the call, from the value's type and shape alone.
@@ -25,8 +26,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from airflow_provider_jax.runtime.messages import TOTAL_STEPS_KEY, tenth_of
+
 Body = dict[str, Any]
 POLL_INTERVAL = 0.002  # s: how often the thread looks whether the device has a value
+CHECKED_AVALS = 64  # shapes and types remembered as good; a loop returns one or two
 AT_EXIT_TIMEOUT = 10.0  # s: the last lines of a program that ends without runtime.main
 
 
@@ -78,21 +82,29 @@ class Reporter:
         self._hurry = False  # flush(): print what is queued without waiting out the interval
         self._thread: threading.Thread | None = None
         self._checked: dict[int, Any] = {}  # JAX's abstract values (shape, type) seen good
+        self._previous: list[Any] = []  # the last report's device values (_keep_pace)
 
     def submit(self, body: Body) -> None:
-        """Queue ``body`` (checked now) to be printed; never waits for the device."""
+        """Queue ``body`` (checked now) to be printed. It waits for the device only as far
+        as the previous report: see :meth:`_keep_pace`."""
+        on_device_now = []
         for name, value in body.items():
             if type(value) in _PLAIN:
                 continue
             if not on_device(value):
                 body[name] = plain(name, value)
-            elif self._checked.get(id(aval := getattr(value, "aval", None))) is not aval:
+                continue
+            on_device_now.append(value)
+            if self._checked.get(id(aval := getattr(value, "aval", None))) is not aval:
                 check_scalar(name, value)  # once per shape and type a jitted step returns
+                if len(self._checked) >= CHECKED_AVALS:
+                    self._checked.clear()
                 self._checked[id(aval)] = aval
+        self._keep_pace(on_device_now)
         with self._changed:
             queue = self._queue
-            if queue and queue[-1].keys() == body.keys():
-                queue[-1] = body  # superseded before it was printed
+            if queue and _supersedes(body, queue[-1]):
+                queue[-1] = body  # before it was printed
             else:
                 queue.append(body)
             if self._idle:
@@ -102,6 +114,17 @@ class Reporter:
                 self._thread.daemon = True  # flush() is what waits for the last lines
                 self._thread.start()
                 atexit.register(self.flush, AT_EXIT_TIMEOUT)  # a script run without ours
+
+    def _keep_pace(self, values: list[Any]) -> None:
+        """Wait until the previous report's values are computed, then remember these. The
+        loop stays at most one report interval ahead of the device: still a whole step of
+        overlap when it reports every step, and bounded memory. Unbounded, a multi-process
+        CPU job's collectives deadlock once dozens of steps are in flight (seen with the
+        quickstart's two processes here)."""
+        for value in self._previous:
+            if not value.is_ready():
+                value.block_until_ready()
+        self._previous = values
 
     def flush(self, timeout: float | None = None) -> bool:
         """Print every queued line now and wait until they are out; False if ``timeout`` ran
@@ -119,10 +142,10 @@ class Reporter:
                 self._idle = True
                 self._changed.wait_for(lambda: bool(self._queue))
                 batch, self._queue, self._busy, self._idle = self._queue, [], True, False
-            finished = [f for f in map(self._finish, batch) if f is not None]
+            for body in batch:  # outside the lock: a slow pipe never holds up submit()
+                if (finished := self._finish(body)) is not None:
+                    self._emit(finished)
             with self._changed:
-                for body in finished:
-                    self._emit(body)
                 self._busy = False
                 self._changed.notify_all()
                 self._changed.wait_for(lambda: self._hurry, self._interval)
@@ -140,6 +163,14 @@ class Reporter:
         except Exception as err:  # the step itself failed: the training loop says so
             print(f"airflow-jax: a report was dropped: {err}", file=sys.stderr, flush=True)
             return None
+
+
+def _supersedes(new: Body, old: Body) -> bool:
+    """Whether ``new`` makes ``old`` pointless: the same metrics, in the same tenth of the
+    run (a report that enters a new tenth is a milestone the task log shows)."""
+    return new.keys() == old.keys() and tenth_of(
+        new.get("step"), new.get(TOTAL_STEPS_KEY)
+    ) == tenth_of(old.get("step"), old.get(TOTAL_STEPS_KEY))
 
 
 _PLAIN = frozenset((int, float, str, bool, type(None)))

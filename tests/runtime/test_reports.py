@@ -30,7 +30,9 @@ class SlowScalar:
         self.awaited.set()
 
     def block_until_ready(self) -> SlowScalar:
-        raise AssertionError("the reporter must poll, never block on the device")
+        assert threading.current_thread().name != "airflow-jax-reports", "it must poll"
+        self.done.wait()  # the next report's call keeps pace with this one
+        return self
 
     def is_ready(self) -> bool:
         return self.done.is_set()
@@ -53,26 +55,54 @@ def test_a_call_never_waits_for_the_device_and_its_line_comes_once_ready():
     assert printed == [{"step": 1, "loss": 0.5}]
 
 
+class HeldPipe:
+    """An emit whose first line blocks until ``open`` is set, as a full pipe would: the
+    thread is busy with it while the calls go on."""
+
+    def __init__(self) -> None:
+        self.printed: list[dict] = []
+        self.open, self.holding = threading.Event(), threading.Event()
+
+    def __call__(self, body: dict) -> None:
+        if not self.printed:
+            self.holding.set()
+            self.open.wait()
+        self.printed.append(body)
+
+
 def test_superseded_reports_are_left_out_but_order_and_other_metrics_are_kept():
-    printed: list[dict] = []
-    reporter = Reporter(printed.append, interval=60)
-    done = threading.Event()
-    first = SlowScalar(1.0, done)
-    reporter.submit({"step": 1, "loss": first})
-    assert first.awaited.wait(5)  # the thread took it: the next ones queue behind it
+    pipe = HeldPipe()
+    reporter = Reporter(pipe, interval=60)
+    reporter.submit({"step": 1, "loss": 1.0})
+    assert pipe.holding.wait(5)  # the thread holds it: the next ones queue behind it
     for step in range(2, 6):
         reporter.submit({"step": step, "loss": float(step)})
     reporter.submit({"step": 5, "eval_loss": 0.1})
     reporter.submit({"step": 6, "loss": 6.0})
     reporter.submit({"step": 7, "loss": 7.0})
-    done.set()
+    pipe.open.set()
     assert reporter.flush(timeout=5)
-    assert printed == [
+    assert pipe.printed == [
         {"step": 1, "loss": 1.0},
         {"step": 5, "loss": 5.0},
         {"step": 5, "eval_loss": 0.1},
         {"step": 7, "loss": 7.0},
     ]
+
+
+def test_the_loop_keeps_pace_one_report_behind_the_device():
+    printed: list[dict] = []
+    reporter = Reporter(printed.append)
+    done = threading.Event()
+    reporter.submit({"step": 1, "loss": SlowScalar(1.0, done)})  # returns at once
+    waited = threading.Thread(target=reporter.submit, args=({"step": 2, "loss": 2.0},))
+    waited.start()
+    waited.join(0.2)
+    assert waited.is_alive()  # the next call waits for the previous report's value
+    done.set()
+    waited.join(5)
+    assert reporter.flush(timeout=5)
+    assert printed[-1] == {"step": 2, "loss": 2.0}
 
 
 def test_one_line_every_interval_at_most():
@@ -89,6 +119,18 @@ def test_one_line_every_interval_at_most():
     assert 3 <= len(printed) <= 8
     assert all(b - a >= 0.19 for a, b in itertools.pairwise(times))
     assert printed[-1][1] == {"step": step}  # the last is always printed
+
+
+def test_a_report_in_each_tenth_of_the_run_is_kept():
+    pipe = HeldPipe()
+    reporter = Reporter(pipe, interval=60)
+    reporter.submit({"step": 0, "total_steps": 60, "loss": 0.0})
+    assert pipe.holding.wait(5)
+    for step in range(1, 61):
+        reporter.submit({"step": step, "total_steps": 60, "loss": float(step)})
+    pipe.open.set()
+    assert reporter.flush(timeout=5)
+    assert [body["step"] for body in pipe.printed] == [0, 5, 11, 17, 23, 29, 35, 41, 47, 53, 59, 60]
 
 
 @pytest.mark.parametrize(
