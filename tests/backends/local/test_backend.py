@@ -282,7 +282,9 @@ def test_a_hung_host_dumps_its_stack_and_the_slice_restarts(caplog):
     assert len(restarted) == 1
     assert restarted[0].startswith("job: restart 1/1 after a hang on [0/1]: Hung: no progress")
     log = "\n".join(caplog.messages)
-    assert "[0/1] airflow-jax: no progress report for 2s" in log
+    # The idle time as measured when the watchdog looked: 2 s or more, later under load.
+    waited = re.search(r"\[0/1\] airflow-jax: no progress report for (\d+)s", log)
+    assert waited and int(waited[1]) >= 2, log
     assert "in sleep_forever" in log  # the hung frame, named in the dumped stack
 
 
