@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_jax.backends.local.devices import place, visible_gpus
+from airflow_provider_jax.backends.local.devices import AUTO, CPU, place, visible_gpus
 from airflow_provider_jax.backends.local.processes import process_env
 from airflow_provider_jax.manifest.accelerators import parse_gpu
 from airflow_provider_jax.runtime.env import TERMINATION_PATH_ENV
@@ -39,7 +39,7 @@ LOSS_RTOL = 1e-3  # float32 on two platforms: reductions run in different orders
 def by_hand(manifest: dict[str, Any], on_gpus: bool) -> tuple[float, dict[str, Any]]:
     """Bare ``Popen`` of every pod with its env: the physical limit."""
     plans = fresh_plans(manifest)
-    placement = place(plans, "auto" if on_gpus else "cpu", os.environ)
+    placement = place(plans, AUTO if on_gpus else CPU, os.environ)
     scratch = [tempfile.mkdtemp(prefix="bench-gpu-") for _ in plans]
     envs = [
         process_env(p, tmp, PYTHONPATH, gpus=placement.of(p))

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_jax.backends.local.devices import place
+from airflow_provider_jax.backends.local.devices import AUTO, CPU, place
 from airflow_provider_jax.backends.local.localize import free_ports, localize
 from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.backends.local.processes import PodProcess
@@ -48,7 +48,7 @@ def fresh_plans(manifest: dict[str, Any]) -> list[PodPlan]:
 def through_backend(manifest: dict[str, Any], on_gpus: bool) -> tuple[float, dict[str, Any]]:
     """The backend's process layer: each pod under its init, its lines read, its message."""
     plans = fresh_plans(manifest)
-    placement = place(plans, "auto" if on_gpus else "cpu", os.environ)
+    placement = place(plans, AUTO if on_gpus else CPU, os.environ)
     started = time.time()
     processes = [PodProcess.start(p, lambda *_: None, PYTHONPATH, placement.of(p)) for p in plans]
     codes = [p.wait() for p in processes]

@@ -53,7 +53,7 @@ def annotation(obj: Mapping[str, Any], key: str) -> str | None:
 
 def task_instance_annotation(dag_id: str, task_id: str, run_id: str, map_index: int) -> str:
     """The value of :data:`TASK_INSTANCE_ANNOTATION`: the exact identity, as JSON."""
-    ti = {"dag_id": dag_id, "task_id": task_id, "run_id": run_id, "map_index": map_index}
+    ti = dict(zip(IDENTITY_LABELS, (dag_id, task_id, run_id, map_index), strict=True))
     return json.dumps(ti, sort_keys=True, separators=(",", ":"))
 
 
@@ -63,11 +63,10 @@ def task_instance(obj: Mapping[str, Any]) -> dict[str, Any] | None:
         ti = json.loads(annotation(obj, TASK_INSTANCE_ANNOTATION) or "")
     except ValueError:
         return None
-    if not isinstance(ti, dict) or not all(
-        isinstance(ti.get(k), str) for k in ("dag_id", "task_id", "run_id")
-    ):
+    *names, index = IDENTITY_LABELS
+    if not isinstance(ti, dict) or not all(isinstance(ti.get(k), str) for k in names):
         return None
-    map_index = ti.get("map_index")
+    map_index = ti.get(index)
     return ti if isinstance(map_index, int) and not isinstance(map_index, bool) else None
 
 

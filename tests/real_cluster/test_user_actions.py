@@ -38,6 +38,19 @@ PREFIXES = {
 }
 
 
+def stack_env(plane: ControlPlane, gates: Path, **extra: str) -> dict[str, str]:
+    """A drill's Airflow: the real cluster as its connection, the drill DAGs' gates, and a
+    triggerer that learns of a user's action within a second or two."""
+    return {
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT": connection(plane.kubeconfig()),
+        "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
+        "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "3",
+        "JAX_TEST_GATES": str(gates),
+        "PYTHONPATH": f"{REPO}:{DAGS}",
+        **extra,
+    }
+
+
 def objects(plane: ControlPlane, kind: str, task: str) -> list[dict]:
     items = plane.api().get(PREFIXES[kind])["items"]
     return [i for i in items if i["metadata"]["name"].startswith(task.replace("_", "-") + "-")]
@@ -100,17 +113,14 @@ def test_marking_failed_or_clearing_deletes_the_slice(
     real_cluster: ControlPlane, tmp_path_factory, postgres: PostgresServer
 ):
     home, gates = tmp_path_factory.mktemp("real-actions"), tmp_path_factory.mktemp("gates")
-    env = {
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT": connection(real_cluster.kubeconfig()),
-        "AIRFLOW__CORE__PARALLELISM": "8",
-        # As the emulator's drills run it (tests/e2e/test_fault_drills.py): the triggerer
-        # and the worker learn of a user's action within a second or two.
-        "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
-        "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "3",
-        "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
-        "JAX_TEST_GATES": str(gates),
-        "PYTHONPATH": f"{REPO}:{DAGS}",
-    }
+    env = stack_env(
+        real_cluster,
+        gates,
+        AIRFLOW__CORE__PARALLELISM="8",
+        # As the emulator's drills run it (tests/e2e/test_fault_drills.py): the worker too
+        # learns of a user's action within a second or two.
+        AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL="1",
+    )
     with airflow_stack(home, DAGS, postgres.migrated_database(), env) as stack:
         dag_id = "real_user_actions"
         stack.wait_for_dag(dag_id)
@@ -157,13 +167,7 @@ def test_a_task_marked_failed_before_any_triggerer_ran_its_trigger_loses_its_sli
     triggerer's shared watch sweeps the namespace and deletes that JobSet, and only that one:
     the other task's, still deferred, runs on to success."""
     home, gates = tmp_path_factory.mktemp("real-orphans"), tmp_path_factory.mktemp("gates")
-    env = {
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT": connection(real_cluster.kubeconfig()),
-        "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
-        "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "3",
-        "JAX_TEST_GATES": str(gates),
-        "PYTHONPATH": f"{REPO}:{DAGS}",
-    }
+    env = stack_env(real_cluster, gates)
     with airflow_stack(home, DAGS, postgres.migrated_database(), env) as stack:
         dag_id = "real_orphans"
         stack.wait_for_dag(dag_id)

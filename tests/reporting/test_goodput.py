@@ -60,12 +60,12 @@ def test_a_program_that_never_reports_starts_its_work_at_its_call():
     assert (ledger["startup_s"], ledger["productive_s"], ledger["goodput"]) == (2.0, 2.0, 0.4)
     # It failed and nothing was kept: its work after the call is lost, as a reporter's is.
     failed = GoodputClock(created=0.0, chips=1)
-    failed.begin(0, 1.0)
-    failed.called(0, 3.0)
-    failed.end(0, 5.0, "disruption")
-    failed.begin(1, 6.0)
-    failed.called(1, 7.0)
-    failed.end(1, 9.0)
+    for attempt, (begun, called, ended, failure) in enumerate(
+        [(1.0, 3.0, 5.0, "disruption"), (6.0, 7.0, 9.0, None)]
+    ):
+        failed.begin(attempt, begun)
+        failed.called(attempt, called)
+        failed.end(attempt, ended, failure)
     ledger = failed.ledger(9.0)
     assert (ledger["startup_s"], ledger["productive_s"], ledger["lost_s"]) == (3.0, 2.0, 3.0)
     # A report, when there is one, still ends the start-up (compilation, restores).

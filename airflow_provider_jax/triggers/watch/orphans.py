@@ -45,7 +45,6 @@ SWEEP_EVERY_S = 60.0
 # On in a triggerer (JobSetTrigger.run turns it on); a blocking task's worker waits through
 # the same watch but does not sweep: its execution API is the task's own.
 enabled = False
-FINISHED = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
 #: (dag_id, task_ids, run_ids) -> {run_id: {task_id or task_id_mapindex: state}}, as Airflow's
 #: :func:`~airflow_provider_jax.triggers.watch.task_state.task_states` answers.
 StatesOf = Callable[[str, list[str], list[str]], Mapping[str, Any]]
@@ -80,13 +79,15 @@ def questions(jobsets: Iterable[Any]) -> dict[str, tuple[list[str], list[str]]]:
 def abandoned(jobsets: Iterable[Any], answers: Mapping[str, Mapping[str, Any]]) -> list[Any]:
     """Those of ``jobsets`` whose task instance has finished, by ``answers`` (per DAG, the
     answer to its :func:`questions`)."""
+    from airflow.utils.state import State  # its finished states; a triggerer has Airflow
+
     gone = []
     for jobset in jobsets:
         if (ti := task_instance(jobset)) is None:
             continue
         runs = answers.get(ti["dag_id"]) or {}
         key = state_key(ti["task_id"], ti["map_index"])
-        if (runs.get(ti["run_id"]) or {}).get(key) in FINISHED:
+        if (runs.get(ti["run_id"]) or {}).get(key) in State.finished:
             gone.append(jobset)
     return gone
 
