@@ -3,6 +3,7 @@
 import pytest
 from kubernetes import client, config
 
+from harness.real_cluster.components import ControlPlaneError
 from harness.real_cluster.control_plane import ControlPlane
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -83,18 +84,21 @@ def _leave_nothing(request: pytest.FixtureRequest):
         api.delete(f"{jobsets}/{jobset['metadata']['name']}", body)  # a deleting one may go first
     # A Job whose JobSet is gone. JobSet v0.12's controller, its cache stale after a
     # kube-apiserver restart (test_watch), can recreate a child Job of a finished JobSet just
-    # as the JobSet is deleted; the garbage collector takes such a Job, in minutes.
+    # as the JobSet is deleted, and again after that Job is deleted; the garbage collector
+    # takes such a Job only in minutes. So each look deletes those Jobs again.
     jobs = "/apis/batch/v1/namespaces/default/jobs"
-    left = {j["metadata"]["name"] for j in api.get(jobsets)["items"]}
-    for job in api.get(jobs)["items"]:
-        owners = [o["name"] for o in job["metadata"].get("ownerReferences") or ()]
-        if owners and not set(owners) & left:
-            api.delete(f"{jobs}/{job['metadata']['name']}", body)
-    api.wait_for(
-        "every pod of the test gone",
-        lambda: (
-            not api.get("/api/v1/namespaces/default/pods")["items"]
-            and not api.get(jobsets)["items"]
-        ),
-        timeout=90,
-    )
+
+    def gone() -> bool:
+        left = {j["metadata"]["name"] for j in api.get(jobsets)["items"]}
+        for job in api.get(jobs)["items"]:
+            owners = [o["name"] for o in job["metadata"].get("ownerReferences") or ()]
+            if owners and not set(owners) & left and not job["metadata"].get("deletionTimestamp"):
+                api.delete(f"{jobs}/{job['metadata']['name']}", body)
+        return not left and not api.get("/api/v1/namespaces/default/pods")["items"]
+
+    try:
+        api.wait_for("every pod of the test gone", gone, timeout=90)
+    except ControlPlaneError as err:  # say what stayed, for whoever reads the failure
+        kinds = {"jobsets": jobsets, "jobs": jobs, "pods": "/api/v1/namespaces/default/pods"}
+        left = {k: [o["metadata"]["name"] for o in api.get(v)["items"]] for k, v in kinds.items()}
+        raise ControlPlaneError(f"{err}; left: {left}") from None
