@@ -58,6 +58,8 @@ def get_provider_info() -> dict[str, Any]:
             "airflow_provider_jax.links.jobset.JobSetLogsLink",
             "airflow_provider_jax.links.jobset.KueueEventsLink",
             "airflow_provider_jax.links.tensorboard.TensorBoardLink",
+            "airflow_provider_jax.links.diagnostics.ProfileLink",
+            "airflow_provider_jax.links.diagnostics.DebugDumpLink",
         ],
         "task-decorators": [
             {

@@ -125,6 +125,48 @@ AT_PARSE = [
         tpu(command=None, entrypoint="train:main", total_steps=0),
         "total_steps must be a positive integer",
     ),
+    Bad(
+        "profile_steps_command",
+        tpu(profile_steps=(10, 5), output_dir="gs://bucket/o"),
+        "profile_steps works with report.. calls, which need the runtime",
+    ),
+    Bad(
+        "profile_steps_shape",
+        tpu(command=None, entrypoint="train:main", profile_steps=10, output_dir="gs://bucket/o"),
+        r"profile_steps must be \(start, count\): two integers",
+    ),
+    Bad(
+        "profile_steps_negative",
+        tpu(
+            command=None, entrypoint="train:main", profile_steps=(-1, 5), output_dir="gs://bucket/o"
+        ),
+        r"profile_steps must be \(start, count\).*start >= 0",
+    ),
+    Bad(
+        "profile_steps_too_many",
+        tpu(
+            command=None,
+            entrypoint="train:main",
+            profile_steps=(0, 101),
+            output_dir="gs://bucket/o",
+        ),
+        "count from 1 to 100",
+    ),
+    Bad(
+        "profile_steps_no_output_dir",
+        tpu(command=None, entrypoint="train:main", profile_steps=(0, 5), backend="kubernetes"),
+        "profile_steps write.s. to <output_dir>/profiles, and this task has no output_dir",
+    ),
+    Bad(
+        "debug_dump_no_output_dir",
+        tpu(command=None, entrypoint="train:main", debug_dump=True, backend="kubernetes"),
+        "debug_dump write.s. to <output_dir>/debug, and this task has no output_dir",
+    ),
+    Bad(
+        "debug_dump_text",
+        tpu(command=None, entrypoint="train:main", debug_dump="yes", output_dir="gs://bucket/o"),
+        "debug_dump must be",
+    ),
     Bad("on_finish_action", tpu(on_finish_action="keep"), "on_finish_action must be one of"),
     Bad("stream_logs", tpu(stream_logs="workers"), "stream_logs must be one of"),
     Bad("zero_nodes", gpu(num_nodes=0), "num_nodes must be a positive integer"),

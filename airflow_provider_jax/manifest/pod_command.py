@@ -56,11 +56,18 @@ def runtime_bundle() -> str:
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         # Extend, not shadow: with the provider installed in the image, its other modules
         # (say, operators imported by a DAG-side entrypoint module) stay importable.
-        zf.writestr(zipfile.ZipInfo("airflow_provider_jax/__init__.py"), _BUNDLE_INIT)
+        zf.writestr(_member("airflow_provider_jax/__init__.py"), _BUNDLE_INIT)
         for path in sorted((package / "runtime").rglob("*.py")):
-            arcname = path.relative_to(package.parent).as_posix()
-            zf.writestr(zipfile.ZipInfo(arcname), path.read_bytes())
+            zf.writestr(_member(path.relative_to(package.parent).as_posix()), path.read_bytes())
     return base64.b64encode(buffer.getvalue()).decode()
+
+
+def _member(name: str) -> zipfile.ZipInfo:
+    """A zip entry with a fixed date (deterministic) that is compressed: a ``ZipInfo`` keeps
+    its own compression, stored by default, whatever the archive's is."""
+    info = zipfile.ZipInfo(name)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    return info
 
 
 def to_json(value: Any, what: str) -> str:
@@ -87,6 +94,7 @@ def python_call(
     python: str = "python3",
     progress_timeout: float | None = None,
     total_steps: int | None = None,
+    diagnostics: dict[str, Any] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Command and env that run ``entrypoint`` (``"pkg.module:function"``) or ``function``
     from shipped ``source`` in every process, after ``jax.distributed.initialize()``."""
@@ -116,6 +124,7 @@ def python_call(
         call["progress_timeout"] = progress_timeout
     if (total := _total_steps(total_steps)) is not None:
         call["total_steps"] = total
+    call.update(diagnostics or {})  # try_number, profile_steps, debug_dump and their folder
     env = {RUNTIME_ENV: runtime_bundle(), **encode_call(call)}
     if output_dir:
         env[OUTPUT_DIR_ENV] = output_dir

@@ -11,6 +11,7 @@ from airflow.sdk import BaseOperator, conf
 from airflow_provider_jax.arguments import as_bool, one_of, positive_seconds, refuse_untemplated
 from airflow_provider_jax.backends.contract import BACKENDS, ON_FINISH_ACTIONS, resolve_backend
 from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.links.diagnostics import DebugDumpLink, ProfileLink
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
 from airflow_provider_jax.manifest.accelerators import Accelerator
@@ -34,6 +35,7 @@ from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom ke
     OutcomePublisher,
 )
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, RenderedManifest
+from airflow_provider_jax.operators.run_diagnostics import RunDiagnostics
 from airflow_provider_jax.reporting.host_logs import STREAM_LEADER
 
 if TYPE_CHECKING:
@@ -45,7 +47,13 @@ if TYPE_CHECKING:
 
 
 class JaxJobOperator(
-    JobExecution, OutcomePublisher, LineageReporter, RenderedManifest, JobSpecBuilder, BaseOperator
+    JobExecution,
+    OutcomePublisher,
+    LineageReporter,
+    RenderedManifest,
+    RunDiagnostics,
+    JobSpecBuilder,
+    BaseOperator,
 ):
     """Run a multi-host JAX program as a JobSet and return process 0's result.
 
@@ -98,6 +106,13 @@ class JaxJobOperator(
     :param total_steps: the run's length in steps: the task log then shows each report as
         ``step 1200/10000 (12%) · 3.1 steps/s · ETA 47m``; ``report(total_steps=...)`` in the
         code does the same. (templated)
+    :param profile_steps: ``(start, count)``: every host captures a JAX profiler trace of
+        these steps, as its ``report(step=...)`` calls count them, into
+        ``<output_dir>/profiles/try-<n>/host-<i>/`` (TensorBoard's and XProf's layout); the
+        "JAX profile" link opens it. At most 100 steps.
+    :param debug_dump: XLA dumps its HLO modules on every host, and a failed host saves every
+        thread's stack and its last log lines; all of it goes to
+        ``<output_dir>/debug/try-<n>/host-<i>/`` before the pod exits (the "Debug dump" link).
     :param termination_grace_period: seconds from SIGTERM (preemption, eviction, a restart) to
         SIGKILL: the pods' ``terminationGracePeriodSeconds`` (Kubernetes' default: 30), the
         time a ``runtime.on_preemption`` hook has to save. Spot VMs give at most about 15 s.
@@ -182,6 +197,8 @@ class JaxJobOperator(
         JobSetLogsLink(),
         KueueEventsLink(),
         TensorBoardLink(),
+        ProfileLink(),
+        DebugDumpLink(),
     )
 
     def __init__(
@@ -219,6 +236,8 @@ class JaxJobOperator(
         retry_on_code_error: bool = True,
         progress_timeout: float | None = None,
         total_steps: int | str | None = None,
+        profile_steps: tuple[int, int] | None = None,
+        debug_dump: bool = False,
         ttl_seconds_after_finished: int | None = None,
         priority_class_name: str | None = None,
         queue_name: str | None = None,
@@ -330,6 +349,7 @@ class JaxJobOperator(
             SAFE_SECURITY_CONTEXT if security_context is None else security_context,
         )
         self.backend = backend
+        self.set_diagnostics(profile_steps, debug_dump)  # needs output_dir and the backend
         self.kubernetes_conn_id = kubernetes_conn_id
         if deferrable is None:  # read at construction, so config changes need no re-import
             deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)

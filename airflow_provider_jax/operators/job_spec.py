@@ -75,6 +75,12 @@ class JobSpecBuilder:
     capacity: CapacityChoices
     capacity_choice: int  # which of capacity.choices the next build_manifest renders
     pod_template_override: Mapping[str, Any] | None
+    _try_number: int
+    _call_name: str  # the JobSet's name, for the call's diagnostics folder
+
+    if TYPE_CHECKING:
+
+        def diagnostics_call(self, jobset_name: str) -> dict[str, Any]: ...  # RunDiagnostics
 
     def set_controller(self, pathways: object, initialize_distributed: bool | None) -> None:
         """``pathways=`` and ``initialize_distributed``: under Pathways one process drives
@@ -117,6 +123,7 @@ class JobSpecBuilder:
             for item in inputs:  # a local folder travels through output_dir's bucket
                 if not item.is_gcs:
                     item.staged = staging_uri(item, self.output_dir)
+        self._call_name = name  # a local run's diagnostics folder is named after it
         command, env = self._program(rendered)
         image = self.image if self.image is not None else self._default_image()
         if not rendered and is_template(image):
@@ -258,7 +265,7 @@ class JobSpecBuilder:
         if isinstance(self.command, str):
             return self.command, {}  # a string, which the spec rejects
         if self.command is not None:
-            for name in ("progress_timeout", "total_steps"):
+            for name in ("progress_timeout", "total_steps", "profile_steps", "debug_dump"):
                 if getattr(self, name):
                     raise ValueError(
                         f"{name} works with report() calls, which need the runtime: use "
@@ -285,6 +292,7 @@ class JobSpecBuilder:
             python=self.python,
             progress_timeout=self.progress_timeout,
             total_steps=self.total_steps,
+            diagnostics=self.diagnostics_call(self._call_name),
             **call,
         )
 
@@ -310,6 +318,7 @@ class JobSpecBuilder:
         """Render the JobSet for this task instance (after templates are rendered)."""
         ti = context["ti"]
         labels = airflow_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)
+        self._try_number = ti.try_number
         spec = self.build_spec(name=self.jobset_name_for(context), labels=labels)
         manifest = build_jobset(spec)
         identity = task_instance_annotation(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)

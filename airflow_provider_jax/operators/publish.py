@@ -43,6 +43,10 @@ class OutcomePublisher:
     # The links this process stored, by XCom key: set when execute() starts (see StoredLink).
     stored_links: dict[str, str] | None = None
 
+    if TYPE_CHECKING:
+
+        def diagnostics_links(self, context: Context, jobset_name: str) -> dict[str, str]: ...
+
     @contextlib.contextmanager
     def _failures(self, context: Context) -> Iterator[None]:
         """A failed run still tells its goodput; and a bug is a bug on every try: with
@@ -66,7 +70,8 @@ class OutcomePublisher:
         ti.xcom_push(key=JOBSET_NAME_XCOM_KEY, value=started.name)
         ti.xcom_push(key=JOBSET_NAMESPACE_XCOM_KEY, value=started.namespace)
         declared = {link.xcom_key: "" for link in self.operator_extra_links}
-        for key, url in {**declared, **started.links}.items():
+        diagnostics = self.diagnostics_links(context, started.name)
+        for key, url in {**declared, **started.links, **diagnostics}.items():
             self._push_link(context, key, url)
 
     def _push_link(self, context: Context, key: str, url: str) -> None:

@@ -10,8 +10,10 @@ needs neither Airflow nor this provider installed there.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 from airflow_provider_jax.runtime import preemption, reports
@@ -38,6 +40,7 @@ __all__ = [
     "on_preemption",
     "output_dir",
     "process_index",
+    "profile",
     "report",
     "restart_attempt",
     "resumed_from",
@@ -46,6 +49,11 @@ __all__ = [
 _last_report: dict[str, Any] | None = None
 _total_steps: int | None = None  # the operator's total_steps, set by runtime.main
 _watchdog: Any = None  # the hung-host watchdog (runtime.watchdog), when progress_timeout is set
+_try_number = 0  # the Airflow try this process runs for (runtime.main, from the call)
+_profiler: Any = None  # profile_steps' profiler (runtime.profiling), or runtime.profile()'s
+_debug_dump: Any = None  # debug_dump's (runtime.debug_dump), armed by runtime.main
+_diagnostics_dir: str | None = None  # where profiles and dumps go, when not output_dir
+_profiled_steps = 0  # reports with a step given as a JAX array, which profile_steps counts
 
 
 def report(step: int | None = None, *, total_steps: int | None = None, **metrics: Any) -> None:
@@ -73,8 +81,40 @@ def report(step: int | None = None, *, total_steps: int | None = None, **metrics
     if step is not None and (total_steps := total_steps or _total_steps) is not None:
         body[TOTAL_STEPS_KEY] = total_steps
     _reporter.submit(body)
+    if _profiler is not None and step is not None:
+        _profiler.at_step(_profile_step(step))
     if preemption._callbacks:
         preemption.check(body.get("step"))
+
+
+def _profile_step(step: Any) -> int:
+    """``step`` for profile_steps without waiting for it: a step still on the device counts
+    as the number of such reports before it."""
+    global _profiled_steps
+    if isinstance(step, int):
+        return step
+    _profiled_steps += 1
+    return _profiled_steps - 1
+
+
+@contextlib.contextmanager
+def profile() -> Iterator[None]:
+    """A JAX profiler trace of the block on this host, written where ``profile_steps`` writes
+    (``<output_dir>/profiles/try-<n>/host-<i>``), for code that never calls ``report``::
+
+        with runtime.profile():
+            state = train_epoch(state)
+    """
+    from airflow_provider_jax.runtime import profiling
+
+    global _profiler
+    if _profiler is None:
+        where = profiling.profiler_for(
+            _diagnostics(), _try_number, process_index(), restart_attempt()
+        )
+        _profiler = profiling.Profiler(where)
+    with profiling.capture(_profiler):
+        yield  # runtime.main waits for the upload at the end (a script's exit does too)
 
 
 def _emit(body: dict[str, Any]) -> None:
@@ -87,6 +127,11 @@ def _emit(body: dict[str, Any]) -> None:
 
 
 _reporter = reports.Reporter(_emit)
+
+
+def _diagnostics() -> str | None:
+    """Where profiles and debug dumps go: ``output_dir``, or the local run's own folder."""
+    return _diagnostics_dir or output_dir()
 
 
 def output_dir() -> str | None:

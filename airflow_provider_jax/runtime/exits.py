@@ -12,8 +12,12 @@ containerd's ``StartError``). A typo in ``python=`` must not recreate a whole sl
 
 from __future__ import annotations
 
+import os
 import re
 import signal
+import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 EXIT_CODE_ERROR = 1  # the user's code raised
 EXIT_DISRUPTED = 42  # restart me: a peer was lost (xpk's and MaxText's restartable code)
@@ -71,3 +75,25 @@ def exit_class(code: int, restartable: frozenset[int] = RESTARTABLE_EXIT_CODES) 
     if code == EXIT_HUNG:
         return HUNG
     return DISRUPTION if code in restartable else CODE_ERROR
+
+
+_before_exit: list[Callable[[], None]] = []
+
+
+def before_exit(action: Callable[[], None]) -> None:
+    """Run ``action`` before the process ends through :func:`end` (``os._exit`` skips
+    ``atexit``): the debug dump's log tail, which must give back what it still holds."""
+    _before_exit.append(action)
+
+
+def end(code: int) -> NoReturn:
+    """End the process now with ``code``, after the :func:`before_exit` actions and with the
+    streams flushed; never a normal exit, whose clean-up can wait on peers for minutes."""
+    for action in _before_exit:
+        try:
+            action()
+        except Exception as err:  # the exit code matters more than any clean-up
+            print(f"airflow-jax: {err}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -21,9 +21,10 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_provider_jax import runtime
-from airflow_provider_jax.runtime import data_paths, stores
+from airflow_provider_jax.runtime import data_paths, exits, stores
 from airflow_provider_jax.runtime.call import decode_call
 from airflow_provider_jax.runtime.coordinator import wait_to_join
+from airflow_provider_jax.runtime.debug_dump import DebugDump
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     NUM_PROCESSES_ENV,
@@ -46,7 +47,14 @@ from airflow_provider_jax.runtime.messages import (
     success_message,
     write_termination,
 )
-from airflow_provider_jax.runtime.output_paths import RESULT_FILE, result_uri
+from airflow_provider_jax.runtime.output_paths import (
+    DEBUG,
+    RESULT_FILE,
+    check_storage_path,
+    host_uri,
+    result_uri,
+)
+from airflow_provider_jax.runtime.profiling import Profiler, check_profile_steps, profiler_for
 from airflow_provider_jax.runtime.watchdog import Watchdog
 
 SOURCE_MODULE = "__airflow_jax_source__"
@@ -63,9 +71,7 @@ def _end_once_done() -> None:
     timeout: 150 s, seen once in some 40 runs of a 4-process job on two loaded cores). On GKE
     every chip of the slice would wait that long for nothing."""
     if _succeeded:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(0)
+        exits.end(0)
 
 
 def main() -> int:
@@ -77,6 +83,8 @@ def main() -> int:
     try:
         call = decode_call(os.environ)
         runtime.output_dir()  # refuses a path it could not write, before any work is done
+        runtime._try_number = int(call.get("try_number") or 0)
+        arm_diagnostics(call)  # before JAX is imported: XLA reads its dump flag once
         install_packages(call.get("pip_packages") or [])
         if os.environ.get(PATHWAYS_ENV):
             initialize_pathways()
@@ -89,8 +97,12 @@ def main() -> int:
         watchdog = runtime._watchdog = watch_progress(call.get("progress_timeout"))
         if runtime.process_index() == 0:
             print(calling_line(getattr(function, "__qualname__", "the function")), flush=True)
+        if runtime._profiler is not None:
+            runtime._profiler.at_call()
         result = function(*args, **kwargs)
         runtime._reporter.flush()  # the last lines, and the last report for the leader's result
+        if runtime._profiler is not None:
+            runtime._profiler.close()  # its traces are out before the result says "done"
         if watchdog is not None:
             watchdog.stop()  # nothing is watched once the function has returned
         if runtime.process_index() == 0:
@@ -99,6 +111,8 @@ def main() -> int:
             )
         else:
             message = success_message()
+        if runtime._debug_dump is not None:
+            runtime._debug_dump.save()  # the HLO modules and the log tail of a success too
         if distributed is not None:
             distributed.shutdown()  # a barrier: every process returned
     except BaseException as err:
@@ -109,13 +123,15 @@ def main() -> int:
             (LOST_PEER, EXIT_DISRUPTED) if is_lost_peer(err) else (CODE_ERROR, EXIT_CODE_ERROR)
         )
         write_termination(failure_message(_describe(err), text, kind))
+        if runtime._profiler is not None:
+            runtime._profiler.close(FAILED_FLUSH_TIMEOUT, stop=False)
+        if runtime._debug_dump is not None:
+            runtime._debug_dump.save(traceback_text=text)
         if "jax" not in sys.modules:
             return code
         # A normal exit would shut jax.distributed down, which waits for peers that may be
         # stuck in a collective with us, for minutes. The JobSet (or local backend) stops them.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
+        exits.end(code)
     write_termination(message)
     _succeeded = True
     return 0
@@ -131,8 +147,28 @@ def watch_progress(timeout: float | None) -> Watchdog | None:
         where = f" (last report: {last})" if last else ""
         error = f"Hung: no progress report for {idle:.0f}s{where}"
         write_termination(failure_message(error, stacks, HUNG))
+        if runtime._debug_dump is not None:
+            runtime._debug_dump.save(stacks=stacks)
 
     return Watchdog(float(timeout), hung)
+
+
+def arm_diagnostics(call: dict[str, Any]) -> None:
+    """``profile_steps`` and ``debug_dump``: this host's profiler and debug dump, each in its
+    own folder for this try, host and restart (so nothing overwrites another attempt's)."""
+    if call.get("diagnostics_dir"):  # output_dir, or a local run's folder without one
+        runtime._diagnostics_dir = check_storage_path("diagnostics_dir", call["diagnostics_dir"])
+    where = (runtime._try_number, runtime.process_index(), runtime.restart_attempt())
+    if call.get("profile_steps") is not None:
+        steps = check_profile_steps(call["profile_steps"])
+        runtime._profiler = Profiler(profiler_for(runtime._diagnostics(), *where), steps)
+    if call.get("debug_dump"):
+        if not (base := runtime._diagnostics()):
+            raise ValueError(
+                "debug_dump=True needs output_dir: the dump goes to <output_dir>/debug"
+            )
+        runtime._debug_dump = DebugDump(host_uri(base, DEBUG, *where))
+        runtime._debug_dump.arm()
 
 
 def install_packages(packages: list[str]) -> None:

@@ -11,6 +11,8 @@ from airflow_provider_jax.runtime.location import Location
 
 RESULT_FILE = "result.json"  # the leader's result, when it is too big for a termination message
 CHECKPOINTS = "checkpoints"  # Orbax's directory (runtime.checkpoint_dir())
+PROFILES = "profiles"  # profile_steps' traces, by try and host (TensorBoard's layout below)
+DEBUG = "debug"  # debug_dump's folders, by try and host
 
 
 def join(base: str, name: str) -> str:
@@ -26,6 +28,19 @@ def result_uri(output_dir: str) -> str:
 def checkpoints_uri(output_dir: str) -> str:
     """``<output_dir>/checkpoints``: one place for a task instance's checkpoints."""
     return join(output_dir, CHECKPOINTS)
+
+
+def try_uri(output_dir: str, kind: str, try_number: int) -> str:
+    """``<output_dir>/<kind>/try-<n>``: one Airflow try's profiles or debug dumps. Each try
+    has its own folder, so a retry never overwrites what the failed try left."""
+    return join(join(output_dir, kind), f"try-{try_number}")
+
+
+def host_uri(output_dir: str, kind: str, try_number: int, host: int, restart: int = 0) -> str:
+    """``<output_dir>/<kind>/try-<n>/host-<i>``, and ``.../restart-<k>`` for the k-th JobSet
+    restart within the try: no attempt overwrites another's."""
+    where = join(try_uri(output_dir, kind, try_number), f"host-{host}")
+    return join(where, f"restart-{restart}") if restart else where
 
 
 def check_storage_path(argument: str, value: object) -> str:

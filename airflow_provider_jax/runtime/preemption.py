@@ -16,12 +16,12 @@ Stdlib only; JAX is used only when the program has already imported it.
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
 from collections.abc import Callable
 
+from airflow_provider_jax.runtime import exits
 from airflow_provider_jax.runtime.exits import DISRUPTION, EXIT_SIGTERM
 from airflow_provider_jax.runtime.messages import failure_message, write_termination
 
@@ -74,6 +74,4 @@ def _stop(step: int) -> None:
         callback(step)
     error = f"Preempted: SIGTERM, on_preemption ran at step {step}"
     write_termination(failure_message(error, "", DISRUPTION))
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(EXIT_SIGTERM)  # not a normal exit: jax.distributed's shutdown would wait on peers
+    exits.end(EXIT_SIGTERM)  # not a normal exit: jax.distributed's shutdown would wait on peers

@@ -10,13 +10,13 @@ when the training function returns, so nothing runs after it.
 from __future__ import annotations
 
 import faulthandler
-import os
 import sys
 import tempfile
 import threading
 import time
 from collections.abc import Callable
 
+from airflow_provider_jax.runtime import exits
 from airflow_provider_jax.runtime.exits import EXIT_HUNG
 
 
@@ -48,10 +48,7 @@ class Watchdog:
                 self._fire(idle)
 
     def _fire(self, idle: float) -> None:
-        with tempfile.TemporaryFile("w+") as dump:
-            faulthandler.dump_traceback(file=dump, all_threads=True)
-            dump.seek(0)
-            stacks = dump.read()
+        stacks = all_stacks()
         sys.stderr.write(
             f"airflow-jax: no progress report for {idle:.0f}s (progress_timeout="
             f"{self.timeout:g}s); every thread's stack:\n{stacks}"
@@ -60,5 +57,12 @@ class Watchdog:
         try:
             self.on_hung(stacks, idle)
         finally:
-            sys.stdout.flush()
-            os._exit(EXIT_HUNG)
+            exits.end(EXIT_HUNG)
+
+
+def all_stacks() -> str:
+    """Every thread's Python stack, as ``faulthandler`` prints them (no GIL-free surprises)."""
+    with tempfile.TemporaryFile("w+") as dump:
+        faulthandler.dump_traceback(file=dump, all_threads=True)
+        dump.seek(0)
+        return dump.read()

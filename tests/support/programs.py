@@ -371,3 +371,41 @@ def collective_without_report() -> float:
     import jax.numpy as jnp
 
     return float(jax.jit(lambda x: x.sum())(jnp.ones(jax.device_count())))
+
+
+def profiled_steps(steps: int = 8) -> int:
+    """A jitted step per report(step=...), the loss passed as the device array it is."""
+    import jax
+    import jax.numpy as jnp
+
+    step = jax.jit(lambda x: (x @ x.T).mean())
+    x = jnp.ones((64, 64)) * (process_index() + 1)
+    for i in range(steps):
+        report(step=i, loss=step(x + i))
+    return steps
+
+
+def profiled_block() -> str:
+    """No report at all: a block in runtime.profile()."""
+    import jax
+    import jax.numpy as jnp
+
+    from airflow_provider_jax.runtime import profile
+
+    with profile():
+        jax.jit(lambda x: x * 2)(jnp.ones(8)).block_until_ready()
+    return "profiled"
+
+
+def fails_after_compiling(process: int = 1) -> None:
+    """Compiles (and runs) one module; then process ``process`` writes a line to fd 2 below
+    Python and raises, while the others wait for it in a collective."""
+    import jax
+    import jax.numpy as jnp
+
+    jax.jit(lambda x: jnp.sin(x) * 3)(jnp.ones(4)).block_until_ready()
+    if process_index() == process:
+        print("a line from Python before the failure", flush=True)
+        os.write(2, b"a line written to fd 2 as XLA's C++ logs are\n")
+        raise RuntimeError(f"bad batch on process {process_index()}")
+    fail_on(process)
