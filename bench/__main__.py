@@ -26,6 +26,7 @@ BENCHES = [
     "local_overhead",  # local backend vs processes started by hand
     "local_gpu",  # the local backend on this machine's GPUs vs bare JAX (no GPU: skipped)
     "report_cost",  # report() every step vs none, on the GPU if there is one
+    "profile_cost",  # steps outside a profile_steps window vs no profiling
     "orbax_requests",  # requests to find the newest finalized checkpoint
     "checkpoint_watchers",  # requests of asset watchers sharing one checkpoint directory
     "jobset_requests",  # API requests per job-minute and detection latency

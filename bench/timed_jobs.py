@@ -29,10 +29,15 @@ def job_manifest(name: str, accelerator: Accelerator, steps: int) -> dict[str, A
 
 
 def pod_manifest(
-    name: str, accelerator: Accelerator, entrypoint: str, kwargs: dict[str, Any]
+    name: str,
+    accelerator: Accelerator,
+    entrypoint: str,
+    kwargs: dict[str, Any],
+    diagnostics: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The JobSet that runs ``entrypoint(**kwargs)`` (from ``PYTHONPATH``) on ``accelerator``."""
-    argv, env = python_call(entrypoint=entrypoint, kwargs=kwargs)
+    """The JobSet that runs ``entrypoint(**kwargs)`` (from ``PYTHONPATH``) on ``accelerator``,
+    with the operator's ``diagnostics`` call options (``profile_steps``, ...) if given."""
+    argv, env = python_call(entrypoint=entrypoint, kwargs=kwargs, diagnostics=diagnostics)
     spec = JaxJobSpec(
         name=name, accelerator=accelerator, image="ignored-locally", command=argv, env=env
     )
