@@ -35,6 +35,12 @@ class WatchOptions:
     :param queue_timeout: seconds from creating the JobSet to ``queue_until``, or None.
     :param queue_until: ``running`` (every pod running) or ``admitted`` (by Kueue).
     :param stream_logs: whose output reaches the task log: ``leader``, ``all`` or ``none``.
+    :param checkpoint_warn_after: seconds of work without a new finalized checkpoint before
+        the task log warns, once (multi-host jobs only); None: never.
+    :param checkpoint_dir: where the job's Orbax checkpoints go (the rendered
+        ``<output_dir>/checkpoints``), or None.
+    :param hosts: the job's hosts, every slice's.
+    :param checkpoints_expected: the job is known to checkpoint before a first step is seen.
     """
 
     poll_interval: float = 10.0
@@ -43,11 +49,22 @@ class WatchOptions:
     queue_timeout: float | None = None
     queue_until: str = "running"
     stream_logs: str = STREAM_LEADER
+    checkpoint_warn_after: float | None = None
+    checkpoint_dir: str | None = None
+    hosts: int = 1
+    checkpoints_expected: bool = False
 
     def __post_init__(self) -> None:
         positive_seconds("poll_interval", self.poll_interval)
         positive_seconds("retry_budget", self.retry_budget)
         one_of("stream_logs", self.stream_logs, STREAM_LOGS)
+        if self.checkpoint_warn_after is not None:
+            positive_seconds("checkpoint_warn_after", self.checkpoint_warn_after)
+
+    @property
+    def watches_checkpoints(self) -> bool:
+        """Whether the wait looks for the checkpoints' freshness."""
+        return bool(self.checkpoint_warn_after and self.checkpoint_dir and self.hosts > 1)
 
     @property
     def every_host(self) -> bool:

@@ -22,6 +22,7 @@ from airflow_provider_jax.manifest.in_place_restart import DEFAULT_RESTART_STRAT
 from airflow_provider_jax.manifest.named_storage import Storage
 from airflow_provider_jax.manifest.secret_refs import as_secret_refs
 from airflow_provider_jax.manifest.spec import SAFE_SECURITY_CONTEXT
+from airflow_provider_jax.metrics.send import configured_prefix
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
 from airflow_provider_jax.operators.execution import JobExecution
@@ -36,6 +37,7 @@ from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom ke
 )
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, RenderedManifest
 from airflow_provider_jax.operators.run_diagnostics import RunDiagnostics
+from airflow_provider_jax.reporting.checkpoint_freshness import DEFAULT_WARN_AFTER
 from airflow_provider_jax.reporting.host_logs import STREAM_LEADER
 
 if TYPE_CHECKING:
@@ -113,6 +115,10 @@ class JaxJobOperator(
     :param debug_dump: XLA dumps its HLO modules on every host, and a failed host saves every
         thread's stack and its last log lines; all of it goes to
         ``<output_dir>/debug/try-<n>/host-<i>/`` before the pod exits (the "Debug dump" link).
+    :param checkpoint_warn_after: on a multi-host job that checkpoints (into
+        ``<output_dir>/checkpoints``), warn once in the task log when its work has gone this
+        long (a timedelta or seconds) without a new finalized step, with what a failure would
+        cost; None: never. Default 10 minutes.
     :param termination_grace_period: seconds from SIGTERM (preemption, eviction, a restart) to
         SIGKILL: the pods' ``terminationGracePeriodSeconds`` (Kubernetes' default: 30), the
         time a ``runtime.on_preemption`` hook has to save. Spot VMs give at most about 15 s.
@@ -238,6 +244,7 @@ class JaxJobOperator(
         total_steps: int | str | None = None,
         profile_steps: tuple[int, int] | None = None,
         debug_dump: bool = False,
+        checkpoint_warn_after: datetime.timedelta | float | None = DEFAULT_WARN_AFTER,
         ttl_seconds_after_finished: int | None = None,
         priority_class_name: str | None = None,
         queue_name: str | None = None,
@@ -350,6 +357,7 @@ class JaxJobOperator(
         )
         self.backend = backend
         self.set_diagnostics(profile_steps, debug_dump)  # needs output_dir and the backend
+        configured_prefix()  # a bad [jax] metrics_prefix fails at parse, not at the end of a run
         self.kubernetes_conn_id = kubernetes_conn_id
         if deferrable is None:  # read at construction, so config changes need no re-import
             deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
@@ -361,6 +369,15 @@ class JaxJobOperator(
             queue_timeout=self.queue_timeout,
             queue_until=queue_timeout_until,
             stream_logs=stream_logs,
+            checkpoint_warn_after=(
+                None
+                if checkpoint_warn_after is None
+                else positive_seconds(
+                    "checkpoint_warn_after", checkpoint_warn_after, timedelta_ok=True
+                )
+            ),
+            hosts=accelerator.hosts * num_slices,
+            checkpoints_expected=checkpoint_asset is not None or local_checkpoint_size is not None,
         )
         self.project_id = project_id
         self.location = location

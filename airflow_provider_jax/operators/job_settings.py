@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import os
 import time
@@ -18,6 +19,7 @@ from airflow_provider_jax.backends.contract import (
     try_deadline,
 )
 from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.runtime.output_paths import checkpoints_uri
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -72,10 +74,17 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         ),
         pythonpath=tuple(dag_pythonpath(op)),
         local_secrets_dir=conf.get("jax", "local_secrets_dir", fallback=None) or None,
-        watch=op.watch,
+        watch=with_checkpoints(op.watch, op.output_dir),
         resume_settle_s=conf.getfloat("jax", "resume_settle_seconds", fallback=RESUME_SETTLE_S),
         local_accelerators=conf.get("jax", "local_accelerators", fallback="auto"),
     )
+
+
+def with_checkpoints(watch: WatchOptions, output_dir: str | None) -> WatchOptions:
+    """``watch`` with the rendered ``<output_dir>/checkpoints`` whose freshness it looks at."""
+    if not watch.checkpoint_warn_after or not output_dir:
+        return watch
+    return dataclasses.replace(watch, checkpoint_dir=checkpoints_uri(output_dir))
 
 
 def dag_pythonpath(op: JaxJobFields) -> list[str]:

@@ -13,6 +13,7 @@ from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.links.tensorboard import TensorBoardLink, tensorboard_url
+from airflow_provider_jax.metrics.send import send_job
 from airflow_provider_jax.operators.checkpoint_asset import announce_checkpoint
 from airflow_provider_jax.reporting.goodput import GOODPUT_XCOM_KEY, summary_line
 
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Asset, Context
 
     from airflow_provider_jax.backends import Outcome, Started
+    from airflow_provider_jax.manifest.accelerators import Accelerator
 
 LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
 RESUMED_FROM_XCOM_KEY = "resumed_from"  # the checkpoint step the finishing attempt resumed from
@@ -40,6 +42,8 @@ class OutcomePublisher:
     operator_extra_links: Any
     log: Any
     retry_on_code_error: bool
+    accelerator: Accelerator
+    num_slices: int
     # The links this process stored, by XCom key: set when execute() starts (see StoredLink).
     stored_links: dict[str, str] | None = None
 
@@ -116,6 +120,9 @@ class OutcomePublisher:
 
     def _publish_goodput(self, context: Context, ledger: dict[str, Any]) -> None:
         self.log.info("%s: %s", self.task_id, summary_line(ledger))
+        ti = context["ti"]
+        tags = {"dag_id": ti.dag_id, "task_id": ti.task_id, "accelerator": self.accelerator.name}
+        send_job(ledger, self.accelerator.hosts * self.num_slices, tags)
         context["ti"].xcom_push(key=GOODPUT_XCOM_KEY, value=ledger)
         if admission := ledger.get("admission"):
             context["ti"].xcom_push(key=ADMISSION_XCOM_KEY, value=admission)

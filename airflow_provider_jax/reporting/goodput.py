@@ -116,6 +116,14 @@ class GoodputClock:
         if clock.ended is None:
             clock.ended, clock.failure = at, failure
 
+    def work_began(self, attempt: int) -> tuple[float | None, int | None]:
+        """When attempt ``attempt``'s work began (its first report) and its last reported
+        step: (None, None) before it reports."""
+        now = self.attempts.get(attempt)
+        if now is None or now.first_report is None:
+            return None, None
+        return now.first_report, now.marks[-1][0] if now.marks else None
+
     def ledger(self, ended: float) -> dict[str, Any]:
         """The ledger at ``ended`` (epoch seconds), as plain JSON."""
         wall = max(ended - self.created, 0.0)

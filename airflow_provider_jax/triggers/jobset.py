@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.metrics.send import WAITING_JOBSETS
 from airflow_provider_jax.triggers.watch.events import (
     ERROR,
     FAILED,
@@ -129,7 +130,11 @@ class JobSetTrigger(BaseTrigger):
         orphans.enabled = True  # a triggerer: its shared watches sweep abandoned JobSets
         if _TRIGGER_ON_KILL:
             warm_up(getattr(self, "task_instance", None))  # for on_kill's state read
-        event = await self.wait()
+        WAITING_JOBSETS.add(1)
+        try:
+            event = await self.wait()
+        finally:
+            WAITING_JOBSETS.add(-1)
         if self.fire_not_before is not None:  # the JobSet is already deleted where it must be
             await asyncio.sleep(max(self.fire_not_before - time.time(), 0))
         self._fired = True

@@ -21,6 +21,7 @@ from harness.real_cluster.control_plane import REPO, ControlPlane
 from harness.real_cluster.identities import connection
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.postgres import PostgresServer
+from tests.support.statsd_listener import StatsdListener
 
 pytestmark = pytest.mark.timeout(600)
 DAGS = Path(__file__).parent / "dags"
@@ -167,7 +168,8 @@ def test_a_task_marked_failed_before_any_triggerer_ran_its_trigger_loses_its_sli
     triggerer's shared watch sweeps the namespace and deletes that JobSet, and only that one:
     the other task's, still deferred, runs on to success."""
     home, gates = tmp_path_factory.mktemp("real-orphans"), tmp_path_factory.mktemp("gates")
-    env = stack_env(real_cluster, gates)
+    statsd = StatsdListener()  # the metrics, as a StatsD server gets them (docs/metrics.md)
+    env = stack_env(real_cluster, gates, **statsd.env())
     with airflow_stack(home, DAGS, postgres.migrated_database(), env) as stack:
         dag_id = "real_orphans"
         stack.wait_for_dag(dag_id)
@@ -198,3 +200,10 @@ def test_a_task_marked_failed_before_any_triggerer_ran_its_trigger_loses_its_sli
         (gates / "kept").touch()
         ti = stack.wait_for_state(dag_id, run_id, "kept", {"success", "failed"})
         assert ti["state"] == "success", stack.logs("triggerer")[-3000:]
+    # The worker's, for the try that finished, and the triggerer's, of what it held.
+    for name in ("job.goodput", "job.queue_wait", "job.startup", "job.host_seconds_lost"):
+        assert statsd.wait_for(lambda n=name: statsd.named(f"airflow.jax.{n}")), statsd.lines
+    waiting = [line.split(":")[1] for line in statsd.named("airflow.jax.triggerer.waiting_jobsets")]
+    assert "1|g" in waiting and waiting[-1] == "0|g", statsd.lines
+    assert statsd.named("airflow.jax.triggerer.watch_relists"), statsd.lines
+    statsd.close()

@@ -11,6 +11,7 @@ from airflow_provider_jax.backends import JobSettings, Outcome
 from airflow_provider_jax.backends.local.backend import LocalBackend
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.operators.job_settings import with_checkpoints
 from tests.support.jobset_schema import REPO
 
 LOG = logging.getLogger("tests.local")
@@ -60,7 +61,7 @@ def run_operator(op: Any, deadline: float | None = None, timeout_s: float | None
             execution_timeout_s=timeout_s,
             output_dir=op.output_dir,
             pythonpath=(str(REPO),),
-            watch=op.watch,
+            watch=with_checkpoints(op.watch, op.output_dir),  # as job_settings() does
         )
     )
     return backend.wait(backend.start(build_jobset(op.build_spec(name="job"))))

@@ -409,3 +409,23 @@ def fails_after_compiling(process: int = 1) -> None:
         os.write(2, b"a line written to fd 2 as XLA's C++ logs are\n")
         raise RuntimeError(f"bad batch on process {process_index()}")
     fail_on(process)
+
+
+def saves_once_then_trains(seconds: float = 3.0) -> int:
+    """Process 0 saves step 1 with Orbax, then every process reports steps for ``seconds``
+    without saving again (no jax.distributed: each process on its own)."""
+    if process_index() == 0:
+        import numpy as np
+        import orbax.checkpoint as ocp
+
+        from airflow_provider_jax.runtime import checkpoint_dir
+
+        with ocp.CheckpointManager(checkpoint_dir()) as manager:
+            manager.save(1, args=ocp.args.StandardSave({"x": np.zeros(2)}))
+            manager.wait_until_finished()
+    step, ends = 1, time.monotonic() + seconds
+    while time.monotonic() < ends:
+        step += 1
+        report(step=step)
+        time.sleep(0.05)
+    return step

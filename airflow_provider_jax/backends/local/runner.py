@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
+from airflow_provider_jax.backends.local.checkpoint_look import CheckpointLook
 from airflow_provider_jax.backends.local.devices import AUTO, place
 from airflow_provider_jax.backends.local.local_tiers import local_tiers, with_tier
 from airflow_provider_jax.backends.local.localize import free_ports, localize
@@ -102,6 +103,9 @@ class LocalJobSet:
         self.clock = GoodputClock(created=time.time(), chips=chips(manifest))
         self.restarts: list[str] = []  # one line per restart, as logged
         self.tiers: str | None = None  # the folder of the processes' local tiers, if any
+        self.freshness = (
+            CheckpointLook(self.watch, self.clock) if self.watch.watches_checkpoints else None
+        )
 
     def run(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """Run to the end: the leader's parsed success message (None if it left none) and
@@ -234,6 +238,8 @@ class _Attempt:
             if self.lines.empty():
                 wait_any_exit(processes, _TICK_S)  # a line waits for the tick
             self._log_lines()
+            if jobset.freshness is not None:
+                jobset.freshness.tick(self.attempt, jobset.log)
             codes = {p: p.poll() for p in processes}
             if failed := [p for p, code in codes.items() if code not in (None, 0)]:
                 return failed

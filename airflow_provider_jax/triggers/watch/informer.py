@@ -29,6 +29,7 @@ from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transi
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.hooks.resources import JOBSETS, Resource
+from airflow_provider_jax.metrics.send import count_triggerer
 from airflow_provider_jax.triggers.watch import orphans
 from airflow_provider_jax.triggers.watch.per_loop import PerLoop
 from airflow_provider_jax.triggers.watch.retry_budget import ApiUnavailable, Backoff
@@ -173,6 +174,7 @@ class Informer:
         """Start a list and return its resourceVersion once the first page is in; the other
         pages follow in the list's task (:class:`_Relist`)."""
         self._drop_relist()
+        count_triggerer("triggerer.watch_relists")
         relist = self._relist = _Relist.start(self._read_pages, name=f"{self.task_name}-list")
         return await relist.first_page()  # by then a one-page list may be over, and dropped
 

@@ -19,6 +19,7 @@ from airflow_provider_jax.hooks.api_errors import api_status, explain
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.manifest import status
+from airflow_provider_jax.triggers.watch.checkpoint_freshness import CheckpointFreshness
 from airflow_provider_jax.triggers.watch.events import (
     ERROR,
     FAILED,
@@ -168,6 +169,11 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
             on_waiting=queue.pods_waiting,
         )
         restarts = RestartLog(hook, job.name, job.namespace, log, job.restarts)
+        freshness = (
+            CheckpointFreshness(options, job.clock, log, job.cluster.gcp_conn_id)
+            if options.watches_checkpoints
+            else None
+        )
         try:
             while True:
                 change = await changes.next()
@@ -195,6 +201,8 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
                     await workers.stop(grace=LOG_GRACE)
                     return event
         finally:
+            if freshness is not None:
+                await freshness.stop()
             await queue.stop()
             await startup.stop()
             await workers.stop()

@@ -63,6 +63,11 @@ class RunClock:
         else:
             self.clock.leader_line(attempt, text, at)
 
+    def work_began(self) -> tuple[float | None, int | None]:
+        """When the current attempt's work began (its first report), and the leader's last
+        reported step: (None, None) before it reports."""
+        return (None, None) if self.clock is None else self.clock.work_began(self.attempt)
+
     def finish(self, failure: str | None) -> None:
         """The JobSet ended now (``failure``: how, if it failed)."""
         if self.ended is None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
+from airflow_provider_jax.metrics.send import LOG_STREAMS
 from airflow_provider_jax.triggers.watch.per_loop import PerLoop
 
 # Airflow's default [triggerer] capacity: a triggerer at its defaults never meets the limit.
@@ -74,8 +75,9 @@ class StreamSlots:
         try:
             await self._opening.acquire()
         except BaseException:
-            self.give()
+            self._pass_on()
             raise
+        LOG_STREAMS.add(1)
         return True
 
     def opened(self) -> None:
@@ -84,6 +86,10 @@ class StreamSlots:
 
     def give(self) -> None:
         """A stream ended: its slot passes to the first in line, if any."""
+        LOG_STREAMS.add(-1)
+        self._pass_on()
+
+    def _pass_on(self) -> None:
         if self._line:
             self._line.popleft().set_result(None)  # handed over: still held
         else:
@@ -91,7 +97,7 @@ class StreamSlots:
 
     def _leave(self, turn: asyncio.Future[None]) -> None:
         if turn.done() and not turn.cancelled():
-            self.give()  # handed a slot it will not use: pass it on
+            self._pass_on()  # handed a slot it will not use
         else:
             turn.cancel()
             self._line.remove(turn)
