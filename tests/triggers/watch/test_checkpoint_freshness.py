@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 
 from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.reporting.checkpoint_freshness import FreshnessAlarm
