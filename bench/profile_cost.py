@@ -38,6 +38,7 @@ def main() -> None:
     kwargs = {"blocks": args.blocks, "steps_per_block": args.steps, "window": args.window}
     window_start = (args.blocks // 2) * args.steps
     medians: dict[str, list[float]] = {"profiled": [], "none": []}
+    after: dict[str, list[float]] = {"profiled": [], "none": []}  # the blocks past the window
     with tempfile.TemporaryDirectory(prefix="bench-profile-") as output_dir:
         for run in range(args.runs):
             kinds = ["profiled", "none"] if run % 2 == 0 else ["none", "profiled"]
@@ -51,6 +52,7 @@ def main() -> None:
                 )
                 _, result = through_backend(manifest, on_gpus=on_gpu)
                 medians[kind].append(statistics.median(result["outside"]))
+                after[kind].append(statistics.median(result["outside"][args.blocks // 2 :]))
         traces = sum(1 for _, _, files in os.walk(output_dir) for f in files if "xplane" in f)
     profiled, none = (statistics.median(medians[k]) for k in ("profiled", "none"))
     print(
@@ -59,6 +61,8 @@ def main() -> None:
     )
     print(f"  step without profile_steps: {none * 1e6:.1f} us")
     print(f"  step outside the window with profile_steps: {profiled * 1e6:.1f} us")
+    past = [statistics.median(after[k]) * 1e6 for k in ("profiled", "none")]
+    print(f"  after the window only: {past[0]:.1f} us with, {past[1]:.1f} us without")
     if traces != args.runs:
         raise RuntimeError(f"expected one trace per profiled run, found {traces}")
     targets = Targets()
