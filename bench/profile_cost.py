@@ -15,10 +15,8 @@ import os
 import statistics
 import tempfile
 
-from airflow_provider_jax.backends.local.devices import visible_gpus
-from airflow_provider_jax.manifest.accelerators import parse_gpu
 from bench.targets import Targets, quick
-from bench.timed_jobs import pod_manifest, through_backend
+from bench.timed_jobs import ONE_GPU, one_process_bench, pod_manifest, through_backend
 
 TARGET = 1.02
 RATIO = "step time outside the window, profile_steps / none (median of runs)"
@@ -30,11 +28,8 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=quick(8, 2))
     parser.add_argument("--steps", type=int, default=quick(1000, 50), help="per block")
     parser.add_argument("--window", type=int, default=quick(20, 5), help="steps traced")
-    parser.add_argument("--cpu", action="store_true", help="the CPU even where a GPU is seen")
-    args = parser.parse_args()
-    on_gpu = bool(visible_gpus(os.environ)) and not args.cpu
-    where = "GPU" if on_gpu else "CPU"
-    accelerator = parse_gpu("h100", gpus_per_node=1, num_nodes=1)
+    args, on_gpu, where = one_process_bench(parser)
+    accelerator = ONE_GPU
     kwargs = {"blocks": args.blocks, "steps_per_block": args.steps, "window": args.window}
     window_start = (args.blocks // 2) * args.steps
     medians: dict[str, list[float]] = {"profiled": [], "none": []}

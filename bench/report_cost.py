@@ -13,13 +13,10 @@ CPU), else on the CPU. Needs no Airflow, so a GPU machine without it runs it.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 
-from airflow_provider_jax.backends.local.devices import visible_gpus
-from airflow_provider_jax.manifest.accelerators import parse_gpu
 from bench.targets import Targets, quick
-from bench.timed_jobs import pod_manifest, through_backend
+from bench.timed_jobs import ONE_GPU, one_process_bench, pod_manifest, through_backend
 
 TARGET = 1.02
 RATIO = "step time, report() every step / none (median of blocks)"
@@ -29,11 +26,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=quick(20, 2))
     parser.add_argument("--steps", type=int, default=quick(2000, 100), help="per block")
-    parser.add_argument("--cpu", action="store_true", help="the CPU even where a GPU is seen")
-    args = parser.parse_args()
-    on_gpu = bool(visible_gpus(os.environ)) and not args.cpu
-    where = "GPU" if on_gpu else "CPU"
-    accelerator = parse_gpu("h100", gpus_per_node=1, num_nodes=1)
+    args, on_gpu, where = one_process_bench(parser)
+    accelerator = ONE_GPU
     kwargs = {"blocks": args.blocks, "steps_per_block": args.steps}
     manifest = pod_manifest("bench-report", accelerator, "report_blocks:train", kwargs)
     _, seconds = through_backend(manifest, on_gpus=on_gpu)

@@ -4,15 +4,17 @@ planned the way the local backend plans them. Shared by ``bench.local_overhead``
 
 from __future__ import annotations
 
+import argparse
 import os
 import time
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_jax.backends.local.devices import AUTO, CPU, place
+from airflow_provider_jax.backends.local.devices import AUTO, CPU, place, visible_gpus
 from airflow_provider_jax.backends.local.localize import free_ports, localize
 from airflow_provider_jax.backends.local.pods import PodPlan, plan_pods
 from airflow_provider_jax.backends.local.processes import PodProcess
+from airflow_provider_jax.manifest.accelerators import parse_gpu
 from airflow_provider_jax.manifest.accelerators.model import Accelerator
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.pod_command import python_call
@@ -42,6 +44,18 @@ def pod_manifest(
         name=name, accelerator=accelerator, image="ignored-locally", command=argv, env=env
     )
     return build_jobset(spec)
+
+
+def one_process_bench(parser: argparse.ArgumentParser) -> tuple[argparse.Namespace, bool, str]:
+    """``parser``'s arguments with ``--cpu`` added, whether the bench's one process runs on
+    this machine's GPU (where it has one and ``--cpu`` is not given), and "GPU" or "CPU"."""
+    parser.add_argument("--cpu", action="store_true", help="the CPU even where a GPU is seen")
+    args = parser.parse_args()
+    on_gpu = bool(visible_gpus(os.environ)) and not args.cpu
+    return args, on_gpu, "GPU" if on_gpu else "CPU"
+
+
+ONE_GPU = parse_gpu("h100", gpus_per_node=1, num_nodes=1)  # one process, one device
 
 
 def fresh_plans(manifest: dict[str, Any]) -> list[PodPlan]:
