@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Asset, Context
 
     from airflow_provider_jax.backends import Outcome, Started
+    from airflow_provider_jax.backends.watch_options import WatchOptions
     from airflow_provider_jax.manifest.accelerators import Accelerator
 
 LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
@@ -43,7 +44,7 @@ class OutcomePublisher:
     log: Any
     retry_on_code_error: bool
     accelerator: Accelerator
-    num_slices: int
+    watch: WatchOptions  # its hosts: every slice's
     # The links this process stored, by XCom key: set when execute() starts (see StoredLink).
     stored_links: dict[str, str] | None = None
 
@@ -122,7 +123,7 @@ class OutcomePublisher:
         self.log.info("%s: %s", self.task_id, summary_line(ledger))
         ti = context["ti"]
         tags = {"dag_id": ti.dag_id, "task_id": ti.task_id, "accelerator": self.accelerator.name}
-        send_job(ledger, self.accelerator.hosts * self.num_slices, tags)
+        send_job(ledger, self.watch.hosts, tags)
         context["ti"].xcom_push(key=GOODPUT_XCOM_KEY, value=ledger)
         if admission := ledger.get("admission"):
             context["ti"].xcom_push(key=ADMISSION_XCOM_KEY, value=admission)

@@ -93,6 +93,8 @@ def _profile_step(step: Any) -> int:
     global _profiled_steps
     if isinstance(step, int):
         return step
+    if not reports.on_device(step):
+        return int(step)  # a NumPy integer
     _profiled_steps += 1
     return _profiled_steps - 1
 
