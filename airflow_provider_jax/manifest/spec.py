@@ -270,7 +270,9 @@ class JaxJobSpec:
         pod_schema.check_each("tolerations", self.tolerations, pod_schema.TOLERATION)
         if self.pod_template_override:
             override = self.pod_template_override
-            pod_schema.check("pod_template_override", override, (), partial=True)
+            pod_schema.check(
+                "pod_template_override", override, pod_schema.POD_TEMPLATE, partial=True
+            )
 
     @property
     def _override_volumes(self) -> list[Mapping[str, Any]]:

@@ -124,6 +124,6 @@ class OutcomePublisher:
         ti = context["ti"]
         tags = {"dag_id": ti.dag_id, "task_id": ti.task_id, "accelerator": self.accelerator.name}
         send_job(ledger, self.watch.hosts, tags)
-        context["ti"].xcom_push(key=GOODPUT_XCOM_KEY, value=ledger)
+        ti.xcom_push(key=GOODPUT_XCOM_KEY, value=ledger)
         if admission := ledger.get("admission"):
-            context["ti"].xcom_push(key=ADMISSION_XCOM_KEY, value=admission)
+            ti.xcom_push(key=ADMISSION_XCOM_KEY, value=admission)

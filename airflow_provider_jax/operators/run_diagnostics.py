@@ -52,16 +52,13 @@ class RunDiagnostics:
         return f"{tempfile.gettempdir()}/{LOCAL_DIAGNOSTICS}/{jobset_name}"
 
     def diagnostics_call(self, jobset_name: str) -> dict[str, Any]:
-        """What the runtime's call carries for them: nothing when neither is asked for, so a
-        run without them is the call it always was."""
-        if not self.profile_steps and not self.debug_dump:
-            return {"try_number": self._try_number}
-        return {
-            "try_number": self._try_number,
-            "profile_steps": list(self.profile_steps) if self.profile_steps else None,
-            "debug_dump": self.debug_dump,
-            "diagnostics_dir": self.diagnostics_dir(jobset_name),
-        }
+        """What the runtime's call carries for them: only the try when neither is asked for."""
+        call: dict[str, Any] = {"try_number": self._try_number}
+        if self.profile_steps or self.debug_dump:
+            call["profile_steps"] = list(self.profile_steps) if self.profile_steps else None
+            call["debug_dump"] = self.debug_dump
+            call["diagnostics_dir"] = self.diagnostics_dir(jobset_name)
+        return call
 
     def diagnostics_links(self, context: Context, jobset_name: str) -> dict[str, str]:
         """The links to this try's profile and debug folders (empty for what was not asked)."""

@@ -31,7 +31,12 @@ from airflow_provider_jax.runtime.messages import (
     report_line,
     resumed_line,
 )
-from airflow_provider_jax.runtime.output_paths import check_storage_path, checkpoints_uri
+from airflow_provider_jax.runtime.output_paths import (
+    PROFILES,
+    check_storage_path,
+    checkpoints_uri,
+    host_uri,
+)
 from airflow_provider_jax.runtime.preemption import on_preemption
 
 __all__ = [
@@ -111,10 +116,7 @@ def profile() -> Iterator[None]:
 
     global _profiler
     if _profiler is None:
-        where = profiling.profiler_for(
-            _diagnostics(), _try_number, process_index(), restart_attempt()
-        )
-        _profiler = profiling.Profiler(where)
+        _profiler = profiling.Profiler(_host_folder(PROFILES))
     with profiling.capture(_profiler):
         yield  # runtime.main waits for the upload at the end (a script's exit does too)
 
@@ -131,9 +133,14 @@ def _emit(body: dict[str, Any]) -> None:
 _reporter = reports.Reporter(_emit)
 
 
-def _diagnostics() -> str | None:
-    """Where profiles and debug dumps go: ``output_dir``, or the local run's own folder."""
-    return _diagnostics_dir or output_dir()
+def _host_folder(kind: str) -> str:
+    """This host's folder for ``kind`` (profiles, debug) in this try and restart:
+    ``<output_dir>/<kind>/try-<n>/host-<i>[/restart-<k>]``, or the local run's own folder
+    without an output_dir; a ValueError when there is neither."""
+    base = _diagnostics_dir or output_dir()
+    if not base:
+        raise ValueError(f"{kind} go to <output_dir>/{kind}: set output_dir on the operator.")
+    return host_uri(base, kind, _try_number, process_index(), restart_attempt())
 
 
 def output_dir() -> str | None:

@@ -49,12 +49,12 @@ from airflow_provider_jax.runtime.messages import (
 )
 from airflow_provider_jax.runtime.output_paths import (
     DEBUG,
+    PROFILES,
     RESULT_FILE,
     check_storage_path,
-    host_uri,
     result_uri,
 )
-from airflow_provider_jax.runtime.profiling import Profiler, check_profile_steps, profiler_for
+from airflow_provider_jax.runtime.profiling import Profiler, check_profile_steps
 from airflow_provider_jax.runtime.watchdog import Watchdog
 
 SOURCE_MODULE = "__airflow_jax_source__"
@@ -158,16 +158,11 @@ def arm_diagnostics(call: dict[str, Any]) -> None:
     own folder for this try, host and restart (so nothing overwrites another attempt's)."""
     if call.get("diagnostics_dir"):  # output_dir, or a local run's folder without one
         runtime._diagnostics_dir = check_storage_path("diagnostics_dir", call["diagnostics_dir"])
-    where = (runtime._try_number, runtime.process_index(), runtime.restart_attempt())
     if call.get("profile_steps") is not None:
         steps = check_profile_steps(call["profile_steps"])
-        runtime._profiler = Profiler(profiler_for(runtime._diagnostics(), *where), steps)
+        runtime._profiler = Profiler(runtime._host_folder(PROFILES), steps)
     if call.get("debug_dump"):
-        if not (base := runtime._diagnostics()):
-            raise ValueError(
-                "debug_dump=True needs output_dir: the dump goes to <output_dir>/debug"
-            )
-        runtime._debug_dump = DebugDump(host_uri(base, DEBUG, *where))
+        runtime._debug_dump = DebugDump(runtime._host_folder(DEBUG))
         runtime._debug_dump.arm()
 
 

@@ -22,7 +22,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from airflow_provider_jax.runtime.location import Location
-from airflow_provider_jax.runtime.output_paths import PROFILES, host_uri
 
 MAX_PROFILE_STEPS = 100  # a trace of more steps is too big to open (XProf loads it whole)
 UPLOAD_CAP_BYTES = 2 * 2**30  # one host's traces of one attempt
@@ -124,16 +123,6 @@ class Profiler:
             print(f"airflow-jax: profile: {sent.summary(self.uri, UPLOAD_CAP_BYTES)}", flush=True)
         except Exception as err:  # a lost profile never fails the training run
             print(f"airflow-jax: the profile was not uploaded: {err}", file=sys.stderr, flush=True)
-
-
-def profiler_for(output_dir: str | None, try_number: int, host: int, restart: int) -> str:
-    """This host's profile folder, or a ValueError when there is no ``output_dir``."""
-    if not output_dir:
-        raise ValueError(
-            "profiles go to <output_dir>/profiles: set output_dir on the operator or decorator "
-            "to profile."
-        )
-    return host_uri(output_dir, PROFILES, try_number, host, restart)
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ from airflow_provider_jax.runtime.debug_dump import (
 )
 from tests.support.local_runs import operator, run, run_operator
 
+PROGRAMS = "tests.support.inspection_programs"
 HOSTS = "tpu-v5litepod-16"  # four hosts, locally four processes on the CPU
 
 
@@ -23,7 +24,7 @@ def traces(folder):
 
 def test_profile_steps_traces_every_host_into_its_own_folder(tmp_path):
     result, report = run(
-        "profiled_steps",
+        f"{PROGRAMS}:profiled_steps",
         accelerator=HOSTS,
         output_dir=str(tmp_path),
         profile_steps=(3, 2),
@@ -38,7 +39,7 @@ def test_profile_steps_traces_every_host_into_its_own_folder(tmp_path):
 
 
 def test_runtime_profile_traces_a_block_without_reports(tmp_path):
-    result, _ = run("profiled_block", output_dir=str(tmp_path), timeout_s=120)
+    result, _ = run(f"{PROGRAMS}:profiled_block", output_dir=str(tmp_path), timeout_s=120)
     assert result == "profiled"
     assert len(traces(tmp_path / "profiles" / "try-0" / "host-0")) == 1
 
@@ -48,14 +49,14 @@ def test_without_output_dir_a_local_run_profiles_into_its_own_temp_folder(tmp_pa
     import tempfile
 
     monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR is read again
-    run("profiled_steps", profile_steps=(0, 1), timeout_s=120)
+    run(f"{PROGRAMS}:profiled_steps", profile_steps=(0, 1), timeout_s=120)
     host = tmp_path / "airflow-jax-diagnostics" / "job" / "profiles" / "try-0" / "host-0"
     assert len(traces(host)) == 1
 
 
 def test_a_failed_host_leaves_its_stacks_log_tail_and_hlo(tmp_path):
     op = operator(
-        "fails_after_compiling",
+        f"{PROGRAMS}:fails_after_compiling",
         accelerator=HOSTS,
         output_dir=str(tmp_path),
         debug_dump=True,
@@ -74,7 +75,7 @@ def test_a_failed_host_leaves_its_stacks_log_tail_and_hlo(tmp_path):
 
 
 def test_a_success_sends_its_hlo_and_log_tail_but_no_stacks(tmp_path):
-    run("profiled_steps", output_dir=str(tmp_path), debug_dump=True, timeout_s=120)
+    run(f"{PROGRAMS}:profiled_steps", output_dir=str(tmp_path), debug_dump=True, timeout_s=120)
     host = tmp_path / "debug" / "try-0" / "host-0"
     assert not (host / STACKS_FILE).exists()
     assert '"step":7' in (host / LOG_TAIL_FILE).read_text()
@@ -104,7 +105,9 @@ def test_profiles_go_to_gcs_from_every_host(gcs_bucket):
     from airflow_provider_jax.runtime import stores
 
     output_dir = f"gs://{gcs_bucket}/runs/profiled"
-    run("profiled_steps", accelerator=HOSTS, output_dir=output_dir, profile_steps=(2, 3))
+    run(
+        f"{PROGRAMS}:profiled_steps", accelerator=HOSTS, output_dir=output_dir, profile_steps=(2, 3)
+    )
     names = stores.list_objects(gcs_bucket, "runs/profiled/profiles/try-0/")
     traces = [o["name"] for o in names if o["name"].endswith(".xplane.pb")]
     assert len(traces) == 4, names

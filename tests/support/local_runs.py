@@ -18,13 +18,15 @@ LOG = logging.getLogger("tests.local")
 
 
 def operator(program: str, **kwargs: Any) -> JaxTpuSliceOperator:
+    """``program`` (a function of ``tests.support.programs``, or ``module:function``) as the
+    local backend's operator runs it."""
     kwargs.setdefault("accelerator", "tpu-v5litepod-8")
     kwargs.setdefault("backend", "local")
     return JaxTpuSliceOperator(
         task_id="train",
         name="job",
         image="ignored-locally",
-        entrypoint=f"tests.support.programs:{program}",
+        entrypoint=program if ":" in program else f"tests.support.programs:{program}",
         **kwargs,
     )
 

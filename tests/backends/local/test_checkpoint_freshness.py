@@ -7,6 +7,7 @@ import logging
 
 from tests.support.local_runs import run
 
+PROGRAMS = "tests.support.inspection_programs"
 HOSTS = "tpu-v5litepod-16"  # four hosts
 
 
@@ -16,7 +17,7 @@ def warnings(caplog) -> list[str]:
 
 def test_an_old_checkpoint_is_warned_about_once(tmp_path, caplog):
     steps, _ = run(
-        "saves_once_then_trains",
+        f"{PROGRAMS}:saves_once_then_trains",
         accelerator=HOSTS,
         output_dir=str(tmp_path),
         initialize_distributed=False,
@@ -31,7 +32,7 @@ def test_an_old_checkpoint_is_warned_about_once(tmp_path, caplog):
 
 def test_no_warning_when_turned_off(tmp_path, caplog):
     run(
-        "saves_once_then_trains",
+        f"{PROGRAMS}:saves_once_then_trains",
         accelerator=HOSTS,
         output_dir=str(tmp_path),
         initialize_distributed=False,
