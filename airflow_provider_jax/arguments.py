@@ -4,19 +4,48 @@ message per kind of value. Pure: no Airflow, no I/O."""
 from __future__ import annotations
 
 import datetime
+import difflib
+import math
 from collections.abc import Iterable, Mapping, Sequence
 
 
 def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) -> float:
     """``value`` as seconds (a number, or a ``timedelta`` where ``timedelta_ok``), or a
-    ValueError naming ``name``: it must be positive, and a bool is not a number of seconds."""
+    ValueError naming ``name``: every duration of every operator, sensor and trigger goes
+    through here. It must be finite and positive (``nan`` compares false with everything, so a
+    wait of ``nan`` would fire at once, and one of ``inf`` never), and a bool is not a number
+    of seconds."""
     seconds = (
         value.total_seconds() if timedelta_ok and isinstance(value, datetime.timedelta) else value
     )
-    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
+    if (
+        isinstance(seconds, bool)
+        or not isinstance(seconds, int | float)
+        or not math.isfinite(seconds)
+        or seconds <= 0
+    ):
         expected = "a timedelta or seconds > 0" if timedelta_ok else "seconds > 0"
-        raise ValueError(f"{name} must be {expected}, got {value!r}.")
+        raise ValueError(f"{name} must be {expected}, finite, got {value!r}.")
     return float(seconds)
+
+
+def whole_number(name: str, value: object, *, minimum: int = 0) -> int:
+    """``value`` if it is an int of at least ``minimum``: a bool, a float (even ``2.0``) or a
+    string is refused by name, since each would mean something else once rendered."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}.")
+    return value
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the nearest of ``choices``, else empty: a slip of case
+    or spelling is named with its fix."""
+    pool = list(choices)
+    lowered = {c.lower(): c for c in pool}
+    near = lowered.get(value.strip().lower()) or next(
+        iter(difflib.get_close_matches(value, pool, n=1, cutoff=0.75)), None
+    )
+    return f" (did you mean {near!r}?)" if near else ""
 
 
 def is_template(value: object) -> bool:
@@ -53,9 +82,15 @@ def refuse_untemplated(arguments: Mapping[str, object], templated: Sequence[str]
 
 
 def one_of(name: str, value: object, choices: tuple[object, ...]) -> None:
-    """A ValueError naming ``name`` unless ``value`` is one of ``choices``."""
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}.")
+    """A ValueError naming ``name`` unless ``value`` is one of ``choices`` (compared exactly:
+    ``'Always'`` is not ``'always'``, nor ``True`` the same as ``1``)."""
+    if not any(value == c and type(value) is type(c) for c in choices):
+        hint = (
+            did_you_mean(value, [c for c in choices if isinstance(c, str)])
+            if isinstance(value, str)
+            else ""
+        )
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}{hint}.")
 
 
 def as_bool(argument: str, value: object, *, optional: bool = False) -> object:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
+from airflow_provider_jax.manifest.kubernetes_syntax import dns1123_subdomain
 
 WORKERS_EXTRA = "multikueue_workers"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"  # a manager JobSet's spec.managedBy
@@ -29,15 +30,29 @@ def worker_connections(extras: Mapping[str, Any] | None) -> dict[str, str | None
     mapping = (extras or {}).get(WORKERS_EXTRA)
     if mapping is None:
         return None
-    if not isinstance(mapping, Mapping) or not all(
-        isinstance(k, str) and (v is None or (isinstance(v, str) and v)) for k, v in mapping.items()
+    if (
+        not isinstance(mapping, Mapping)
+        or not mapping
+        or not all(
+            _cluster_name(k) and (v is None or (isinstance(v, str) and v.strip() == v and v))
+            for k, v in mapping.items()
+        )
     ):
         raise ValueError(
             f"the Kubernetes connection's extra {WORKERS_EXTRA!r} must map each MultiKueue "
-            f'worker cluster to an Airflow connection id or null ({{"worker-1": "k8s_w1"}}), '
-            f"got {mapping!r}."
+            "worker cluster (its MultiKueueCluster name, a DNS-1123 subdomain) to an Airflow "
+            f'connection id or null ({{"worker-1": "k8s_w1", "worker-2": null}}), got '
+            f"{mapping!r}. An empty mapping declares no worker: leave the extra out instead."
         )
     return dict(mapping)
+
+
+def _cluster_name(name: object) -> bool:
+    try:
+        dns1123_subdomain(WORKERS_EXTRA, name)
+    except ValueError:
+        return False
+    return True
 
 
 def worker_cluster(extras: Mapping[str, Any] | None, worker: str) -> KubernetesCluster | None:

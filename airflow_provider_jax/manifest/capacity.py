@@ -65,7 +65,7 @@ class Capacity:
             raise ValueError(f"capacity must be one of {CAPACITIES}, got {value!r}.")
         kind, _, name = value.strip().partition(":")
         if kind == RESERVATION:
-            if not _RESOURCE_NAME.match(name):
+            if not _RESOURCE_NAME.fullmatch(name):
                 raise ValueError(
                     f"capacity {value!r}: a reservation name is 1-63 lowercase letters, digits "
                     "and hyphens, starting with a letter (reservation:<name>)."
@@ -75,8 +75,11 @@ class Capacity:
         if reservation_project is not None:
             if kind != RESERVATION:
                 raise ValueError("reservation_project needs capacity='reservation:<name>'.")
-            if not _PROJECT_ID.match(reservation_project):
-                raise ValueError(f"reservation_project {reservation_project!r} is no project id.")
+            if not _PROJECT_ID.fullmatch(reservation_project):
+                raise ValueError(
+                    f"reservation_project {reservation_project!r} is no project id: 6-30 "
+                    "lowercase letters, digits and '-', starting with a letter."
+                )
         return cls(kind, name or None, reservation_project)
 
     def __str__(self) -> str:

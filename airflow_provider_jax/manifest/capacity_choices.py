@@ -143,7 +143,7 @@ def _parse_list(values: list[Any], reservation_project: str | None) -> tuple[Cap
 
 
 def _check_compute_class(name: object, choices: tuple[Capacity, ...]) -> None:
-    if not isinstance(name, str) or not _CLASS_NAME.match(name):
+    if not isinstance(name, str) or not _CLASS_NAME.fullmatch(name):
         raise ValueError(
             f"compute_class {name!r} is no ComputeClass name: 1-63 lowercase letters, digits "
             "and '-', starting and ending with a letter or digit."

@@ -12,6 +12,7 @@ validateTolerations. Pure: no I/O.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -48,7 +49,7 @@ def dns1123_subdomain(argument: str, value: object) -> str:
 def _dns_name(
     argument: str, value: object, pattern: re.Pattern[str], limit: int, kind: str, marks: str
 ) -> str:
-    if not isinstance(value, str) or len(value) > limit or not pattern.match(value):
+    if not isinstance(value, str) or len(value) > limit or not pattern.fullmatch(value):
         raise ValueError(
             f"{argument} must be a DNS-1123 {kind} (at most {limit} lowercase letters, "
             f"digits{marks}, starting and ending with a letter or digit), got {value!r}."
@@ -62,9 +63,9 @@ def qualified_name(argument: str, value: object) -> str:
     ok = isinstance(value, str)
     if ok:
         prefix, _, name = value.rpartition("/")
-        ok = len(name) <= 63 and bool(_QUALIFIED_NAME.match(name))
+        ok = len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(name))
         if ok and "/" in value:
-            ok = 0 < len(prefix) <= 253 and bool(_DNS1123_SUBDOMAIN.match(prefix))
+            ok = 0 < len(prefix) <= 253 and bool(_DNS1123_SUBDOMAIN.fullmatch(prefix))
     if not ok:
         raise ValueError(
             f"{argument} key {value!r} is not a qualified name: [prefix/]name, the name at most "
@@ -75,7 +76,7 @@ def qualified_name(argument: str, value: object) -> str:
 
 
 def label_value(argument: str, value: object) -> str:
-    if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+    if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
         raise ValueError(
             f"{argument} value {value!r} is not a valid label value: a string of at most 63 "
             "letters, digits, '-', '_' and '.', starting and ending with a letter or digit "
@@ -140,18 +141,56 @@ def container_resources(values: Mapping[Any, Any]) -> None:
             quantity(f"{argument}[{resource!r}]", amount)
 
 
+_BINARY_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL_SUFFIX = {"n": 1e-9, "u": 1e-6, "m": 1e-3, "": 1, "k": 1e3, "M": 1e6, "G": 1e9,
+                   "T": 1e12, "P": 1e15, "E": 1e18}  # fmt: skip
+
+
 def quantity(argument: str, value: object) -> None:
-    number = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
-    if not number and not (isinstance(value, str) and _QUANTITY.match(value)):
+    """A resource amount: a finite number >= 0 or a Quantity string (no whitespace, no
+    trailing newline: the API server refuses both)."""
+    number = (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+    if not number and not (isinstance(value, str) and _QUANTITY.fullmatch(value)):
         raise ValueError(
             f"{argument} must be a non-negative Kubernetes quantity such as '8', '500m', "
             f"'32Gi' or '1e3', got {value!r}."
         )
 
 
-def tolerations(values: Sequence[Any]) -> None:
+def byte_size(argument: str, value: object, *, unit_required: bool = True) -> float:
+    """A size in bytes from a Quantity string: the one parser of every size the provider
+    reads. Where ``unit_required``, a bare number is refused, since Kubernetes reads ``'64'``
+    as 64 bytes, rarely what was meant."""
+    match = _QUANTITY.fullmatch(value) if isinstance(value, str) else None
+    suffix = (match.group(3) or "") if match else ""
+    bare = suffix == "" or suffix[0] in "eE"
+    if not match or suffix in ("n", "u", "m") or (bare and unit_required):
+        hint = ""
+        if match and not suffix:
+            hint = f" ({value!r} is {value} bytes; did you mean '{value}Gi'?)"
+        raise ValueError(
+            f"{argument} must be a positive Kubernetes memory quantity with its unit, such as "
+            "'64Gi' "
+            f"or '500M', got {value!r}{hint}."
+        )
+    if bare:
+        scale = 10 ** int(suffix[1:]) if suffix else 1
+    else:
+        scale = _BINARY_SUFFIX.get(suffix) or _DECIMAL_SUFFIX[suffix]
+    size = float(match.group(1)) * scale
+    if size < 1:
+        raise ValueError(f"{argument} must be a positive size, at least one byte, got {value!r}.")
+    return size
+
+
+def tolerations(values: Sequence[Any], where: str = "tolerations") -> None:
     for i, toleration in enumerate(values):
-        argument = f"tolerations[{i}]"
+        argument = f"{where}[{i}]"
         if not isinstance(toleration, Mapping):
             raise ValueError(f"{argument} must be a mapping, got {toleration!r}.")
         if unknown := sorted(set(toleration) - set(TOLERATION_FIELDS)):
@@ -173,6 +212,40 @@ def tolerations(values: Sequence[Any]) -> None:
                 raise ValueError(f"{argument}.tolerationSeconds must be an integer.")
             if effect != "NoExecute":
                 raise ValueError(f"{argument}: tolerationSeconds needs effect 'NoExecute'.")
+
+
+MAX_ID = 2**31 - 1  # a uid or gid: validation's "must be between 0 and 2147483647"
+_ID_FIELDS = ("runAsUser", "runAsGroup")
+# A volume's one source: every field of core/v1 Volume but its name.
+VOLUME_SOURCE_EXCLUDED = ("name",)
+
+
+def security_context(argument: str, context: Mapping[str, Any]) -> None:
+    """What ``ValidateSecurityContext`` refuses beyond the types: ids outside 0..2^31-1, and a
+    privileged container (or one adding CAP_SYS_ADMIN) that may not escalate privileges."""
+    for field in _ID_FIELDS:
+        value = context.get(field)
+        if value is not None and not isinstance(value, bool) and isinstance(value, int):
+            if not 0 <= value <= MAX_ID:
+                raise ValueError(f"{argument}.{field} must be between 0 and {MAX_ID}, got {value}.")
+    if context.get("allowPrivilegeEscalation") is False:
+        added = (context.get("capabilities") or {}).get("add") or ()
+        if context.get("privileged") is True or {"SYS_ADMIN", "CAP_SYS_ADMIN"} & set(added):
+            raise ValueError(
+                f"{argument}: a privileged container (or one adding SYS_ADMIN) always may "
+                "escalate its privileges, so allowPrivilegeEscalation=False contradicts it "
+                "(Kubernetes refuses the pod): drop one of the two."
+            )
+
+
+def volume_source(argument: str, volume: Mapping[str, Any]) -> None:
+    """A volume has exactly one source (``emptyDir``, ``persistentVolumeClaim``, ...)."""
+    sources = sorted(k for k in volume if k not in VOLUME_SOURCE_EXCLUDED)
+    if len(sources) != 1:
+        raise ValueError(
+            f"{argument} {volume.get('name')!r} must have exactly one source (emptyDir, "
+            f"persistentVolumeClaim, csi, ...), got {sources or 'none'}."
+        )
 
 
 def non_negative_int(argument: str, value: object) -> None:

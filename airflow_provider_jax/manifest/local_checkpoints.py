@@ -11,9 +11,9 @@ On GKE clusters with multi-tier checkpointing enabled, the connection extra
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.runtime.env import LOCAL_CHECKPOINT_DIR_ENV
 
@@ -21,31 +21,55 @@ VOLUME = "jax-local-checkpoints"
 MOUNT_PATH = "/mnt/jax-local-checkpoints"
 MTC_EXTRA = "multi_tier_checkpointing"
 MTC_DRIVER = "multitier-checkpoint.csi.storage.gke.io"  # xpk's, with --mtc-enabled
-_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
-_DECIMAL = {"": 1, "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
-_SIZE = re.compile(r"^(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$")
 GIB = 2**30
-# RAM per VM of the machine types whose memory Google documents beside them (GB as written
-# there): https://cloud.google.com/tpu/docs/v5e ("VM types"), .../tpu/docs/v6e ("DRAM per host").
+GB = 10**9
+# RAM per VM of every machine type in the accelerator tables (manifest/accelerators/), as
+# Google documents it beside the machine type: TPU (https://cloud.google.com/tpu/docs/v4,
+# .../v5e "VM types", .../v5p, .../v6e, .../tpu7x "RAM (GB) (4-chip VM)") and GPU
+# (https://cloud.google.com/compute/docs/gpus: the A2, A3, A4, A4X and G2 tables). A test
+# fails when a machine type of the tables has no row. Rows marked "by chip share" have no
+# published figure: they are the 4-chip VM's RAM by the VM's share of its chips, which is
+# exact where both are published (v5e: 48 GB a chip).
 HOST_MEMORY_BYTES = {
-    "ct5lp-hightpu-1t": 48 * 10**9,
-    "ct5lp-hightpu-4t": 192 * 10**9,
-    "ct5lp-hightpu-8t": 384 * 10**9,
+    "ct4p-hightpu-4t": 407 * GB,
+    "ct5p-hightpu-4t": 448 * GB,
+    "ct5lp-hightpu-1t": 48 * GB,
+    "ct5lp-hightpu-4t": 192 * GB,
+    "ct5lp-hightpu-8t": 384 * GB,
+    "ct6e-standard-1t": 176 * GB,
+    "ct6e-standard-4t": 720 * GB,
     "ct6e-standard-8t": 1536 * GIB,
+    "tpu7-standard-1t": 240 * GB,  # by chip share
+    "tpu7-standard-4t": 960 * GB,  # as tpu7x's
+    "tpu7x-standard-1t": 240 * GB,  # by chip share
+    "tpu7x-standard-4t": 960 * GB,
+    "a2-highgpu-1g": 85 * GB,
+    "a2-highgpu-2g": 170 * GB,
+    "a2-highgpu-4g": 340 * GB,
+    "a2-highgpu-8g": 680 * GB,
+    "a2-megagpu-16g": 1360 * GB,
+    "a2-ultragpu-1g": 170 * GB,
+    "a2-ultragpu-2g": 340 * GB,
+    "a2-ultragpu-4g": 680 * GB,
+    "a2-ultragpu-8g": 1360 * GB,
+    "a3-highgpu-1g": 234 * GB,
+    "a3-highgpu-2g": 468 * GB,
+    "a3-highgpu-4g": 936 * GB,
+    "a3-highgpu-8g": 1872 * GB,
+    "a3-megagpu-8g": 1872 * GB,
+    "a3-ultragpu-8g": 2952 * GB,
+    "a4-highgpu-8g": 3968 * GB,
+    "a4x-highgpu-4g": 884 * GB,
+    "g2-standard-12": 48 * GB,
+    "g2-standard-24": 96 * GB,
+    "g2-standard-48": 192 * GB,
+    "g2-standard-96": 384 * GB,
 }
 
 
-def size_bytes(value: object) -> int:
+def size_bytes(value: object) -> float:
     """``local_checkpoint_size`` in bytes: a Kubernetes memory quantity such as ``"64Gi"``."""
-    match = _SIZE.match(value) if isinstance(value, str) else None
-    number = float(match.group(1)) if match else 0.0
-    if not match or number <= 0:
-        raise ValueError(
-            f"local_checkpoint_size must be a positive Kubernetes memory quantity such as "
-            f"'64Gi' or '500M', got {value!r}."
-        )
-    unit = match.group(2) or ""
-    return int(number * (_BINARY.get(unit) or _DECIMAL[unit]))
+    return syntax.byte_size("local_checkpoint_size", value)
 
 
 def check_fits(size: str, accelerator: Accelerator, memory_limit: object = None) -> None:
@@ -58,8 +82,8 @@ def check_fits(size: str, accelerator: Accelerator, memory_limit: object = None)
             f"({memory_limit}), which an in-memory tier counts against: give a smaller size, "
             "or raise container_resources['limits']['memory']."
         )
-    memory = HOST_MEMORY_BYTES.get(accelerator.machine_type)
-    if memory is not None and size_bytes(size) >= memory:
+    memory = HOST_MEMORY_BYTES.get(accelerator.machine_type, float("inf"))
+    if size_bytes(size) >= memory:
         raise ValueError(
             f"local_checkpoint_size={size!r} does not fit in the memory of a "
             f"{accelerator.machine_type} host ({memory / GIB:.0f} GiB), which also holds the "
@@ -71,7 +95,7 @@ def _limit_bytes(limit: object) -> float:
     """A memory limit in bytes; infinite when there is none, or one this module does not
     read (Kubernetes checks its syntax)."""
     try:
-        return size_bytes(limit) if isinstance(limit, str) else float("inf")
+        return syntax.byte_size("limit", limit, unit_required=False)
     except ValueError:
         return float("inf")
 

@@ -36,7 +36,7 @@ def check_name(
     name: str, accelerator: Accelerator, num_slices: int, pathways: bool = False
 ) -> None:
     """Reject names JobSet's webhook would reject, before anything reaches a cluster."""
-    if not isinstance(name, str) or not _DNS_1035.match(name):
+    if not isinstance(name, str) or not _DNS_1035.fullmatch(name):
         raise ValueError(
             f"JobSet name {name!r} must be a DNS-1035 label: lowercase letters, digits and '-', "
             "starting with a letter."

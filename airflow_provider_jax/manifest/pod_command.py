@@ -136,7 +136,7 @@ def check_entrypoint(entrypoint: object) -> None:
     rendered, whether the whole value or a part of it is Jinja)."""
     if is_template(entrypoint):
         return
-    if not isinstance(entrypoint, str) or not _ENTRYPOINT.match(entrypoint):
+    if not isinstance(entrypoint, str) or not _ENTRYPOINT.fullmatch(entrypoint):
         raise ValueError(
             "entrypoint must look like 'package.module:function' (Python identifiers, dotted, "
             f"and one ':'), got {entrypoint!r}."

@@ -1,4 +1,23 @@
-"""Deep-merge a user's pod template override into the generated one. Pure: no I/O."""
+"""Merge a user's pod template override into the generated one, as Kubernetes' strategic
+merge patch merges a pod, and refuse an override that would undo what the provider needs.
+Pure: no I/O.
+
+What an override can and cannot change (``docs/operators.md`` says the same to users):
+
+- Mappings merge key by key; scalars the provider does not own are replaced.
+- Lists of objects merge by their Kubernetes merge key (``containers``, ``initContainers``,
+  ``volumes``, ``env`` and ``imagePullSecrets`` by ``name``, ``volumeMounts`` by
+  ``mountPath``, ``ports`` by ``containerPort``): the provider's entries stay, and the
+  override's are merged into them or added.
+- ``tolerations`` are added to the provider's (the accelerator's, Spot's, GPUDirect's): a
+  pod whose node selector asks for TPU Spot nodes but which no longer tolerates their taints
+  would never schedule.
+- Refused, naming both sides: an env name the provider's container already has (the JAX
+  coordination, the runtime's call, or the task's own ``env=``), a node selector that
+  contradicts the provider's (the accelerator's and ``capacity=``'s), a volume or mount path
+  the provider uses for something else, and a ``restartPolicy`` other than ``Never`` (JobSet
+  restarts the slice; a kubelet restart would hide failures from it).
+"""
 
 from __future__ import annotations
 
@@ -6,29 +25,107 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+# Kubernetes' patchMergeKey of each list the pod spec merges rather than replaces.
+MERGE_KEYS = {
+    "containers": "name",
+    "initContainers": "name",
+    "volumes": "name",
+    "env": "name",
+    "imagePullSecrets": "name",
+    "volumeMounts": "mountPath",
+    "ports": "containerPort",
+}
+UNION_LISTS = ("tolerations",)  # the provider's entries kept, the override's added
+RESTART_POLICY = "Never"
+ARGUMENT = "pod_template_override"
+
 
 def merge_override(base: dict[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep-merge ``override`` into ``base``. Lists of named objects (containers, volumes,
-    env) merge by ``name``; other lists and scalars are replaced."""
+    """Deep-merge ``override`` into ``base`` (see the module's rules)."""
     merged = copy.deepcopy(base)
     for key, value in override.items():
         current = merged.get(key)
         if isinstance(current, dict) and isinstance(value, Mapping):
             merged[key] = merge_override(current, value)
-        elif _named_list(current) and _named_list(value):
-            by_name = {item["name"]: item for item in current}
+        elif (
+            key in MERGE_KEYS
+            and _keyed(current, MERGE_KEYS[key])
+            and _keyed(value, MERGE_KEYS[key])
+        ):
+            merge_key = MERGE_KEYS[key]
+            by_key = {item[merge_key]: item for item in current}
             for item in value:
-                old = by_name.get(item["name"])
-                by_name[item["name"]] = merge_override(old, item) if old else copy.deepcopy(item)
-            merged[key] = list(by_name.values())
+                old = by_key.get(item[merge_key])
+                by_key[item[merge_key]] = merge_override(old, item) if old else copy.deepcopy(item)
+            merged[key] = list(by_key.values())
+        elif key in UNION_LISTS and isinstance(current, list) and isinstance(value, list):
+            merged[key] = current + [copy.deepcopy(v) for v in value if v not in current]
         else:
             merged[key] = copy.deepcopy(value)
     return merged
 
 
-def _named_list(value: object) -> bool:
+def refuse_conflicts(generated: Mapping[str, Any], override: Mapping[str, Any]) -> None:
+    """A ValueError naming ``pod_template_override`` and the provider's value where the
+    override contradicts what the generated pod template needs."""
+    spec, wanted = generated.get("spec") or {}, override.get("spec") or {}
+    if not isinstance(wanted, Mapping):
+        return  # the schema check names it
+    policy = wanted.get("restartPolicy")
+    if policy is not None and policy != RESTART_POLICY:
+        raise ValueError(
+            f"{ARGUMENT} sets spec.restartPolicy={policy!r}; the provider's pods use "
+            f"{RESTART_POLICY!r}: JobSet restarts the slice (max_restarts, restart_strategy), "
+            "and a pod the kubelet restarted itself would hide its failure from JobSet."
+        )
+    ours = spec.get("nodeSelector") or {}
+    for key, value in (wanted.get("nodeSelector") or {}).items():
+        if key in ours and ours[key] != value:
+            raise ValueError(
+                f"{ARGUMENT} sets nodeSelector {key}={value!r}, but the provider selects "
+                f"{key}={ours[key]!r} (from the accelerator, capacity= or node_selector=): "
+                "change the argument that sets it instead, or drop it from the override."
+            )
+    volumes = {v.get("name"): v for v in spec.get("volumes") or ()}
+    for volume in wanted.get("volumes") or ():
+        name = volume.get("name") if isinstance(volume, Mapping) else None
+        if name in volumes and volumes[name] != merge_override(volumes[name], volume):
+            raise ValueError(
+                f"{ARGUMENT} redefines the volume {name!r}, which the provider declares for "
+                f"its own use ({_source(volumes[name])}): give yours another name."
+            )
+    containers = {c.get("name"): c for c in spec.get("containers") or ()}
+    for container in wanted.get("containers") or ():
+        if not isinstance(container, Mapping) or container.get("name") not in containers:
+            continue
+        mine = containers[container["name"]]
+        env = {e.get("name") for e in mine.get("env") or ()}
+        for entry in container.get("env") or ():
+            if isinstance(entry, Mapping) and entry.get("name") in env:
+                raise ValueError(
+                    f"{ARGUMENT} sets env {entry['name']!r} on container {mine['name']!r}, "
+                    "which the provider already sets there (the JAX coordination, the "
+                    "runtime's call, or this task's env=): give it through env= once, or "
+                    "not at all for the provider's own names."
+                )
+        mounts = {m.get("mountPath"): m.get("name") for m in mine.get("volumeMounts") or ()}
+        for mount in container.get("volumeMounts") or ():
+            path = mount.get("mountPath") if isinstance(mount, Mapping) else None
+            if path in mounts and mounts[path] != mount.get("name"):
+                raise ValueError(
+                    f"{ARGUMENT} mounts {mount.get('name')!r} at {path!r}, where the provider "
+                    f"mounts its volume {mounts[path]!r}: mount yours at another path."
+                )
+
+
+def _source(volume: Mapping[str, Any]) -> str:
+    kinds = [k for k in volume if k != "name"]
+    return ", ".join(kinds) or "no source"
+
+
+def _keyed(value: object, key: str) -> bool:
     return (
         isinstance(value, list)
         and bool(value)
-        and all(isinstance(i, Mapping) and "name" in i for i in value)
+        and all(isinstance(i, Mapping) and key in i for i in value)
     )

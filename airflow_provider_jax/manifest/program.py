@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_jax.manifest import pod_schema
-from airflow_provider_jax.manifest.pod_override import merge_override
+from airflow_provider_jax.manifest.pod_override import merge_override, refuse_conflicts
 from airflow_provider_jax.manifest.provider_keys import CONTAINER_NAME, TERMINATION_MESSAGE_PATH
 from airflow_provider_jax.manifest.secret_refs import render_env, secret_mounts
 from airflow_provider_jax.manifest.spec import JaxJobSpec
@@ -70,6 +70,7 @@ def apply_override(template: dict[str, Any], spec: JaxJobSpec) -> dict[str, Any]
         for container in template["spec"]["containers"]:
             if container["name"] == CONTAINER_NAME:
                 container.pop("securityContext", None)
+    refuse_conflicts(template, spec.pod_template_override)
     merged = merge_override(template, spec.pod_template_override)
     pod_schema.check_mounts("pod_template_override", merged)
     return merged

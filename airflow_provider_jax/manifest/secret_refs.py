@@ -39,16 +39,16 @@ class SecretRef:
 
     def __post_init__(self) -> None:
         where = f"secret {self.secret!r}"
-        if not isinstance(self.secret, str) or not _SECRET_NAME.match(self.secret):
+        if not isinstance(self.secret, str) or not _SECRET_NAME.fullmatch(self.secret):
             raise ValueError(f"{where}: not a valid Secret name (a DNS-1123 subdomain).")
-        if self.key is not None and not _KEY.match(str(self.key)):
+        if self.key is not None and not _KEY.fullmatch(str(self.key)):
             raise ValueError(f"{where}: key {self.key!r} is not a valid Secret key.")
         if self.deploy_type == "env":
             if self.items:
                 raise ValueError(f"{where}: items only apply to volumes.")
             if self.deploy_target is None and self.key is not None:
                 raise ValueError(f"{where}: an env secret with a key needs deploy_target.")
-            if self.deploy_target is not None and not _ENV_NAME.match(self.deploy_target):
+            if self.deploy_target is not None and not _ENV_NAME.fullmatch(self.deploy_target):
                 raise ValueError(f"{where}: {self.deploy_target!r} is not an env var name.")
             if self.deploy_target is not None and self.key is None:
                 raise ValueError(

@@ -42,6 +42,8 @@ from airflow_provider_jax.manifest.in_place_restart import (
     DEFAULT_RESTART_STRATEGY,
     check_restart_strategy,
 )
+from airflow_provider_jax.manifest.local_checkpoints import MOUNT_PATH as LOCAL_MOUNT_PATH
+from airflow_provider_jax.manifest.local_checkpoints import VOLUME as LOCAL_VOLUME
 from airflow_provider_jax.manifest.local_checkpoints import check_fits
 from airflow_provider_jax.manifest.named_storage import Storage, storage_annotations
 from airflow_provider_jax.manifest.names import check_name, rjob_name
@@ -132,16 +134,7 @@ class JaxJobSpec:
                 "(https://cloud.google.com/kubernetes-engine/quotas)."
             )
         self._check_kubernetes_syntax()
-        if not isinstance(self.image, str) or not self.image.strip():
-            raise ValueError(
-                "image must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
-            )
-        if not _IMAGE_REFERENCE.match(self.image):
-            raise ValueError(
-                f"image {self.image!r} is not a valid image reference (Kubernetes would stop at "
-                "InvalidImageName): use [registry/]repository[:tag][@sha256:digest], with a "
-                "lowercase repository, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
-            )
+        check_image("image", self.image)
         if isinstance(self.command, str) or not self.command:
             raise ValueError(f"command must be a non-empty list of strings, got {self.command!r}.")
         if not all(isinstance(a, str) for a in self.command):
@@ -152,7 +145,7 @@ class JaxJobSpec:
             raise ValueError("a command argument holds a NUL byte, which no process can be given.")
         env_bytes = 0
         for key, value in self.env.items():
-            if not isinstance(key, str) or not _ENV_NAME.match(key):
+            if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
                 raise ValueError(f"env name {key!r} is not a valid environment variable name.")
             if not isinstance(value, str):
                 raise ValueError(
@@ -261,18 +254,56 @@ class JaxJobSpec:
             syntax.label_value("queue_name", self.queue_name)
 
     def _check_nested(self) -> None:
-        """Whole Kubernetes objects handed to us, held to the pod's own types."""
+        """Whole Kubernetes objects handed to us, held to the pod's own types, then to the
+        rules Kubernetes' validation adds to them (ranges, exclusive fields, one source)."""
         if self.security_context != SAFE_SECURITY_CONTEXT:  # the default needs no schema read
             context = self.security_context
             pod_schema.check("security_context", context, pod_schema.SECURITY_CONTEXT)
+            syntax.security_context("security_context", context)
         pod_schema.check_each("volumes", self.volumes, pod_schema.VOLUME)
+        for volume in self.volumes:
+            syntax.volume_source("volumes", volume)
         pod_schema.check_each("volume_mounts", self.volume_mounts, pod_schema.VOLUME_MOUNT)
         pod_schema.check_each("tolerations", self.tolerations, pod_schema.TOLERATION)
         if self.pod_template_override:
-            override = self.pod_template_override
-            pod_schema.check(
-                "pod_template_override", override, pod_schema.POD_TEMPLATE, partial=True
-            )
+            self._check_override(self.pod_template_override)
+        self._check_provider_names()
+
+    def _check_override(self, override: Mapping[str, Any]) -> None:
+        argument = "pod_template_override"
+        pod_schema.check(argument, override, pod_schema.POD_TEMPLATE, partial=True)
+        metadata = override.get("metadata") or {}
+        syntax.labels(f"{argument} metadata.labels", metadata.get("labels") or {})
+        syntax.annotations(f"{argument} metadata.annotations", metadata.get("annotations") or {})
+        pod = override.get("spec") or {}
+        syntax.tolerations(pod.get("tolerations") or (), f"{argument} spec.tolerations")
+        for volume in pod.get("volumes") or ():
+            syntax.volume_source(f"{argument} spec.volumes", volume)
+        for kind in ("initContainers", "containers"):
+            for container in pod.get(kind) or ():
+                where = f"{argument} spec.{kind}[{container.get('name')!r}]"
+                if "image" in container:
+                    check_image(f"{where}.image", container["image"])
+                if context := container.get("securityContext"):
+                    syntax.security_context(f"{where}.securityContext", context)
+
+    def _check_provider_names(self) -> None:
+        """A volume or mount path the provider uses itself, given by another argument, would
+        make an invalid pod: refused here, naming both."""
+        if self.local_checkpoint_size is None:
+            return
+        owned = f"local_checkpoint_size's tier (volume {LOCAL_VOLUME!r} at {LOCAL_MOUNT_PATH!r})"
+        for volume in [*self.volumes, *self._override_volumes]:
+            if volume.get("name") == LOCAL_VOLUME:
+                raise ValueError(
+                    f"volumes: {LOCAL_VOLUME!r} is the name of {owned}: give yours another."
+                )
+        for mount in self.volume_mounts:
+            if "/" + str(mount.get("mountPath", "")).strip("/") == LOCAL_MOUNT_PATH:
+                raise ValueError(
+                    f"volume_mounts: {mount.get('name')!r} is mounted at {LOCAL_MOUNT_PATH!r}, "
+                    f"the path of {owned}: mount it elsewhere."
+                )
 
     @property
     def _override_volumes(self) -> list[Mapping[str, Any]]:
@@ -370,6 +401,21 @@ class JaxJobSpec:
             hosts_per_slice=self.accelerator.hosts,
             num_slices=self.num_slices,
             megascale_port=self.megascale_port,
+        )
+
+
+def check_image(argument: str, image: object) -> None:
+    """An image reference as container runtimes parse it, or a ValueError naming
+    ``argument``: Kubernetes would otherwise stop the pod at InvalidImageName."""
+    if not isinstance(image, str) or not image.strip():
+        raise ValueError(
+            f"{argument} must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
+        )
+    if not _IMAGE_REFERENCE.fullmatch(image):
+        raise ValueError(
+            f"{argument} {image!r} is not a valid image reference (Kubernetes would stop at "
+            "InvalidImageName): use [registry/]repository[:tag][@sha256:digest], with a "
+            "lowercase repository, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
         )
 
 

@@ -55,7 +55,7 @@ NAMES = frozenset(m.name for m in METRICS)
 
 def check_prefix(value: object) -> str:
     """``value`` as a prefix, or a ValueError naming the setting."""
-    if isinstance(value, str) and _NAME.match(value):
+    if isinstance(value, str) and _NAME.fullmatch(value):
         return value
     raise ValueError(
         f"[jax] {PREFIX_SETTING} must be a StatsD name: letters, digits, '_' and '-' in parts "

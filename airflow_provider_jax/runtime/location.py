@@ -107,7 +107,7 @@ class Location:
 def valid_bucket(bucket: str) -> bool:
     """Whether ``bucket`` follows GCS's bucket naming rules."""
     return (
-        bool(_BUCKET.match(bucket))
+        bool(_BUCKET.fullmatch(bucket))
         and all(0 < len(part) <= 63 for part in bucket.split("."))
         and not bucket.startswith("goog")
         and "google" not in bucket

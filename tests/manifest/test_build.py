@@ -7,6 +7,7 @@ import pytest
 from airflow_provider_jax.backends.local.pods import plan_pods
 from airflow_provider_jax.manifest.accelerators import parse_gpu, parse_tpu
 from airflow_provider_jax.manifest.build import build_jobset
+from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
 from airflow_provider_jax.manifest.failure_policy import CODE_ERROR_RULE
 from airflow_provider_jax.manifest.jobset_api import EXCLUSIVE_TOPOLOGY_ANNOTATION
 from airflow_provider_jax.manifest.kueue_keys import KUEUE_QUEUE_LABEL
@@ -228,15 +229,35 @@ def test_kueue_ttl_priority_and_overrides(validate_jobset):
     assert container["resources"]["requests"]["memory"] == "100Gi"
 
 
-def test_merge_override_by_name():
-    base = {"a": [{"name": "x", "v": 1}, {"name": "y", "v": 2}], "b": [1, 2], "c": {"d": 1}}
-    merged = merge_override(base, {"a": [{"name": "y", "v": 3}, {"name": "z"}], "b": [3]})
+def test_merge_override_by_merge_key():
+    base = {"volumes": [{"name": "x", "v": 1}, {"name": "y", "v": 2}], "b": [1, 2], "c": {"d": 1}}
+    merged = merge_override(base, {"volumes": [{"name": "y", "v": 3}, {"name": "z"}], "b": [3]})
     assert merged == {
-        "a": [{"name": "x", "v": 1}, {"name": "y", "v": 3}, {"name": "z"}],
+        "volumes": [{"name": "x", "v": 1}, {"name": "y", "v": 3}, {"name": "z"}],
         "b": [3],
         "c": {"d": 1},
     }
-    assert base["a"][1]["v"] == 2
+    assert base["volumes"][1]["v"] == 2
+    mounts = merge_override(
+        {"volumeMounts": [{"name": "a", "mountPath": "/a"}]},
+        {"volumeMounts": [{"name": "a", "mountPath": "/b"}]},
+    )
+    assert mounts["volumeMounts"] == [  # by mountPath, as Kubernetes merges them
+        {"name": "a", "mountPath": "/a"},
+        {"name": "a", "mountPath": "/b"},
+    ]
+
+
+def test_override_tolerations_are_added_to_the_accelerators():
+    job = spec(
+        parse_tpu("tpu-v6e-16"),
+        capacity=CapacityChoices.parse("spot"),
+        pod_template_override={"spec": {"tolerations": [{"key": "team", "operator": "Exists"}]}},
+    )
+    pod = build_jobset(job)["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    keys = [t.get("key") for t in pod["spec"]["tolerations"]]
+    assert keys[0] == "google.com/tpu"
+    assert "cloud.google.com/gke-spot" in keys and keys[-1] == "team"
 
 
 def test_labels_are_label_safe():

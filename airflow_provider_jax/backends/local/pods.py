@@ -65,7 +65,7 @@ def expand(text: str, env: Mapping[str, str]) -> str:
 
 
 def _field_value(path: str, labels: Mapping[str, str], annotations: Mapping[str, str]) -> str:
-    match = _FIELD_PATH.match(path)
+    match = _FIELD_PATH.fullmatch(path)
     if match:
         source = labels if match[1] == "labels" else annotations
         return source.get(match[2], "")

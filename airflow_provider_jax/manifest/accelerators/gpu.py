@@ -96,7 +96,7 @@ def _model_of(value: str) -> tuple[str, int | None, str]:
     name = by_label.get(value, value)
     if name in MODELS:
         return name, None, ""
-    match = _XPK.match(value)
+    match = _XPK.fullmatch(value)
     if match:
         by_xpk = {m.xpk_name: name for name, m in MODELS.items()} | {name: name for name in MODELS}
         model = by_xpk.get(match["model"])

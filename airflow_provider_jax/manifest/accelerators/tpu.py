@@ -115,7 +115,7 @@ def tpu_names() -> list[str]:
 
 def generation_of(value: str) -> tuple[str, str] | None:
     """(generation key, size) of a TPU name, or None when it is not one."""
-    match = _NAME.match(value)
+    match = _NAME.fullmatch(value)
     if not match:
         return None
     key = ALIASES.get(match["gen"], match["gen"])
