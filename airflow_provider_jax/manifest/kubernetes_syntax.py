@@ -225,9 +225,9 @@ def security_context(argument: str, context: Mapping[str, Any]) -> None:
     privileged container (or one adding CAP_SYS_ADMIN) that may not escalate privileges."""
     for field in _ID_FIELDS:
         value = context.get(field)
-        if value is not None and not isinstance(value, bool) and isinstance(value, int):
-            if not 0 <= value <= MAX_ID:
-                raise ValueError(f"{argument}.{field} must be between 0 and {MAX_ID}, got {value}.")
+        is_int = isinstance(value, int) and not isinstance(value, bool)
+        if is_int and not 0 <= value <= MAX_ID:  # type: ignore[operator]
+            raise ValueError(f"{argument}.{field} must be between 0 and {MAX_ID}, got {value}.")
     if context.get("allowPrivilegeEscalation") is False:
         added = (context.get("capabilities") or {}).get("add") or ()
         if context.get("privileged") is True or {"SYS_ADMIN", "CAP_SYS_ADMIN"} & set(added):
