@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import one_of
 from airflow_provider_jax.backends.watch_options import WatchOptions
 
@@ -45,12 +46,12 @@ CLUSTER_DEADLINE_GRACE_S = 60
 # busy scheduler; Airflow 3.3 fails a try whose resumed run is already queued or running when
 # it drains that event ("state mismatch", apache/airflow#72716), so a JobSet that ends within
 # seconds of the deferral would cost a retry. A real slice takes longer than this to start.
-RESUME_SETTLE_S = 10.0
+RESUME_SETTLE_S = float(settings.SETTINGS["resume_settle_seconds"].default)
 # XComs live in a JSON column of the metadata database, are loaded by every task that pulls
 # them and shown in the UI. Airflow's own providers cap XCom output at 48 KiB; MySQL's default
 # max_allowed_packet (64 MiB) is the hard ceiling of the common backends. 1 MiB leaves room for
 # metrics and small tables; anything bigger belongs in output_dir, returned as a path.
-DEFAULT_MAX_RESULT_BYTES = 1024 * 1024
+DEFAULT_MAX_RESULT_BYTES = int(settings.SETTINGS["max_result_bytes"].default)
 
 
 @dataclass(frozen=True)
@@ -162,9 +163,7 @@ class Backend(Protocol):
 def resolve_backend(name: str | None) -> str:
     """``name``, or ``[jax] default_backend`` when None: a backend this provider has."""
     if name is None:
-        from airflow.sdk import conf
-
-        name = conf.get("jax", "default_backend", fallback="kubernetes")
+        name = settings.get("default_backend")
         one_of("[jax] default_backend", name, BACKENDS)
     return name
 

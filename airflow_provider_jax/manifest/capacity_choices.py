@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.arguments import positive_seconds
@@ -54,6 +54,7 @@ class CapacityChoices:
     choices: tuple[Capacity, ...] = (Capacity(),)
     wait_s: float | None = None
     compute_class: str | None = None
+    _waits_given: bool = field(default=False, compare=False, repr=False)
 
     @classmethod
     def parse(
@@ -85,7 +86,7 @@ class CapacityChoices:
             wait = DEFAULT_CAPACITY_WAIT_S
         if compute_class is not None:
             _check_compute_class(compute_class, choices)
-        return cls(choices, wait, compute_class)
+        return cls(choices, wait, compute_class, capacity_wait is not None)
 
     @property
     def by_kueue(self) -> bool:
@@ -114,6 +115,31 @@ class CapacityChoices:
 
     def describe(self) -> str:
         return " → ".join(str(c) for c in self.choices)
+
+    def check_waits(self, queue_timeout_s: float | None, execution_timeout_s: float | None) -> None:
+        """Refuse waits under which the list could never fall back: ``queue_timeout`` bounds
+        each choice's JobSet (from its creation), so a choice's ``capacity_wait`` must end
+        before it; and the choices before the last must leave ``execution_timeout`` time."""
+        if not self.by_provider or self.wait_s is None:
+            return
+        wait, nxt = self.wait_s, self.choices[1]
+        if queue_timeout_s is not None and wait >= queue_timeout_s:
+            raise ValueError(
+                f"capacity_wait ({wait:g} s{'' if self._waits_given else ', the default'}) is "
+                f"not shorter than queue_timeout ({queue_timeout_s:g} s): queue_timeout would "
+                f"fail the task while {self.choices[0]} still waits, so {nxt} would never be "
+                f"tried. Give capacity_wait < {queue_timeout_s:g} s, or queue_timeout > "
+                f"{wait:g} s (it bounds each choice's wait)."
+            )
+        before_last = wait * (len(self.choices) - 1)
+        if execution_timeout_s is not None and before_last >= execution_timeout_s:
+            raise ValueError(
+                f"capacity_wait ({wait:g} s) for each of the {len(self.choices) - 1} choice(s) "
+                f"before {self.choices[-1]} adds up to {before_last:g} s, not less than "
+                f"execution_timeout ({execution_timeout_s:g} s): the task would time out before "
+                "the last choice is tried. Give a shorter capacity_wait, or a longer "
+                "execution_timeout."
+            )
 
 
 def _parse_list(values: list[Any], reservation_project: str | None) -> tuple[Capacity, ...]:

@@ -7,14 +7,14 @@ import, so the operators check the setting at parse for nothing.
 
 from __future__ import annotations
 
-import difflib
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-DEFAULT_PREFIX = "jax"
+from airflow_provider_jax.settings import SETTINGS, STATSD_NAME
+
 PREFIX_SETTING = "metrics_prefix"  # [jax] metrics_prefix
-_NAME = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")  # StatsD's, dot-separated
+DEFAULT_PREFIX = SETTINGS[PREFIX_SETTING].default
+_NAME = STATSD_NAME
 COUNTER, GAUGE, TIMER = "counter", "gauge", "timer"
 
 
@@ -61,17 +61,6 @@ def check_prefix(value: object) -> str:
         f"[jax] {PREFIX_SETTING} must be a StatsD name: letters, digits, '_' and '-' in parts "
         f"separated by single dots (default {DEFAULT_PREFIX!r}), got {value!r}."
     )
-
-
-def check_settings(keys: Iterable[str]) -> None:
-    """A ``[jax]`` key that looks like the prefix setting but is not it would leave the
-    prefix at its default without a word: refused, with the right name."""
-    for key in keys:
-        if key != PREFIX_SETTING and difflib.get_close_matches(key, [PREFIX_SETTING], 1, 0.8):
-            raise ValueError(
-                f"[jax] {key} is not a setting: did you mean [jax] {PREFIX_SETTING}? (The "
-                "metrics would go under the default prefix.)"
-            )
 
 
 def full_name(prefix: str, name: str, cause: str | None = None) -> str:

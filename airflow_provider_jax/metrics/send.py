@@ -15,31 +15,16 @@ import socket
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_jax.metrics.names import (
-    DEFAULT_PREFIX,
-    PREFIX_SETTING,
-    check_prefix,
-    check_settings,
-    full_name,
-)
+from airflow_provider_jax import settings
+from airflow_provider_jax.metrics.names import PREFIX_SETTING, check_prefix, full_name
 
 log = logging.getLogger(__name__)
 WORKER, TRIGGERER = "worker", "triggerer"
 
 
 def configured_prefix() -> str:
-    """``[jax] metrics_prefix``, checked (with the ``[jax]`` keys, once a process)."""
-    from airflow.sdk import conf
-
-    _check_keys()
-    return check_prefix(conf.get("jax", PREFIX_SETTING, fallback=DEFAULT_PREFIX))
-
-
-@functools.cache
-def _check_keys() -> None:
-    from airflow.sdk import conf
-
-    check_settings(conf.getsection("jax") or {})
+    """``[jax] metrics_prefix``, checked (with the whole ``[jax]`` section)."""
+    return check_prefix(settings.get(PREFIX_SETTING))
 
 
 def _stats(where: str) -> Any:

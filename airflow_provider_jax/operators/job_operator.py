@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator, conf
 
+from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import as_bool, one_of, positive_seconds, refuse_untemplated
 from airflow_provider_jax.backends.contract import BACKENDS, ON_FINISH_ACTIONS, resolve_backend
 from airflow_provider_jax.backends.watch_options import WatchOptions
@@ -22,7 +23,6 @@ from airflow_provider_jax.manifest.in_place_restart import DEFAULT_RESTART_STRAT
 from airflow_provider_jax.manifest.named_storage import Storage
 from airflow_provider_jax.manifest.secret_refs import as_secret_refs
 from airflow_provider_jax.manifest.spec import SAFE_SECURITY_CONTEXT
-from airflow_provider_jax.metrics.send import configured_prefix
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
 from airflow_provider_jax.operators.execution import JobExecution
@@ -340,6 +340,10 @@ class JaxJobOperator(
             compute_class=compute_class,
             queue_name=queue_name,
         )
+        timeout = self.execution_timeout
+        self.capacity.check_waits(
+            self.queue_timeout, timeout.total_seconds() if timeout is not None else None
+        )
         self.capacity_choice = 0  # the choice the next manifest asks for (JobExecution)
         self.placement = placement
         self.pod_template_override = as_mapping(
@@ -357,7 +361,7 @@ class JaxJobOperator(
         )
         self.backend = backend
         self.set_diagnostics(profile_steps, debug_dump)  # needs output_dir and the backend
-        configured_prefix()  # a bad [jax] metrics_prefix fails at parse, not at the end of a run
+        settings.check()  # a bad [jax] setting fails at parse, not at the end of a run
         self.kubernetes_conn_id = kubernetes_conn_id
         if deferrable is None:  # read at construction, so config changes need no re-import
             deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)

@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow.sdk import conf
 
+from airflow_provider_jax import settings
 from airflow_provider_jax.backends.contract import (
-    DEFAULT_MAX_RESULT_BYTES,
-    RESUME_SETTLE_S,
     ClusterSettings,
     JobSettings,
     try_deadline,
@@ -63,7 +62,7 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         output_dir=op.output_dir,
         on_finish_action=op.on_finish_action,
         deferrable=op.deferrable,
-        max_result_bytes=conf.getint("jax", "max_result_bytes", fallback=DEFAULT_MAX_RESULT_BYTES),
+        max_result_bytes=settings.get("max_result_bytes"),
         cluster=ClusterSettings(
             kubernetes_conn_id=op.kubernetes_conn_id,
             cluster_name=op.cluster_name,
@@ -73,10 +72,10 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
             impersonation_chain=tuple(chain) if isinstance(chain, list | tuple) else chain,
         ),
         pythonpath=tuple(dag_pythonpath(op)),
-        local_secrets_dir=conf.get("jax", "local_secrets_dir", fallback=None) or None,
+        local_secrets_dir=settings.get("local_secrets_dir") or None,
         watch=with_checkpoints(op.watch, op.output_dir),
-        resume_settle_s=conf.getfloat("jax", "resume_settle_seconds", fallback=RESUME_SETTLE_S),
-        local_accelerators=conf.get("jax", "local_accelerators", fallback="auto"),
+        resume_settle_s=settings.get("resume_settle_seconds"),
+        local_accelerators=settings.get("local_accelerators"),
     )
 
 

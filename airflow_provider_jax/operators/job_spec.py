@@ -7,6 +7,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.backends.contract import cluster_deadline_seconds
 from airflow_provider_jax.manifest import data_inputs
@@ -162,9 +163,8 @@ class JobSpecBuilder:
 
     def _default_image(self) -> str:
         """``[jax] default_image``, else a stand-in on the local backend, which runs none."""
-        from airflow.sdk import conf
 
-        if configured := conf.get("jax", "default_image", fallback=""):
+        if configured := settings.get("default_image"):
             return configured
         if self.resolved_backend == "local":
             return LOCAL_IMAGE
@@ -231,10 +231,9 @@ class JobSpecBuilder:
         wanted = self.restart_strategy == "in_place" or self.local_checkpoint_size is not None
         if not rendered or self.resolved_backend == "local" or not wanted:
             return stand_in
-        from airflow.sdk import conf
 
         extras = self._connection_extras()
-        image = extras.get(AGENT_IMAGE_EXTRA) or conf.get("jax", AGENT_IMAGE_EXTRA, fallback="")
+        image = extras.get(AGENT_IMAGE_EXTRA) or settings.get(AGENT_IMAGE_EXTRA)
         multi_tier = extras.get(MTC_EXTRA, False)
         if not isinstance(multi_tier, bool):
             raise ValueError(

@@ -8,9 +8,9 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import conf
 from airflow.sdk.exceptions import AirflowFailException
 
+from airflow_provider_jax import settings
 from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
 from airflow_provider_jax.links.tensorboard import TensorBoardLink, tensorboard_url
 from airflow_provider_jax.metrics.send import send_job
@@ -106,7 +106,7 @@ class OutcomePublisher:
     def _link_tensorboard(self, context: Context) -> None:
         """The TensorBoard link, when ``[jax] tensorboard_url`` is set and the run left event
         files in its ``output_dir`` (one listing)."""
-        template = conf.get("jax", "tensorboard_url", fallback="")
+        template = settings.get("tensorboard_url")
         try:
             url = tensorboard_url(
                 template, self.output_dir, self.gcp_conn_id, self.impersonation_chain

@@ -6,6 +6,7 @@ from __future__ import annotations
 import tempfile
 from typing import TYPE_CHECKING, Any
 
+from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import as_bool, is_template
 from airflow_provider_jax.links.diagnostics import (
     DebugDumpLink,
@@ -62,7 +63,6 @@ class RunDiagnostics:
 
     def diagnostics_links(self, context: Context, jobset_name: str) -> dict[str, str]:
         """The links to this try's profile and debug folders (empty for what was not asked)."""
-        from airflow.sdk import conf
 
         base = self.diagnostics_dir(jobset_name)
         if is_template(base):
@@ -70,7 +70,7 @@ class RunDiagnostics:
         try_number = context["ti"].try_number
         links = {}
         if self.profile_steps:
-            template = conf.get("jax", "tensorboard_url", fallback="")
+            template = settings.get("tensorboard_url")
             links[ProfileLink().xcom_key] = profile_url(
                 template, try_uri(base, PROFILES, try_number)
             )

@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 
+from airflow_provider_jax import settings
 from airflow_provider_jax.metrics.send import LOG_STREAMS
 from airflow_provider_jax.triggers.watch.per_loop import PerLoop
 
 # Airflow's default [triggerer] capacity: a triggerer at its defaults never meets the limit.
-DEFAULT_MAX_LOG_STREAMS = 1000
+DEFAULT_MAX_LOG_STREAMS = int(settings.SETTINGS["max_log_streams"].default)
 MAX_OPENING = 20  # streams in their TLS handshake and request at once
 _shared: PerLoop[str, StreamSlots] = PerLoop()
 
@@ -109,7 +110,6 @@ def stream_slots() -> StreamSlots:
 
 
 def _from_config() -> StreamSlots:
-    from airflow.configuration import conf
 
-    limit = conf.getint("jax", "max_log_streams", fallback=DEFAULT_MAX_LOG_STREAMS)
+    limit = settings.get("max_log_streams")
     return StreamSlots(max(limit, 0))
