@@ -75,7 +75,9 @@ class Capacity:
         if reservation_project is not None:
             if kind != RESERVATION:
                 raise ValueError("reservation_project needs capacity='reservation:<name>'.")
-            if not _PROJECT_ID.fullmatch(reservation_project):
+            if not isinstance(reservation_project, str) or not _PROJECT_ID.fullmatch(
+                reservation_project
+            ):
                 raise ValueError(
                     f"reservation_project {reservation_project!r} is no project id: 6-30 "
                     "lowercase letters, digits and '-', starting with a letter."

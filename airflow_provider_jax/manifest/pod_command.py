@@ -77,7 +77,8 @@ def to_json(value: Any, what: str) -> str:
     except (TypeError, ValueError) as err:
         raise ValueError(
             f"{what} must be JSON-serializable (results and arguments travel as JSON, never "
-            f"pickled): {err}"
+            f"pickled): {err}. Give NaN or infinity as None or a string, and an object as "
+            "the plain values it is made of."
         ) from None
 
 
@@ -104,10 +105,12 @@ def python_call(
         check_entrypoint(entrypoint)
     check_python(python)
     kwargs = kwargs or {}
+    named = "entrypoint_kwargs" if entrypoint is not None else "the function's arguments"
     if not isinstance(kwargs, dict) or not all(isinstance(k, str) for k in kwargs):
-        raise ValueError(f"kwargs must be a dict with string keys, got {kwargs!r}")
+        raise ValueError(f"{named} must be a dict with string keys, got {kwargs!r}")
     for key, value in kwargs.items():
-        to_json(value, f"argument {key!r}")
+        where = f"entrypoint_kwargs[{key!r}]" if entrypoint is not None else f"argument {key!r}"
+        to_json(value, where)
     for i, value in enumerate(args or ()):
         to_json(value, f"positional argument {i}")
     call = {

@@ -202,9 +202,11 @@ class JaxJobSpec:
         for name in ("active_deadline_seconds", "termination_grace_period"):
             if getattr(self, name) is not None:
                 _positive_int(name, getattr(self, name))
-        for port in (self.coordinator_port, self.megascale_port):
-            if port is not None and (not isinstance(port, int) or not 0 < port < 65536):
-                raise ValueError(f"port {port!r} is not a valid TCP port.")
+        for argument in ("coordinator_port", "megascale_port"):
+            port = getattr(self, argument)
+            bad = isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536
+            if port is not None and bad:
+                raise ValueError(f"{argument} must be a TCP port (1-65535), got {port!r}.")
         if self.host_network not in (None, True, False):
             raise ValueError(
                 f"host_network must be True, False or None, got {self.host_network!r}."
