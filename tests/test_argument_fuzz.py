@@ -77,7 +77,7 @@ KINDS: dict[str, list[Any]] = {
         [{"name": "v"}],
         [{"name": "v", "emptyDir": {}}] * 2,
         [{"name": "jax-local-checkpoints", "emptyDir": {}}],
-    ],  # fmt: skip
+    ],
     "volume_mounts": [*LISTS, [{"name": "missing", "mountPath": "/d"}]],
     "restart_on_exit_codes": [*LISTS, [0], [256], [42, 42], [-1]],
     "pip_packages": [*LISTS, ["--index-url=x"], ["numpy\n"]],

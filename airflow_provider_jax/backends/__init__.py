@@ -3,12 +3,14 @@
 ``from airflow_provider_jax.backends import JobSettings`` keeps working."""
 
 from airflow_provider_jax.backends.contract import (
+    BACKEND_TRAITS,
     BACKENDS,
     CLUSTER_DEADLINE_GRACE_S,
     DEFAULT_MAX_RESULT_BYTES,
     ON_FINISH_ACTIONS,
     RESUME_SETTLE_S,
     Backend,
+    BackendTraits,
     ClusterSettings,
     Deferral,
     JobSettings,
@@ -24,11 +26,13 @@ from airflow_provider_jax.backends.watch_options import WatchOptions
 
 __all__ = [
     "BACKENDS",
+    "BACKEND_TRAITS",
     "CLUSTER_DEADLINE_GRACE_S",
     "DEFAULT_MAX_RESULT_BYTES",
     "ON_FINISH_ACTIONS",
     "RESUME_SETTLE_S",
     "Backend",
+    "BackendTraits",
     "ClusterSettings",
     "Deferral",
     "JobSettings",

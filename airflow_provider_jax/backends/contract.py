@@ -31,12 +31,42 @@ from airflow_provider_jax.backends.watch_options import WatchOptions
 if TYPE_CHECKING:
     from airflow.triggers.base import BaseTrigger
 
-# name -> the module that holds its BACKEND class (imported only when a task runs).
-_BACKEND_MODULES = {
-    "kubernetes": "airflow_provider_jax.backends.kubernetes",
-    "local": "airflow_provider_jax.backends.local.backend",
+
+@dataclass(frozen=True)
+class BackendTraits:
+    """What the operators need to know of a backend before it is imported (at parse): they
+    ask these, never the backend's name.
+
+    :param module: the module that holds its ``BACKEND`` class (imported when a task runs).
+    :param remote: its pods run on other machines, so a local ``Data`` folder is staged
+        through ``output_dir``, and what the pods write (diagnostics, Pathways' scratch) needs
+        a shared ``output_dir``.
+    :param needs_image: its pods run a container image (``image=`` or ``[jax] default_image``).
+    :param reads_connection: it reads the Kubernetes connection's extras (the in-place restart
+        agent's image, multi-tier checkpointing, Pathways' images).
+    """
+
+    module: str
+    remote: bool
+    needs_image: bool
+    reads_connection: bool
+
+
+BACKEND_TRAITS = {
+    "kubernetes": BackendTraits(
+        "airflow_provider_jax.backends.kubernetes",
+        remote=True,
+        needs_image=True,
+        reads_connection=True,
+    ),
+    "local": BackendTraits(
+        "airflow_provider_jax.backends.local.backend",
+        remote=False,
+        needs_image=False,
+        reads_connection=False,
+    ),
 }
-BACKENDS = tuple(_BACKEND_MODULES)
+BACKENDS = tuple(BACKEND_TRAITS)
 ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
 # execution_timeout is also the cluster's own deadline for the JobSet's Jobs, this much later,
 # so Airflow's timeout (which explains itself) acts first whenever Airflow is there to act.
@@ -171,7 +201,7 @@ def resolve_backend(name: str | None) -> str:
 def get_backend(name: str, settings: JobSettings) -> Backend:
     """The backend called ``name``, imported now (a task runs), never at DAG parse."""
     one_of("backend", name, BACKENDS)
-    module = importlib.import_module(_BACKEND_MODULES[name])
+    module = importlib.import_module(BACKEND_TRAITS[name].module)
     return module.BACKEND(settings)
 
 

@@ -22,7 +22,7 @@ from airflow_provider_jax.operators.job_settings import job_settings
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_jax.backends import Backend, Outcome, Started
+    from airflow_provider_jax.backends import Backend, BackendTraits, Outcome, Started
     from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
 
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
@@ -37,6 +37,7 @@ class JobExecution:
     capacity: CapacityChoices
     capacity_choice: int
     resolved_backend: str
+    backend_traits: BackendTraits
     data_inputs: Any
     gcp_conn_id: str
     impersonation_chain: Any
@@ -54,7 +55,7 @@ class JobExecution:
 
     def execute(self, context: Context) -> Any:
         self.stored_links = {}  # none yet: see StoredLink.get_link
-        if self.resolved_backend == "kubernetes":  # a local Data folder, before any pod
+        if self.backend_traits.remote:  # a local Data folder is staged before any pod
             upload(self.data_inputs(True), self.gcp_conn_id, self.impersonation_chain, self.log)
         return self._run_choice(context, 0)
 

@@ -10,7 +10,13 @@ from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import as_bool, one_of, positive_seconds, refuse_untemplated
-from airflow_provider_jax.backends.contract import BACKENDS, ON_FINISH_ACTIONS, resolve_backend
+from airflow_provider_jax.backends.contract import (
+    BACKEND_TRAITS,
+    BACKENDS,
+    ON_FINISH_ACTIONS,
+    BackendTraits,
+    resolve_backend,
+)
 from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.links.diagnostics import DebugDumpLink, ProfileLink
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
@@ -394,3 +400,7 @@ class JaxJobOperator(
     @property
     def resolved_backend(self) -> str:
         return resolve_backend(self.backend)
+
+    @property
+    def backend_traits(self) -> BackendTraits:
+        return BACKEND_TRAITS[self.resolved_backend]

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import is_template
-from airflow_provider_jax.backends.contract import cluster_deadline_seconds
+from airflow_provider_jax.backends.contract import BackendTraits, cluster_deadline_seconds
 from airflow_provider_jax.manifest import data_inputs
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
@@ -67,7 +67,7 @@ class JobSpecBuilder:
     image: str | None
     command: Sequence[str] | str | None
     pathways: Pathways | None
-    resolved_backend: str
+    backend_traits: BackendTraits
     project_id: str | None
     storage: tuple[Storage, ...]
     location: str | None
@@ -120,7 +120,7 @@ class JobSpecBuilder:
         if self.output_dir is not None and (rendered or not is_template(self.output_dir)):
             check_storage_path("output_dir", self.output_dir)  # as the sensor and the pods do
         inputs = self.data_inputs(rendered)
-        if rendered and self.resolved_backend == "kubernetes":
+        if rendered and self.backend_traits.remote:
             for item in inputs:  # a local folder travels through output_dir's bucket
                 if not item.is_gcs:
                     item.staged = staging_uri(item, self.output_dir)
@@ -166,7 +166,7 @@ class JobSpecBuilder:
 
         if configured := settings.get("default_image"):
             return configured
-        if self.resolved_backend == "local":
+        if not self.backend_traits.needs_image:
             return LOCAL_IMAGE
         raise ValueError(
             "image is required on Kubernetes: give image= (the image every pod runs, with JAX "
@@ -192,7 +192,7 @@ class JobSpecBuilder:
         location: as given, else under a ``gs://`` output_dir. Kubernetes needs one; the
         local backend runs no Pathways server."""
         pathways, output_dir = self.pathways, self.output_dir
-        if pathways is not None and rendered and self.resolved_backend == "kubernetes":
+        if pathways is not None and rendered and self.backend_traits.reads_connection:
             pathways = self._connection_images(pathways)
         if pathways is None or pathways.scratch_location is not None:
             return pathways
@@ -200,7 +200,7 @@ class JobSpecBuilder:
             return pathways  # checked once rendered
         if Location.is_gcs_uri(output_dir):
             return dataclasses.replace(pathways, scratch_location=pathways.scratch(output_dir))
-        if self.resolved_backend == "kubernetes":
+        if self.backend_traits.remote:
             if output_dir is None:
                 raise ValueError(
                     "pathways= on Kubernetes needs a gs:// scratch location: give a gs:// "
@@ -229,7 +229,7 @@ class JobSpecBuilder:
         agent's name and release stand in."""
         stand_in = {"restart_agent_image": AGENT_IMAGE_STAND_IN, "multi_tier_checkpointing": False}
         wanted = self.restart_strategy == "in_place" or self.local_checkpoint_size is not None
-        if not rendered or self.resolved_backend == "local" or not wanted:
+        if not rendered or not self.backend_traits.reads_connection or not wanted:
             return stand_in
 
         extras = self._connection_extras()

@@ -20,6 +20,8 @@ from airflow_provider_jax.runtime.profiling import check_profile_steps
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_provider_jax.backends.contract import BackendTraits
+
 LOCAL_DIAGNOSTICS = "airflow-jax-diagnostics"  # below the temp folder, locally without output_dir
 
 
@@ -28,7 +30,7 @@ class RunDiagnostics:
 
     task_id: str
     output_dir: str | None
-    resolved_backend: str
+    backend_traits: BackendTraits
     profile_steps: tuple[int, int] | None
     debug_dump: bool
     _try_number: int = 0  # the try build_manifest renders for (0 at parse and in a dry run)
@@ -38,7 +40,7 @@ class RunDiagnostics:
         self.profile_steps = None if profile_steps is None else check_profile_steps(profile_steps)
         self.debug_dump = as_bool("debug_dump", debug_dump)
         wanted = [n for n in ("profile_steps", "debug_dump") if getattr(self, n)]
-        if wanted and self.output_dir is None and self.resolved_backend == "kubernetes":
+        if wanted and self.output_dir is None and self.backend_traits.remote:
             raise ValueError(
                 f"{self.task_id}: {' and '.join(wanted)} write(s) to <output_dir>/"
                 f"{PROFILES if self.profile_steps else DEBUG}, and this task has no output_dir "
