@@ -47,8 +47,8 @@ TARGET_RATIO = 0.5  # in place + local tier: at most half the host-seconds of re
 
 def run_once(plane: Any, strategy: str, work: Path, run: int) -> dict[str, float]:
     """One job with one host killed: its phases, steps redone and host-seconds lost."""
-    from airflow_provider_jax.backends import JobSettings
     from airflow_provider_jax.backends.kubernetes import KubernetesBackend
+    from airflow_provider_jax.contract import JobSettings
     from airflow_provider_jax.manifest import status
     from airflow_provider_jax.operators import JaxTpuSliceOperator
 

@@ -98,7 +98,7 @@ AT_PARSE = [
     Bad(
         "kwargs_not_json",
         tpu(command=None, entrypoint="m:f", entrypoint_kwargs={"data": {1, 2}}),
-        "argument 'data' must be JSON-serializable",
+        r"entrypoint_kwargs\['data'\] must be JSON-serializable",
     ),
     Bad("entrypoint_form", tpu(command=None, entrypoint="module.f"), "package.module:function"),
     Bad("no_program", tpu(command=None), "exactly one of command or entrypoint"),

@@ -4,6 +4,8 @@ provider's config section is the declaration."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from airflow.sdk import DAG
 
@@ -67,3 +69,18 @@ def test_the_config_section_is_the_declaration():
         assert options[key]["type"] == setting.kind
         setting.parse(key, setting.example)  # every example is a valid value
         setting.parse(key, setting.default)
+
+
+def test_the_settings_page_is_the_declaration():
+    from tests.support.docs_pages import REPO
+
+    rows = dict(
+        re.findall(
+            r"^\| `([a-z_]+)` \| [^|]+ \| ([^|]+) \|",
+            (REPO / "docs" / "settings.md").read_text(),
+            re.M,
+        )
+    )
+    assert set(rows) == set(settings.SETTINGS)
+    for key, setting in settings.SETTINGS.items():
+        assert rows[key].strip() == (f"`{setting.default}`" if setting.default else "(unset)")

@@ -1,8 +1,8 @@
-"""Where a JAX job runs: one small interface (:mod:`.contract`), two implementations
-(``kubernetes``, ``local/``). This package's own namespace only re-exports the contract, so
+"""Where a JAX job runs: two implementations (``kubernetes``, ``local/``) of the interface in
+:mod:`airflow_provider_jax.contract`, which this namespace re-exports so that
 ``from airflow_provider_jax.backends import JobSettings`` keeps working."""
 
-from airflow_provider_jax.backends.contract import (
+from airflow_provider_jax.contract.backend import (
     BACKEND_TRAITS,
     BACKENDS,
     CLUSTER_DEADLINE_GRACE_S,
@@ -22,7 +22,7 @@ from airflow_provider_jax.backends.contract import (
     resolve_backend,
     try_deadline,
 )
-from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.contract.watch_options import WatchOptions
 
 __all__ = [
     "BACKENDS",

@@ -21,13 +21,6 @@ from typing import Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_jax.backends.contract import (
-    Deferral,
-    JobSettings,
-    Outcome,
-    Started,
-    log_deadline,
-)
 from airflow_provider_jax.backends.kubernetes_failure import explain_failure
 from airflow_provider_jax.backends.off_main_thread import wait_off_main_thread
 from airflow_provider_jax.backends.result import ResultReader
@@ -35,6 +28,13 @@ from airflow_provider_jax.backends.timeout_alarm import (
     BACKSTOP_S,
     disarm_airflows_alarm,
     postpone_airflows_alarm,
+)
+from airflow_provider_jax.contract.backend import (
+    Deferral,
+    JobSettings,
+    Outcome,
+    Started,
+    log_deadline,
 )
 from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict, NoCapacity
 from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_jax.backends.contract import DEFAULT_MAX_RESULT_BYTES
+from airflow_provider_jax.contract.backend import DEFAULT_MAX_RESULT_BYTES
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.output_paths import RESULT_FILE, result_uri

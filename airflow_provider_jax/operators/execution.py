@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_jax.backends.contract import get_backend
+from airflow_provider_jax.contract.backend import get_backend
 from airflow_provider_jax.exceptions import NoCapacity
 from airflow_provider_jax.operators.data_staging import upload
 from airflow_provider_jax.operators.job_settings import job_settings
@@ -22,7 +22,7 @@ from airflow_provider_jax.operators.job_settings import job_settings
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_jax.backends import Backend, BackendTraits, Outcome, Started
+    from airflow_provider_jax.contract import Backend, BackendTraits, Outcome, Started
     from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
 
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself

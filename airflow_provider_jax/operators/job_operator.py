@@ -10,14 +10,14 @@ from airflow.sdk import BaseOperator, conf
 
 from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import as_bool, one_of, positive_seconds, refuse_untemplated
-from airflow_provider_jax.backends.contract import (
+from airflow_provider_jax.contract.backend import (
     BACKEND_TRAITS,
     BACKENDS,
     ON_FINISH_ACTIONS,
     BackendTraits,
     resolve_backend,
 )
-from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.links.diagnostics import DebugDumpLink, ProfileLink
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from airflow.sdk import conf
 
 from airflow_provider_jax import settings
-from airflow_provider_jax.backends.contract import (
+from airflow_provider_jax.contract.backend import (
     ClusterSettings,
     JobSettings,
     try_deadline,
 )
-from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.runtime.output_paths import checkpoints_uri
 
 if TYPE_CHECKING:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import is_template
-from airflow_provider_jax.backends.contract import BackendTraits, cluster_deadline_seconds
+from airflow_provider_jax.contract.backend import BackendTraits, cluster_deadline_seconds
 from airflow_provider_jax.manifest import data_inputs
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.capacity_choices import CapacityChoices

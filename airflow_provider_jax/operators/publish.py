@@ -20,8 +20,8 @@ from airflow_provider_jax.reporting.goodput import GOODPUT_XCOM_KEY, summary_lin
 if TYPE_CHECKING:
     from airflow.sdk import Asset, Context
 
-    from airflow_provider_jax.backends import Outcome, Started
-    from airflow_provider_jax.backends.watch_options import WatchOptions
+    from airflow_provider_jax.contract import Outcome, Started
+    from airflow_provider_jax.contract.watch_options import WatchOptions
     from airflow_provider_jax.manifest.accelerators import Accelerator
 
 LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value

@@ -20,7 +20,7 @@ from airflow_provider_jax.runtime.profiling import check_profile_steps
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_provider_jax.backends.contract import BackendTraits
+    from airflow_provider_jax.contract.backend import BackendTraits
 
 LOCAL_DIAGNOSTICS = "airflow-jax-diagnostics"  # below the temp folder, locally without output_dir
 

@@ -14,7 +14,7 @@ from airflow import __version__ as airflow_version
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
-from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.metrics.send import WAITING_JOBSETS
 from airflow_provider_jax.triggers.watch.events import (
@@ -65,7 +65,7 @@ class JobSetTrigger(BaseTrigger):
     so never a successor) before firing: the slice stops at once. Waiting costs almost
     nothing: the JobSet is watched through the informer shared by every trigger on that
     (cluster, namespace). How it waits, and what of the job reaches the task log, are the
-    :class:`~airflow_provider_jax.backends.watch_options.WatchOptions` fields, passed as
+    :class:`~airflow_provider_jax.contract.watch_options.WatchOptions` fields, passed as
     kwargs of the same names and held as :attr:`watch` (the leader's or every host's log
     lines, at most ``log_lines`` per host; the queue timeout; the poll interval without watch
     permission). A pod that can never start (its image cannot be pulled) ends the wait at

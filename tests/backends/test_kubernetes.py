@@ -14,14 +14,14 @@ from urllib.parse import unquote
 
 import pytest
 
-from airflow_provider_jax.backends import (
+from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
+from airflow_provider_jax.backends.kubernetes_failure import explain_failure
+from airflow_provider_jax.contract import (
     CLUSTER_DEADLINE_GRACE_S,
     RESUME_SETTLE_S,
     ClusterSettings,
     JobSettings,
 )
-from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
-from airflow_provider_jax.backends.kubernetes_failure import explain_failure
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed, JobSetConflict
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.links.jobset import (
@@ -217,7 +217,7 @@ def test_a_jobset_being_deleted_is_waited_for_never_reattached(k8s):
 
 
 def test_waiting_for_a_deletion_is_bounded_with_a_clear_error(k8s, monkeypatch):
-    from airflow_provider_jax.backends import kubernetes
+    from airflow_provider_jax.contract import kubernetes
 
     k8s.script(run_forever)
     k8s.hold_deletions(30.0)

@@ -7,8 +7,8 @@ import logging
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
+from airflow_provider_jax.contract import JobSettings
 from harness.jobsets import manifest
 
 

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
 from airflow_provider_jax.backends.local.backend import LocalBackend
 from airflow_provider_jax.backends.result import ResultReader, ResultRejected
+from airflow_provider_jax.contract import JobSettings
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
-from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.contract import JobSettings
+from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.hooks.api_errors import explain
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.triggers.jobset import JobSetTrigger

@@ -13,10 +13,10 @@ import pytest
 from airflow.providers.cncf.kubernetes.secret import Secret
 from airflow.sdk.log import mask_secret
 
-from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
 from airflow_provider_jax.backends.local.backend import LocalBackend
 from airflow_provider_jax.backends.local.secret_files import MissingSecret
+from airflow_provider_jax.contract import JobSettings
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.secret_refs import SecretRef
 from airflow_provider_jax.operators import JaxTpuSliceOperator

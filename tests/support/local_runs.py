@@ -7,8 +7,8 @@ import logging
 import time
 from typing import Any
 
-from airflow_provider_jax.backends import JobSettings, Outcome
 from airflow_provider_jax.backends.local.backend import LocalBackend
+from airflow_provider_jax.contract import JobSettings, Outcome
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.operators.job_settings import with_checkpoints

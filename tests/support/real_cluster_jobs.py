@@ -9,8 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_jax.backends import JobSettings, Outcome
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
+from airflow_provider_jax.contract import JobSettings, Outcome
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 
 

@@ -12,10 +12,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_jax.backends.contract import JobSettings, Outcome, Started, log_deadline
 from airflow_provider_jax.backends.local.runner import LocalJobSet
 from airflow_provider_jax.backends.result import ResultReader
 from airflow_provider_jax.backends.timeout_alarm import postpone_airflows_alarm
+from airflow_provider_jax.contract.backend import JobSettings, Outcome, Started, log_deadline
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.manifest.capacity import described
 from airflow_provider_jax.runtime.messages import resumed_step

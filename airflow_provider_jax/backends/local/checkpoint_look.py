@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.checkpoints import FinalizedStep, find_newest_finalized
+from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.reporting.goodput import GoodputClock
 from airflow_provider_jax.triggers.watch.checkpoint_freshness import FreshnessLook
 

@@ -31,7 +31,7 @@ from airflow_provider_jax.backends.local.processes import PodProcess, wait_any_e
 from airflow_provider_jax.backends.local.secret_files import check_runs_locally, secret_files
 from airflow_provider_jax.backends.local.storage_links import linked_storage
 from airflow_provider_jax.backends.timeout_alarm import disarm_airflows_alarm
-from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.manifest.failure_policy import on_failure, restartable_in
 from airflow_provider_jax.manifest.status import restarts_in_place

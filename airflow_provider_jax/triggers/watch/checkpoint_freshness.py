@@ -11,8 +11,8 @@ import contextlib
 import time
 from typing import Any
 
-from airflow_provider_jax.backends.watch_options import WatchOptions
 from airflow_provider_jax.checkpoints import CheckpointQuery, FinalizedStep, afind_newest_finalized
+from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.reporting.checkpoint_freshness import FreshnessAlarm
 from airflow_provider_jax.triggers.watch.run_clock import RunClock
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.hooks.resources import WORKLOADS

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.reporting.checkpoint_freshness import FreshnessAlarm
 from airflow_provider_jax.triggers.watch.checkpoint_freshness import CheckpointFreshness
 from airflow_provider_jax.triggers.watch.run_clock import RunClock

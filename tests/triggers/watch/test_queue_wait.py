@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from airflow_provider_jax.backends import JobSettings
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
+from airflow_provider_jax.contract import JobSettings
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from harness.jobsets import manifest, run_forever, succeed, trigger_for

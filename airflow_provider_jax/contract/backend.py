@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import one_of
-from airflow_provider_jax.backends.watch_options import WatchOptions
+from airflow_provider_jax.contract.watch_options import WatchOptions
 
 if TYPE_CHECKING:
     from airflow.triggers.base import BaseTrigger
