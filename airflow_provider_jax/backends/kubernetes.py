@@ -120,6 +120,27 @@ class KubernetesBackend:
         if self.settings.output_dir is None and (why := unreadable_result(ref.managed_by, extras)):
             _delete(hook, ref, self.log)  # before any pod ran: not after the run
             raise AirflowFailException(f"{ref.where} was deleted at once: {why}")
+        try:
+            return self._started(hook, ref, manifest, try_number)
+        except BaseException as err:
+            self.log.error(
+                "%s was created, but starting to wait on it failed (%s: %s): deleting it.",
+                ref.where,
+                type(err).__name__,
+                err,
+            )
+            try:
+                _delete(hook, ref, self.log)
+            except Exception:
+                self.log.exception("Could not delete %s; delete it by hand.", ref.where)
+            raise
+
+    def _started(
+        self, hook: JobSetHook, ref: JobSetRef, manifest: Mapping[str, Any], try_number: str
+    ) -> Started:
+        """What waits on the JobSet just created (or reattached to): the trigger, the
+        deferral's claim and timeout, the links."""
+        deferring = self.settings.deferrable
         deadline = self.settings.deadline
         log_deadline(self.log, deadline)
         trigger = JobSetTrigger(
@@ -234,6 +255,7 @@ class KubernetesBackend:
             self.settings.cluster.gcp_conn_id,
             self.settings.cluster.impersonation_chain,
             self.settings.max_result_bytes,
+            expected=self.settings.expects_result,
         )
         ok = message if message and message["ok"] else None
         if ok and ok.get("report"):  # its log may not have been streamed: say it here

@@ -28,6 +28,10 @@ class ResultRejected(JaxJobFailed):
     """The leader's result is somewhere Airflow will not read, or too large to read."""
 
 
+class ResultLost(JaxJobFailed):
+    """The leader returned, but its result could not be read: an XCom of None would hide it."""
+
+
 @dataclass(frozen=True)
 class ResultReader:
     """Reads ``<output_dir>/result.json`` and nothing else.
@@ -36,12 +40,16 @@ class ResultReader:
     :param gcp_conn_id: the Google connection for a ``gs://`` output_dir.
     :param impersonation_chain: service accounts to impersonate for it.
     :param max_bytes: the largest result read, in bytes.
+    :param expected: the program is a function whose return value is the result
+        (``entrypoint=`` or a decorated task), so finding none fails the task instead of
+        returning None; a ``command=`` program returns nothing.
     """
 
     output_dir: str | None
     gcp_conn_id: str = "google_cloud_default"
     impersonation_chain: str | tuple[str, ...] | None = None
     max_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    expected: bool = False
 
     @property
     def location(self) -> str | None:
@@ -52,10 +60,14 @@ class ResultReader:
         ``<output_dir>/result.json`` when there is no message (its pod is gone)."""
         if message is None:
             if self.location is None:
-                return None, None
+                return self._lost("the leader's pod left no message, and there is no output_dir")
             try:
                 return self.read(), None
             except FileNotFoundError:
+                if self.expected:
+                    return self._lost(
+                        f"the leader's pod left no message, and {self.location} does not exist"
+                    )
                 log.warning("No result: the leader left no message and no %s.", self.location)
                 return None, None
         report = message.get("report")
@@ -70,6 +82,17 @@ class ResultReader:
             )
         log.info("Reading the leader's result from %s", self.location)
         return self.read(), report
+
+    def _lost(self, why: str) -> tuple[Any, Any]:
+        """(None, None) for a program that returns nothing; a failure for one that returns."""
+        if not self.expected:
+            return None, None
+        raise ResultLost(
+            f"The job succeeded, but the leader's result could not be read: {why}. A result "
+            "comes back in the leader pod's termination message (read from the pod, or through "
+            "a MultiKueue worker's connection) or in <output_dir>/result.json: give output_dir "
+            "so that it is also written there. The task fails rather than return None."
+        )
 
     def read(self) -> Any:
         """The JSON value of ``<output_dir>/result.json``; FileNotFoundError if absent."""

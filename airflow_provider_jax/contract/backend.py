@@ -123,6 +123,8 @@ class JobSettings:
     :param resume_settle_s: a deferred trigger fires no sooner than this after the deferral.
     :param local_accelerators: what the local backend's processes compute on: ``auto`` (a
         GPU job on this machine's GPUs, if it has them) or ``cpu``.
+    :param expects_result: the program is a function whose return value is the result, so a
+        result that cannot be read fails the task (``command=`` programs return none).
     :param log: the task's logger.
     """
 
@@ -141,6 +143,7 @@ class JobSettings:
     watch: WatchOptions = field(default_factory=WatchOptions)
     resume_settle_s: float = RESUME_SETTLE_S
     local_accelerators: str = "auto"
+    expects_result: bool = False
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 
 from airflow_provider_jax.contract.backend import get_backend
 from airflow_provider_jax.exceptions import NoCapacity
@@ -71,16 +71,23 @@ class JobExecution:
         # raised out of execute(), and on_kill must still reach the job.
         backend = self._running = self._backend(context)
         started = backend.start(manifest)
-        choice = self.capacity_choice = started.capacity_choice  # a reattach may be further
-        self._announce(context, started)
-        if self.deferrable and started.deferral is not None:
-            deferral = started.deferral
-            self.defer(
-                trigger=deferral.trigger,
-                method_name="execute_complete",
-                kwargs={**deferral.kwargs, **({"capacity_choice": choice} if choice else {})},
-                timeout=deferral.timeout,
-            )
+        try:
+            choice = self.capacity_choice = started.capacity_choice  # a reattach: further on
+            self._announce(context, started)
+            if self.deferrable and started.deferral is not None:
+                deferral = started.deferral
+                self.defer(
+                    trigger=deferral.trigger,
+                    method_name="execute_complete",
+                    kwargs={**deferral.kwargs, **({"capacity_choice": choice} if choice else {})},
+                    timeout=deferral.timeout,
+                )
+        except TaskDeferred:
+            raise
+        except BaseException as err:
+            # Nothing will wait on the job: it must not run on, unwatched and paid for.
+            self._abandon(backend, started, err)
+            raise
         try:
             with self._failures(context):
                 outcome = backend.wait(started)
@@ -88,6 +95,23 @@ class JobExecution:
             return self._next_choice(context, choice, err)
         self._running = None
         return self._publish(context, outcome)
+
+    def _abandon(self, backend: Backend, started: Started, err: BaseException) -> None:
+        """Delete the job this try started, when the try fails before it waits on it."""
+        where = f"JobSet {started.namespace}/{started.name}"
+        self.log.error(
+            "%s was started, but this try failed before waiting on it (%s: %s): deleting it.",
+            where,
+            type(err).__name__,
+            err,
+        )
+        try:
+            backend.kill()
+        except Exception:
+            self.log.exception("Could not delete %s; delete it by hand.", where)
+        else:
+            self.log.error("Deleted %s.", where)
+        self._running = None
 
     def execute_complete(
         self,

@@ -31,6 +31,7 @@ class JaxJobFields(Protocol):
     log: Any
     execution_timeout: datetime.timedelta | None
     output_dir: str | None
+    command: Sequence[str] | None
     on_finish_action: str
     deferrable: bool
     watch: WatchOptions
@@ -76,6 +77,7 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         watch=with_checkpoints(op.watch, op.output_dir),
         resume_settle_s=settings.get("resume_settle_seconds"),
         local_accelerators=settings.get("local_accelerators"),
+        expects_result=op.command is None,
     )
 
 

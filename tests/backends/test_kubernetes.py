@@ -217,7 +217,7 @@ def test_a_jobset_being_deleted_is_waited_for_never_reattached(k8s):
 
 
 def test_waiting_for_a_deletion_is_bounded_with_a_clear_error(k8s, monkeypatch):
-    from airflow_provider_jax.contract import kubernetes
+    from airflow_provider_jax.backends import kubernetes
 
     k8s.script(run_forever)
     k8s.hold_deletions(30.0)

@@ -16,7 +16,7 @@ import pytest
 
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend, submit
 from airflow_provider_jax.backends.local.backend import LocalBackend
-from airflow_provider_jax.backends.result import ResultReader, ResultRejected
+from airflow_provider_jax.backends.result import ResultLost, ResultReader, ResultRejected
 from airflow_provider_jax.contract import JobSettings
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.manifest.build import build_jobset
@@ -136,3 +136,18 @@ def test_an_oversized_gcs_result_is_refused_by_its_size(gcs_bucket, gcs_emulator
     with pytest.raises(ResultRejected, match="2048 bytes, over the 1024-byte cap"):
         reader.read()
     assert ResultReader(f"gs://{gcs_bucket}/run").read() == int("1" * 2048)
+
+
+def test_a_function_whose_result_cannot_be_read_fails_instead_of_returning_none(tmp_path):
+    """No message from the leader (a MultiKueue worker no connection reaches, a pod already
+    gone) and nowhere else to read: an XCom of None would hide the loss."""
+    with pytest.raises(ResultLost, match="no output_dir.*The task fails rather than return None"):
+        ResultReader(None, expected=True).from_message(None, LOG)
+    with pytest.raises(ResultLost, match=r"result\.json does not exist"):
+        ResultReader(str(tmp_path), expected=True).from_message(None, LOG)
+    # A command= program returns nothing: None is its result.
+    assert ResultReader(None).from_message(None, LOG) == (None, None)
+    assert ResultReader(str(tmp_path)).from_message(None, LOG) == (None, None)
+    # A function that returned None says so in its message.
+    ok = {"ok": True, "result": None}
+    assert ResultReader(None, expected=True).from_message(ok, LOG) == (None, None)

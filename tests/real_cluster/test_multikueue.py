@@ -59,6 +59,9 @@ def run(real_cluster, workers, airflow_home: AirflowHome, tmp_path_factory) -> d
         AIRFLOW_CONN_MANAGER_PARTIAL=_connection(
             manager, multikueue_workers={"worker-1": "worker_1", "worker-2": None}
         ),
+        AIRFLOW_CONN_MANAGER_UNLISTED=_connection(
+            manager, multikueue_workers={"worker-1": "worker_1"}
+        ),
         AIRFLOW_CONN_WORKER_1=_connection(workers["worker-1"].kubeconfig("airflow")),
         AIRFLOW_CONN_WORKER_2=_connection(workers["worker-2"].kubeconfig()),
     )
@@ -93,6 +96,14 @@ def test_a_job_whose_result_could_not_come_back_is_refused_before_submission(run
         "Nothing was submitted: MultiKueue may run this job on worker cluster(s) ['worker-2']"
         in log
     )
+
+
+def test_a_result_that_cannot_come_back_fails_the_task_instead_of_an_empty_xcom(run):
+    """A worker the connection's map leaves out, and no output_dir: the job ends on worker-2,
+    and the task fails saying where the result was expected; its XCom is not None."""
+    log = run["proc"].stdout
+    assert run["states"]["lost"][0] == "failed", log[-6000:]
+    assert "the leader's result could not be read" in log, log[-6000:]
 
 
 def test_a_timeout_deletes_the_manager_copy_and_multikueue_the_workers(

@@ -57,6 +57,7 @@ class LocalBackend:
             self.settings.cluster.gcp_conn_id,
             self.settings.cluster.impersonation_chain,
             self.settings.max_result_bytes,
+            expected=self.settings.expects_result,
         )
         result, message_report = reader.from_message(message, self.settings.log)
         ledger = jobset.clock.ledger(time.time())

@@ -1,7 +1,8 @@
 """Jobs submitted to a MultiKueue manager (``test_multikueue.py``): a TPU job that only
 worker-1 has quota for, a GPU job that only worker-2 has (it does not fit worker-1), one
 whose worker no connection reaches and that has no output_dir (refused before submission),
-and one that outlives its execution_timeout."""
+one that outlives its execution_timeout, and one that runs on a worker its connection's map
+leaves out, with no output_dir (its result cannot come back: the task fails, never None)."""
 
 from __future__ import annotations
 
@@ -82,5 +83,22 @@ with DAG("jax_multikueue", schedule=None, catchup=False):
         deferrable=True,
         trigger_rule="all_done",  # after refused, which fails
     )
+    lost = JaxGpuJobOperator(
+        task_id="lost",
+        accelerator="h100",
+        gpus_per_node=8,
+        num_nodes=2,
+        image=IMAGE,
+        entrypoint="quickstart_train:train",
+        entrypoint_kwargs={"steps": 3},
+        gpu_networking="none",
+        backend="kubernetes",
+        queue_name="multikueue",
+        kubernetes_conn_id="manager_unlisted",  # names worker-1 only; the job runs on worker-2
+        deferrable=True,
+        retries=0,
+        trigger_rule="all_done",  # after timed_out, which fails
+    )
     tpu >> record.override(task_id="record_tpu")("tpu") >> gpu
-    gpu >> record.override(task_id="record_gpu")("gpu") >> refused >> timed_out
+    gpu >> record.override(task_id="record_gpu")("gpu") >> refused >> timed_out >> lost
+    lost >> record.override(task_id="record_lost")("lost")
