@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-from airflow_provider_jax.runtime.exits import CODE_ERROR
+from airflow_provider_jax.runtime.exits import CODE_ERROR, RESULT_ERROR
 
 if TYPE_CHECKING:
     from airflow_provider_jax.reporting.failures import ProcessFailure
@@ -32,8 +32,9 @@ class JaxJobFailed(AirflowException):
     def of(cls, summary: str, failures: Sequence[ProcessFailure] = ()) -> JaxJobFailed:
         """The error for these failures, culprit first: a :class:`JaxCodeError` when the
         culprit's own code raised."""
-        kind = JaxCodeError if failures and failures[0].kind == CODE_ERROR else cls
-        return kind(summary, failures)
+        culprit = failures[0].kind if failures else None
+        kinds = {CODE_ERROR: JaxCodeError, RESULT_ERROR: JaxResultError}
+        return kinds.get(culprit, cls)(summary, failures)  # type: ignore[arg-type]
 
 
 class JaxCodeError(JaxJobFailed):
@@ -43,6 +44,12 @@ class JaxCodeError(JaxJobFailed):
 
 class JaxCodeErrorNoRetry(JaxCodeError, AirflowFailException):
     """A :class:`JaxCodeError` with ``retry_on_code_error=False``: Airflow does not retry."""
+
+
+class JaxResultError(JaxCodeError, AirflowFailException):
+    """The function returned a value that cannot come back as JSON (NaN, an object, too big
+    without ``output_dir``): the training is done, so Airflow does not retry (a retry would
+    train again for the same value). What could be kept is in ``output_dir``."""
 
 
 class NoCapacity(JaxJobFailed):

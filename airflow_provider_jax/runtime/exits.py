@@ -30,6 +30,7 @@ NOT_STARTED_EXIT_CODES = frozenset({126, EXIT_NOT_FOUND, 128})
 RESTARTABLE_EXIT_CODES = frozenset({EXIT_DISRUPTED, EXIT_HUNG, *range(129, 256)})
 
 CODE_ERROR, DISRUPTION, LOST_PEER, HUNG = "code error", "disruption", "lost peer", "hang"
+RESULT_ERROR = "result error"  # the function returned a value that cannot come back as JSON
 
 # What JAX raises in the survivors when a peer dies mid-collective or stops heartbeating: Gloo
 # on CPU, NCCL on GPU, the coordination service everywhere. Seen here with host 1 SIGKILLed:

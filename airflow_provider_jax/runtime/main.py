@@ -38,6 +38,7 @@ from airflow_provider_jax.runtime.exits import (
     EXIT_DISRUPTED,
     HUNG,
     LOST_PEER,
+    RESULT_ERROR,
     is_lost_peer,
 )
 from airflow_provider_jax.runtime.messages import (
@@ -53,6 +54,7 @@ from airflow_provider_jax.runtime.output_paths import (
     RESULT_FILE,
     check_storage_path,
     result_uri,
+    unreturnable_uri,
 )
 from airflow_provider_jax.runtime.profiling import Profiler, check_profile_steps
 from airflow_provider_jax.runtime.watchdog import Watchdog
@@ -119,9 +121,12 @@ def main() -> int:
         text = traceback.format_exc()
         runtime._reporter.flush(FAILED_FLUSH_TIMEOUT)  # what progress there was, if it comes
         sys.stderr.write(text)
-        kind, code = (
-            (LOST_PEER, EXIT_DISRUPTED) if is_lost_peer(err) else (CODE_ERROR, EXIT_CODE_ERROR)
-        )
+        if isinstance(err, ResultNotReturnable):
+            kind, code = RESULT_ERROR, EXIT_CODE_ERROR
+        elif is_lost_peer(err):
+            kind, code = LOST_PEER, EXIT_DISRUPTED
+        else:
+            kind, code = CODE_ERROR, EXIT_CODE_ERROR
         write_termination(failure_message(_describe(err), text, kind))
         if runtime._profiler is not None:
             runtime._profiler.close(FAILED_FLUSH_TIMEOUT, stop=False)
@@ -270,7 +275,10 @@ def leader_message(
     ``<output_dir>/result.json``. The last report rides along when there is room. With an
     ``output_dir`` the result is always written there too: a job whose pods Airflow cannot
     reach (on a MultiKueue worker cluster) still returns it."""
-    text = result_json(result)
+    try:
+        text = result_json(result)
+    except ResultNotReturnable as err:
+        raise ResultNotReturnable(str(err) + keep_unreturnable(result, output_dir)) from None
     if output_dir:
         stores.write_text(result_uri(output_dir), text)
     for candidate in (report, None):
@@ -279,7 +287,7 @@ def leader_message(
         except ValueError:
             pass
     if not output_dir:
-        raise ValueError(
+        raise ResultNotReturnable(
             f"the result is {len(text.encode())} bytes of JSON, too big for the "
             f"{TERMINATION_MESSAGE_LIMIT}-byte termination message. Set output_dir on the "
             f"operator so it goes to <output_dir>/{RESULT_FILE}, or return less."
@@ -293,20 +301,41 @@ def leader_message(
     raise ValueError(f"result URI {uri!r} does not fit in a termination message")
 
 
+class ResultNotReturnable(TypeError, ValueError):
+    """The function returned, but its value cannot come back to Airflow: a bug in the return
+    statement, not in the training, so the task fails without a retry (which would train
+    again for the same value)."""
+
+
 def result_json(result: Any) -> str:
-    """The result as JSON, or an error that names what is not JSON."""
+    """The result as JSON, or an error that names what is not JSON and how to return it."""
     try:
         return json.dumps(result, allow_nan=False, sort_keys=True, separators=(",", ":"))
     except TypeError as err:
-        raise TypeError(
+        raise ResultNotReturnable(
             f"the function returned a {type(result).__module__}.{type(result).__qualname__} "
             f"that is not JSON-serializable ({err}). Results travel as JSON, never pickled: "
             "return dicts, lists, strings and numbers (e.g. float(loss), array.tolist())."
         ) from None
     except ValueError as err:
-        raise ValueError(
-            f"the result contains NaN or infinity, which JSON cannot carry: {err}"
+        raise ResultNotReturnable(
+            f"the result contains NaN or infinity, which JSON cannot carry ({err}): return "
+            "None in its place (float(x) if math.isfinite(x) else None), or str(x)."
         ) from None
+
+
+def keep_unreturnable(result: Any, output_dir: str | None) -> str:
+    """Write what can be kept of a result JSON cannot carry to ``output_dir`` (best effort),
+    and say where, for the error."""
+    if not output_dir:
+        return " Nothing was kept: the task has no output_dir."
+    uri = unreturnable_uri(output_dir)
+    try:
+        text = json.dumps(result, allow_nan=True, default=repr, sort_keys=True, indent=1)
+        stores.write_text(uri, text)
+    except Exception as err:
+        return f" Keeping it in {uri} failed too: {err}."
+    return f" The values are kept in {uri} (NaN as NaN, objects as their repr)."
 
 
 def _describe(err: BaseException) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from airflow_provider_jax.runtime.location import Location
 
 RESULT_FILE = "result.json"  # the leader's result, when it is too big for a termination message
+UNRETURNABLE_FILE = "result.unreturnable.json"  # what could be kept of a result JSON can't carry
 CHECKPOINTS = "checkpoints"  # Orbax's directory (runtime.checkpoint_dir())
 PROFILES = "profiles"  # profile_steps' traces, by try and host (TensorBoard's layout below)
 DEBUG = "debug"  # debug_dump's folders, by try and host
@@ -23,6 +24,13 @@ def join(base: str, name: str) -> str:
 def result_uri(output_dir: str) -> str:
     """``<output_dir>/result.json``: the only place a result is ever read from."""
     return join(output_dir, RESULT_FILE)
+
+
+def unreturnable_uri(output_dir: str) -> str:
+    """``<output_dir>/result.unreturnable.json``: a result JSON cannot carry, written with
+    NaN as ``NaN`` and other objects as their ``repr``, so that a finished run's values are
+    kept. Airflow never reads it."""
+    return join(output_dir, UNRETURNABLE_FILE)
 
 
 def checkpoints_uri(output_dir: str) -> str:

@@ -29,3 +29,18 @@ def test_the_log_tail_alone_tells_it_too():
 def test_a_plain_crash_is_not_a_lost_peer():
     crashed = ProcessFailure.from_exit("[0/0]", "Segmentation fault", 139)
     assert crashed.kind != LOST_PEER
+
+
+def test_a_result_json_cannot_carry_fails_without_a_retry():
+    """The runtime reports a result error; the task's error is one Airflow does not retry."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed, JaxResultError
+    from airflow_provider_jax.runtime.messages import failure_message
+
+    message = failure_message("ResultNotReturnable: NaN", "Traceback ...", "result error")
+    failure = ProcessFailure.from_exit("[0/0]", message, 1)
+    assert failure.kind == "result error"
+    error = JaxJobFailed.of("JobSet default/x failed", [failure])
+    assert isinstance(error, JaxResultError)
+    assert isinstance(error, JaxCodeError) and isinstance(error, AirflowFailException)

@@ -133,14 +133,26 @@ def test_missing_entrypoint_module_is_explained(tmp_path):
 @pytest.mark.parametrize(
     ("program", "error"),
     [
-        ("not_json", "TypeError: the function returned a builtins.set that is not JSON"),
-        ("nan", "ValueError: the result contains NaN or infinity"),
+        ("not_json", "ResultNotReturnable: the function returned a builtins.set that is not"),
+        ("nan", "ResultNotReturnable: the result contains NaN or infinity"),
     ],
 )
 def test_results_must_be_json(tmp_path, program, error):
     code, _, message = run_call(tmp_path, entrypoint=f"{PROGRAMS}:{program}")
     assert code == 1
     assert message["error"].startswith(error)
+    assert message["class"] == "result error"  # the task fails without a retry
+    assert "Nothing was kept: the task has no output_dir" in message["error"]
+
+
+def test_a_result_json_cannot_carry_is_kept_in_output_dir(tmp_path):
+    out = tmp_path / "out"
+    code, _, message = run_call(tmp_path, entrypoint=f"{PROGRAMS}:nan", output_dir=str(out))
+    assert code == 1
+    assert "return None in its place" in message["error"]
+    assert f"kept in {out}/result.unreturnable.json" in message["error"]
+    assert (out / "result.unreturnable.json").read_text() == "NaN"
+    assert not (out / "result.json").exists()  # Airflow reads no result of a failed run
 
 
 def test_large_result_needs_output_dir(tmp_path):

@@ -3,6 +3,7 @@ past parse time (``tests/test_bad_inputs.py``). Every task here must fail, and c
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import DAG
@@ -45,13 +46,16 @@ with DAG(
         poke_interval=1,
         timeout=60,
     )
-    # Only the leader's process can know.
-    tpu("result_not_json", entrypoint="tests.support.programs:not_json")
-    tpu("result_nan", entrypoint="tests.support.programs:nan")
+    # Only the leader's process can know; retries are set, and must not be used: a retry
+    # would train again for the same value.
+    no_retry = {"retries": 2, "retry_delay": timedelta(0)}
+    tpu("result_not_json", entrypoint="tests.support.programs:not_json", **no_retry)
+    tpu("result_nan", entrypoint="tests.support.programs:nan", **no_retry)
     tpu(
         "result_too_big",
         entrypoint="tests.support.programs:large",
         entrypoint_kwargs={"size": 8000},
+        **no_retry,
     )
     # Only the kubelet can know.
     tpu("image_not_found", image=MISSING_IMAGE)
