@@ -4,6 +4,7 @@ the shared GCS/Orbax fixtures."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 from collections.abc import Callable
@@ -12,7 +13,18 @@ from typing import Any
 
 import pytest
 
-os.environ.setdefault("AIRFLOW_HOME", tempfile.mkdtemp(prefix="airflow-jax-tests-"))
+# One folder for everything this run puts in the system temp directory (its AIRFLOW_HOME,
+# pytest's tmp_path, what the product and every subprocess write there): TMPDIR points into
+# it, and it goes when the run ends, so a run leaves the temp directory as it found it.
+# Traversable by all: PostgreSQL's user reaches its own folder below it.
+RUN_TMP = Path(tempfile.mkdtemp(prefix="airflow-jax-tests-"))
+(RUN_TMP / "tmp").mkdir()
+for folder in (RUN_TMP, RUN_TMP / "tmp"):
+    folder.chmod(0o755)
+os.environ["TMPDIR"] = str(RUN_TMP / "tmp")
+tempfile.tempdir = None  # gettempdir() reads TMPDIR again
+(RUN_TMP / "airflow-home").mkdir()
+os.environ.setdefault("AIRFLOW_HOME", str(RUN_TMP / "airflow-home"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
 from harness import reaper
@@ -49,6 +61,10 @@ def pytest_configure(config: pytest.Config) -> None:
     """Every process group and daemon the run starts (the control plane, the fake kubelet's
     pods, PostgreSQL, a running Airflow) dies with the run, even one killed by a signal."""
     reaper.start(Path(tempfile.mkdtemp(prefix="airflow-jax-reaper-")))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(RUN_TMP, ignore_errors=True)
 
 
 def pytest_report_header() -> list[str]:

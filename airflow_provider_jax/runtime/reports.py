@@ -83,6 +83,7 @@ class Reporter:
         self._thread: threading.Thread | None = None
         self._checked: dict[int, Any] = {}  # JAX's abstract values (shape, type) seen good
         self._previous: list[Any] = []  # the last report's device values (_keep_pace)
+        self._first: Body | None = None  # the first report: printed, whatever follows it
 
     def submit(self, body: Body) -> None:
         """Queue ``body`` (checked now) to be printed. It waits for the device only as far
@@ -103,7 +104,9 @@ class Reporter:
         self._keep_pace(on_device_now)
         with self._changed:
             queue = self._queue
-            if queue and _supersedes(body, queue[-1]):
+            if self._first is None:
+                self._first = body
+            if queue and queue[-1] is not self._first and _supersedes(body, queue[-1]):
                 queue[-1] = body  # before it was printed
             else:
                 queue.append(body)

@@ -7,10 +7,12 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+import types
 from typing import Any
 
 import pytest
 
+from airflow_provider_jax.runtime import reports
 from airflow_provider_jax.runtime.reports import Reporter
 
 
@@ -88,6 +90,32 @@ def test_superseded_reports_are_left_out_but_order_and_other_metrics_are_kept():
         {"step": 5, "eval_loss": 0.1},
         {"step": 7, "loss": 7.0},
     ]
+
+
+def test_the_first_report_is_printed_even_when_the_next_come_before_the_thread_runs(
+    monkeypatch,
+):
+    """docs/runtime.md's loop reports steps 0, 10 and 20 before the printing thread has
+    started: the first is printed all the same, then the last (the one between is
+    superseded)."""
+    late: list[threading.Thread] = []
+
+    class LateThread(threading.Thread):
+        def start(self) -> None:  # as a busy machine schedules it: after the calls
+            late.append(self)
+
+    fake = types.SimpleNamespace(
+        Thread=LateThread, Condition=threading.Condition, Lock=threading.Lock
+    )
+    monkeypatch.setattr(reports, "threading", fake)
+    printed: list[dict] = []
+    reporter = Reporter(printed.append, interval=60)
+    for step, loss in ((0, 0.1), (10, 0.2), (20, 0.3)):
+        reporter.submit({"step": step, "loss": loss})
+    (thread,) = late
+    threading.Thread.start(thread)
+    assert reporter.flush(timeout=5)
+    assert printed == [{"step": 0, "loss": 0.1}, {"step": 20, "loss": 0.3}]
 
 
 def test_the_loop_keeps_pace_one_report_behind_the_device():
