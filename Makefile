@@ -29,10 +29,12 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 CHECK_MARKERS := not real_cluster and not airflow_stack and not slow
 
 check: lint
+	bash scripts/test-deps.sh check
 	$(PY) -m pytest -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 
 # The whole suite: what CI runs.
 test: lint control-plane
+	bash scripts/test-deps.sh test
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The real control plane's binaries (etcd, kube-apiserver, kube-controller-manager, JobSet and

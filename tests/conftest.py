@@ -27,8 +27,8 @@ tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 os.environ.setdefault("AIRFLOW_HOME", str(RUN_TMP / "airflow-home"))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
-from harness import reaper
-from tests.support.jobset_schema import SCHEMA_PATH, jobset_validator
+from harness import reaper  # noqa: E402 - AIRFLOW_HOME and TMPDIR first
+from tests.support.jobset_schema import jobset_validator  # noqa: E402
 
 pytest_plugins = [
     "tests.support.airflow_home",
@@ -75,8 +75,5 @@ def pytest_report_header() -> list[str]:
 
 @pytest.fixture(scope="session")
 def validate_jobset() -> Callable[[dict[str, Any]], None]:
-    """Validate a manifest against the JobSet CRD's v1alpha2 schema (path: $JOBSET_CRD_SCHEMA)."""
-    validator = jobset_validator()
-    if validator is None:
-        pytest.skip(f"JobSet CRD schema not found at {SCHEMA_PATH}; set JOBSET_CRD_SCHEMA")
-    return validator.validate
+    """Validate a manifest against the pinned JobSet release's CRD (its v1alpha2 schema)."""
+    return jobset_validator().validate

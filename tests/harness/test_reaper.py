@@ -62,7 +62,7 @@ def test_a_test_run_killed_by_a_signal_leaves_no_service_running(tmp_path):
     """A pytest run that holds the real control plane and PostgreSQL gets SIGTERM, as
     ``timeout`` sends it, to its whole process group: nothing it started outlives it."""
     if postgres_bin() is None:
-        pytest.skip("PostgreSQL is not installed (apt-get install postgresql)")
+        pytest.fail("PostgreSQL is not installed (apt-get install postgresql)", pytrace=False)
     pids_file = tmp_path / "pids.json"
     run = subprocess.Popen(
         [

@@ -104,13 +104,14 @@ def chromium() -> tuple[str, str]:
     try:
         import selenium  # noqa: F401
     except ImportError:
-        pytest.skip("selenium is not installed (it comes with the test extra)")
+        pytest.fail("selenium is not installed (it comes with the test extra)", pytrace=False)
     binary = next((path for name in BROWSERS if (path := shutil.which(name))), None)
     driver = shutil.which("chromedriver")
     if binary is None or driver is None:
-        pytest.skip(
+        pytest.fail(
             "no headless browser: install Debian's chromium and chromium-driver "
-            "(apt-get install chromium chromium-driver; .ci/run does)"
+            "(apt-get install chromium chromium-driver; make test does where it can)",
+            pytrace=False,
         )
     return binary, driver
 

@@ -120,9 +120,10 @@ def postgres() -> Iterator[PostgresServer]:
     """One server for the session; each running Airflow takes a database of its own."""
     bin_dir = postgres_bin()
     if bin_dir is None:
-        pytest.skip(
+        pytest.fail(
             "PostgreSQL is not installed (apt-get install postgresql): the running-Airflow "
-            "tests need it, as production does; .ci/run installs it."
+            "tests need it, as production does; make test installs it where it can.",
+            pytrace=False,
         )
     as_user = None
     # Not pytest's tmp_path: its parents are private to root, out of the postgres user's reach.

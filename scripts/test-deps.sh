@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The Debian packages the tests use, installed where this user can (root with apt-get), else
+# a failure that names them: a test never skips because one is missing.
+#   check: docker-compose (validates docker-compose.yaml; no Docker engine is needed)
+#   test:  that, PostgreSQL (the running-Airflow tests' metadata DB), Chromium and its driver
+#          (the UI tests, headless)
+# Go (the JobSet CRD for manifest checks, and the real control plane) is checked too.
+set -euo pipefail
+tier=${1:-test}
+missing=()
+command -v docker-compose >/dev/null || missing+=(docker-compose)
+if [ "$tier" = test ]; then
+  compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || missing+=(postgresql)
+  command -v chromium >/dev/null || missing+=(chromium)
+  command -v chromedriver >/dev/null || missing+=(chromium-driver)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing ${missing[*]} (Debian packages the tests use)" >&2
+    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}") \
+      >/dev/null 2>&1 || { echo "could not install ${missing[*]}: install them, then run make $tier again" >&2; exit 1; }
+  else
+    echo "make $tier needs these Debian packages: ${missing[*]} (sudo apt-get install ${missing[*]})" >&2
+    exit 1
+  fi
+fi
+if ! command -v go >/dev/null; then
+  echo "make $tier needs Go 1.25+ (the JobSet CRD comes from its pinned Go module): https://go.dev/dl or apt-get install golang-go" >&2
+  exit 1
+fi
