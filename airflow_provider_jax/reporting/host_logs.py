@@ -9,6 +9,7 @@ host's last words in the UI's log view, or in the REST API's task log
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 STREAM_LEADER, STREAM_ALL, STREAM_NONE = "leader", "all", "none"
@@ -16,6 +17,27 @@ STREAM_LOGS = (STREAM_LEADER, STREAM_ALL, STREAM_NONE)
 SUMMARY_HEADER = "Each host's last lines:"
 SUMMARY_LINES = 5  # per host
 SUMMARY_HOSTS = 16  # hosts shown; a 64-host slice's summary is still one screen
+# Gloo (JAX's CPU collectives) reports each connection at start-up, and again after every
+# restart: "[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer
+# ranks is : 1", or without its "[Gloo] Rank " in newer builds. It says nothing is wrong.
+# Written from C++ beside Python's own output, it may arrive glued to another line, or cut in
+# two, so every piece of it is taken out of a line wherever it stands.
+_GLOO_CONNECTED = re.compile(
+    r"(?:\[Gloo\]\s*)?(?:Rank\s+)?\d+ is connected to \d+ peer ranks\.?"
+    r"(?:\s*Expected number of connected peer ranks is\s*:\s*\d+)?"
+    r"|Expected number of connected peer ranks is\s*:\s*\d+"
+    r"|\[Gloo\]\s*Rank\s+\d+\s*$"
+)
+
+
+def without_gloo_noise(line: str) -> str | None:
+    """``line`` without Gloo's connection reports; None when nothing else was on it."""
+    if "connected" not in line and "[Gloo]" not in line:
+        return line  # the common case, without a regex
+    kept = _GLOO_CONNECTED.sub("", line)
+    if kept == line:
+        return line
+    return kept.strip() or None
 
 
 def summary(

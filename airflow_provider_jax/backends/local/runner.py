@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import queue
-import re
 import time
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -38,6 +37,7 @@ from airflow_provider_jax.manifest.status import restarts_in_place
 from airflow_provider_jax.reporting import host_logs
 from airflow_provider_jax.reporting.failures import ProcessFailure, culprits_first, restart_line
 from airflow_provider_jax.reporting.goodput import GoodputClock, chips
+from airflow_provider_jax.reporting.host_logs import without_gloo_noise
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress
 from airflow_provider_jax.runtime.messages import (
@@ -52,10 +52,6 @@ if TYPE_CHECKING:
 LOG_TAIL_LINES = 40
 _TICK_S = 0.05
 
-
-# Gloo (JAX's CPU collectives, which stand in for the chips' interconnect here) reports each
-# connection at start-up: a line per rank and peer group that says nothing is wrong.
-GLOO_CONNECTED = re.compile(r"\[Gloo\] Rank \d+ is connected to \d+ peer ranks")
 LOCAL_NOTICE = (
     "(log output stops here in the task log; a failure still shows each process's last lines)"
 )
@@ -262,11 +258,12 @@ class _Attempt:
                 report = parse_report(line) if stream == "stdout" else None
                 if report is None:
                     self.tails[plan.name].append(line)
-                    shows = self.shows(plan) and not GLOO_CONNECTED.match(line)
-                    shown = self.jobset.budget.take(plan.tag, line) if shows else None
+                    kept = without_gloo_noise(line)
+                    shows = self.shows(plan) and kept is not None
+                    shown = self.jobset.budget.take(plan.tag, kept) if shows else None
                     if shown is not None:
                         log.info("%s %s", plan.tag, shown)
-                    elif not GLOO_CONNECTED.match(line):
+                    elif kept is not None:
                         self.unshown.add(plan.name)
                     if plan is self.leader:
                         self.jobset.clock.leader_line(self.attempt, line, at)

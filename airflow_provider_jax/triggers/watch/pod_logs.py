@@ -24,6 +24,7 @@ from typing import Any
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.manifest import status
+from airflow_provider_jax.reporting.host_logs import without_gloo_noise
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress, kubelet_time
 from airflow_provider_jax.runtime.messages import host_tag, parse_report
@@ -335,7 +336,8 @@ class PodLogs:
             return True  # every host reports the same; the leader speaks for them
         if stream.leader and self.on_line is not None:
             self.on_line(stream.attempt, stamp, text, None)
-        if (shown := self._budget.take(stream.tag, text)) is not None:
+        kept = without_gloo_noise(text)
+        if kept is not None and (shown := self._budget.take(stream.tag, kept)) is not None:
             self.log.info("%s %s", stream.tag, shown)
         # The leader's stream goes on for its progress reports.
         return not self._budget.spent(stream.tag) or (stream.leader and self.reports_left > 0)
