@@ -87,19 +87,24 @@ def report(step: int | None = None, *, total_steps: int | None = None, **metrics
         body[TOTAL_STEPS_KEY] = total_steps
     _reporter.submit(body)
     if _profiler is not None and step is not None:
-        _profiler.at_step(_profile_step(step))
+        _profiler.at_step(_profile_step(step), step)
     if preemption._callbacks:
         preemption.check(body.get("step"))
 
 
-def _profile_step(step: Any) -> int:
+def _profile_step(step: Any) -> int | None:
     """``step`` for profile_steps without waiting for it: a step still on the device counts
-    as the number of such reports before it."""
+    as the number of such reports before it; one that is no integer (``'abc'``, 2.5) is None,
+    which the profiler warns of once and does not count."""
     global _profiled_steps
-    if isinstance(step, int):
+    if isinstance(step, int) and not isinstance(step, bool):
         return step
     if not reports.on_device(step):
-        return int(step)  # a NumPy integer
+        try:
+            as_int = int(step)  # a NumPy integer
+        except (TypeError, ValueError):
+            return None
+        return as_int if as_int == step else None
     _profiled_steps += 1
     return _profiled_steps - 1
 

@@ -26,6 +26,7 @@ from airflow_provider_jax.runtime.location import Location
 MAX_PROFILE_STEPS = 100  # a trace of more steps is too big to open (XProf loads it whole)
 UPLOAD_CAP_BYTES = 2 * 2**30  # one host's traces of one attempt
 UPLOAD_TIMEOUT = 120.0  # s: a finished function waits this long for its last upload
+WINDOW = "profile_steps"  # who started a trace: the window, or a runtime.profile() block
 
 
 def check_profile_steps(value: object) -> tuple[int, int]:
@@ -57,45 +58,81 @@ class Profiler:
     def __init__(self, uri: str, steps: tuple[int, int] | None = None) -> None:
         self.uri = uri
         self._destination = Location.parse(uri, "the profile folder")
+        self._steps = steps
         self._first, self._last = (steps[0] - 1, sum(steps) - 1) if steps else (-2, -2)
         self._tracing: Path | None = None  # the folder of the trace in progress
-        self._done = steps is None  # the window was traced (or there is none)
+        self._done = steps is None  # the window was traced, missed or given up (or is none)
         self._uploads: list[threading.Thread] = []
+        self._seen: int | None = None  # the last step a report counted
+        self._owner: str | None = None  # who started the trace in progress
+        self._warned: set[str] = set()
 
     def at_call(self) -> None:
         """The function is about to be called: a window from step 0 starts here."""
         if self._first == -1 and not self._done:
-            self.start()
+            self._done = not self.start(WINDOW)
 
-    def at_step(self, step: int) -> None:
-        """A report of ``step``: start or stop the window (two int compares otherwise)."""
+    def at_step(self, step: int | None, given: object = None) -> None:
+        """A report of ``step``: start or stop the window (two int compares otherwise).
+        ``None``: a step that is no integer (``given``), which is not counted."""
+        if step is None:
+            self._warn_once(
+                "step",
+                f"report(step={given!r}): profile_steps counts integer steps, so this report "
+                "is not counted for the trace.",
+            )
+            return
+        previous, self._seen = self._seen, step
         if self._done or step < self._first:
             return
         if self._tracing is None:
-            self.start()
+            if step >= self._last:  # one report went past the whole window
+                self._done = True
+                self._warn_once("missed", self._missed(previous, step))
+                return
+            if not self.start(WINDOW):
+                self._done = True
+                return
+        elif self._owner != WINDOW:  # a runtime.profile() block traces: it keeps its trace
+            self._done = True
+            self._warn(f"{WINDOW}: a profile is already being captured on this host; not traced.")
+            return
         if step >= self._last:
             self._done = True
             self.stop()
 
-    def start(self) -> None:
-        import jax
-
+    def start(self, what: str = "runtime.profile()") -> bool:
+        """Start a trace; False (and a warning) where it cannot, as when another trace runs
+        (the program's own ``jax.profiler.start_trace``, or a ``runtime.profile()`` block in
+        the window): a diagnostic never stops the training."""
         if self._tracing is not None:
-            raise RuntimeError("a profile is already being captured on this host")
+            self._warn(f"{what}: a profile is already being captured on this host; not traced.")
+            return False
         if self._destination.is_gcs:
             folder = Path(tempfile.mkdtemp(prefix="airflow-jax-profile-"))
         else:
             folder = Path(self._destination.key)
-        jax.profiler.start_trace(str(folder))
-        self._tracing = folder
+        try:
+            import jax
+
+            jax.profiler.start_trace(str(folder))
+        except Exception as err:
+            self._warn(f"{what}: the JAX profiler did not start ({err}); the job goes on.")
+            return False
+        self._tracing, self._owner = folder, what
+        return True
 
     def stop(self) -> None:
-        import jax
-
         folder, self._tracing = self._tracing, None
         if folder is None:
             return
-        jax.profiler.stop_trace()
+        try:
+            import jax
+
+            jax.profiler.stop_trace()
+        except Exception as err:
+            self._warn(f"the JAX profiler did not stop cleanly ({err}); the job goes on.")
+            return
         if self._destination.is_gcs:
             upload = threading.Thread(
                 target=self._upload, args=(folder,), name="airflow-jax-profile-upload"
@@ -105,6 +142,23 @@ class Profiler:
         else:
             print(f"airflow-jax: profile written to {self.uri}", flush=True)
 
+    def _missed(self, previous: int | None, step: int) -> str:
+        start, count = self._steps or (0, 0)
+        came = f"from step {previous} to step {step}" if previous is not None else f"at {step}"
+        return (
+            f"profile_steps=({start}, {count}) was missed: the reports went {came}, past "
+            f"the whole window (steps {start} to {start + count - 1}), so nothing was traced. "
+            "Report every step inside the window, or start it on a step you report."
+        )
+
+    def _warn(self, text: str) -> None:
+        print(f"airflow-jax: warning: {text}", file=sys.stderr, flush=True)
+
+    def _warn_once(self, key: str, text: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            self._warn(text)
+
     def close(self, timeout: float = UPLOAD_TIMEOUT, stop: bool = True) -> None:
         """Stop a trace still running (the function returned inside the window) and wait for
         the uploads: the pod must not exit before its traces are out. A failed process only
@@ -112,6 +166,13 @@ class Profiler:
         if stop and self._tracing is not None:
             self._done = True
             self.stop()
+        elif not self._done and self._steps is not None:
+            start, count = self._steps
+            last = "no step" if self._seen is None else f"step {self._seen} last"
+            self._warn(
+                f"profile_steps=({start}, {count}) was never reached: the reports counted "
+                f"{last}, so nothing was traced."
+            )
         for upload in self._uploads:
             upload.join(timeout)
 
@@ -127,9 +188,11 @@ class Profiler:
 
 @contextlib.contextmanager
 def capture(profiler: Profiler) -> Iterator[None]:
-    """A trace of the block, through ``profiler`` (``runtime.profile()``)."""
-    profiler.start()
+    """A trace of the block, through ``profiler`` (``runtime.profile()``); where none can
+    start, the block runs untraced, with a warning."""
+    started = profiler.start()
     try:
         yield
     finally:
-        profiler.stop()
+        if started:
+            profiler.stop()

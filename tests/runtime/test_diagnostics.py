@@ -38,6 +38,44 @@ def test_profile_steps_traces_every_host_into_its_own_folder(tmp_path):
         assert len(traces(host)) == 1, list(host.rglob("*"))
 
 
+@pytest.mark.parametrize(
+    ("mode", "every", "warning"),
+    [
+        ("own_trace", 1, "profile_steps: the JAX profiler did not start"),
+        ("block", 1, "profile_steps: a profile is already being captured on this host"),
+        ("text_step", 1, "report(step='abc'): profile_steps counts integer steps"),
+        ("sparse", 10, "profile_steps=(5, 3) was missed: the reports went from step 0 to step 10"),
+    ],
+)
+def test_a_profile_that_cannot_run_warns_and_the_job_goes_on(
+    tmp_path, caplog, mode, every, warning
+):
+    result, _ = run(
+        f"{PROGRAMS}:profiled_against_itself",
+        output_dir=str(tmp_path),
+        profile_steps=(5, 3),
+        entrypoint_kwargs={"mode": mode, "every": every},
+        timeout_s=120,
+    )
+    assert result == 12
+    said = [m for m in caplog.messages if "airflow-jax: warning:" in m]
+    assert any(warning in m for m in said), caplog.messages[-30:]
+    if mode == "sparse":
+        assert not any("profile written" in m for m in caplog.messages)
+
+
+def test_a_window_past_the_last_report_says_it_was_never_reached(tmp_path, caplog):
+    result, _ = run(
+        f"{PROGRAMS}:profiled_steps",
+        output_dir=str(tmp_path),
+        profile_steps=(50, 2),
+        entrypoint_kwargs={"steps": 4},
+        timeout_s=120,
+    )
+    assert result == 4
+    assert any("profile_steps=(50, 2) was never reached" in m for m in caplog.messages)
+
+
 def test_runtime_profile_traces_a_block_without_reports(tmp_path):
     result, _ = run(f"{PROGRAMS}:profiled_block", output_dir=str(tmp_path), timeout_s=120)
     assert result == "profiled"

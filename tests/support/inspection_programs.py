@@ -23,6 +23,39 @@ def profiled_steps(steps: int = 8) -> int:
     return steps
 
 
+def profiled_against_itself(mode: str, steps: int = 12, every: int = 1) -> int:
+    """profile_steps beside what a program may do itself: its own ``jax.profiler`` trace
+    (``own_trace``), a ``runtime.profile()`` block over the window (``block``), a step that is
+    no integer (``text_step``), or reports every ``every`` steps (``sparse``)."""
+    import tempfile
+
+    import jax
+    import jax.numpy as jnp
+
+    from airflow_provider_jax.runtime import profile
+
+    step = jax.jit(lambda x: (x @ x.T).mean())
+    x = jnp.ones((32, 32))
+    if mode == "own_trace":
+        jax.profiler.start_trace(tempfile.mkdtemp())
+    if mode == "text_step":
+        report(step="abc", loss=0.0)
+    with profile() if mode == "block" else _nothing():
+        for i in range(steps):
+            loss = step(x + i)
+            if i % every == 0:
+                report(step=i, loss=loss)
+    if mode == "own_trace":
+        jax.profiler.stop_trace()
+    return steps
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
+
+
 def profiled_block() -> str:
     """No report at all: a block in runtime.profile()."""
     import jax
