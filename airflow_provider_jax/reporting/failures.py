@@ -19,7 +19,7 @@ from airflow_provider_jax.runtime.exits import (
     exit_class,
     log_shows_lost_peer,
 )
-from airflow_provider_jax.runtime.messages import parse_message
+from airflow_provider_jax.runtime.messages import MAX_DUMP_URI, parse_message
 
 TRACEBACK_LINES = 40
 
@@ -38,6 +38,7 @@ class ProcessFailure:
     exit_code: int = 1  # as Kubernetes reports it: 128 + N for a death by signal N
     reported: bool = False  # its runtime wrote a failure message (error and traceback)
     disrupted: bool = False  # Kubernetes marked the pod DisruptionTarget (preempted, evicted)
+    dump: str = ""  # where its debug dump went (debug_dump=True), as its runtime said
 
     @classmethod
     def from_exit(
@@ -57,7 +58,9 @@ class ProcessFailure:
             said = body.get("class")
             kind = said if isinstance(said, str) and len(said) < 20 else kind  # a pod's word
             error, trace = str(body.get("error", "")), str(body.get("traceback", ""))
-            return cls(tag, error, trace, kind=kind, exit_code=code, reported=True)
+            dump = body.get("dump")
+            dump = dump[:MAX_DUMP_URI] if isinstance(dump, str) else ""
+            return cls(tag, error, trace, kind=kind, exit_code=code, reported=True, dump=dump)
         # No word from its runtime: JAX may have aborted it for a peer's death (its log, or
         # the log tail Kubernetes puts in the termination message, says so).
         if code != 0 and log_shows_lost_peer(f"{termination_message or ''}\n{log_tail}"):
@@ -72,6 +75,8 @@ class ProcessFailure:
         tail = self.traceback.rstrip().splitlines()[-TRACEBACK_LINES:]
         what = self.error if self.kind == CODE_ERROR else f"{self.kind}: {self.error}"
         lines = [f"{self.tag} {what}", *(f"    {line}" for line in tail)]
+        if self.dump:
+            lines.append(f"  its debug dump (stacks, traceback, log tail, HLO): {self.dump}")
         if log := self.log_tail.rstrip().splitlines()[-TRACEBACK_LINES:]:
             lines += ["  last lines of its log:", *(f"    {line}" for line in log)]
         return "\n".join(lines)

@@ -107,8 +107,9 @@ def main() -> int:
             runtime._profiler.close()  # its traces are out before the result says "done"
         if watchdog is not None:
             watchdog.stop()  # nothing is watched once the function has returned
+        result_text = None  # written to output_dir once every process has returned
         if runtime.process_index() == 0:
-            message = leader_message(
+            message, result_text = leader_message(
                 result, runtime._last_report, runtime.output_dir(), runtime._resumed_step()
             )
         else:
@@ -117,6 +118,8 @@ def main() -> int:
             runtime._debug_dump.save()  # the HLO modules and the log tail of a success too
         if distributed is not None:
             distributed.shutdown()  # a barrier: every process returned
+        if result_text is not None:  # not before: a run that failed leaves no result.json
+            stores.write_text(result_uri(runtime.output_dir()), result_text)
     except BaseException as err:
         text = traceback.format_exc()
         runtime._reporter.flush(FAILED_FLUSH_TIMEOUT)  # what progress there was, if it comes
@@ -127,7 +130,7 @@ def main() -> int:
             kind, code = LOST_PEER, EXIT_DISRUPTED
         else:
             kind, code = CODE_ERROR, EXIT_CODE_ERROR
-        write_termination(failure_message(_describe(err), text, kind))
+        write_termination(failure_message(_describe(err), text, kind, _dump_uri()))
         if runtime._profiler is not None:
             runtime._profiler.close(FAILED_FLUSH_TIMEOUT, stop=False)
         if runtime._debug_dump is not None:
@@ -151,7 +154,7 @@ def watch_progress(timeout: float | None) -> Watchdog | None:
         last = runtime._last_report
         where = f" (last report: {last})" if last else ""
         error = f"Hung: no progress report for {idle:.0f}s{where}"
-        write_termination(failure_message(error, stacks, HUNG))
+        write_termination(failure_message(error, stacks, HUNG, _dump_uri()))
         if runtime._debug_dump is not None:
             runtime._debug_dump.save(stacks=stacks)
 
@@ -270,20 +273,20 @@ def _exec_source(source: str) -> types.ModuleType:
 
 def leader_message(
     result: Any, report: Any, output_dir: str | None, resumed_from: int | None = None
-) -> str:
-    """The leader's termination message: the result inline if it fits, else in
-    ``<output_dir>/result.json``. The last report rides along when there is room. With an
-    ``output_dir`` the result is always written there too: a job whose pods Airflow cannot
-    reach (on a MultiKueue worker cluster) still returns it."""
+) -> tuple[str, str | None]:
+    """The leader's termination message, the result inline if it fits, else in
+    ``<output_dir>/result.json``; and the JSON to write there, once every process has
+    returned. The last report rides along when there is room. With an ``output_dir`` the
+    result is always written there too: a job whose pods Airflow cannot reach (on a
+    MultiKueue worker cluster) still returns it."""
     try:
         text = result_json(result)
     except ResultNotReturnable as err:
         raise ResultNotReturnable(str(err) + keep_unreturnable(result, output_dir)) from None
-    if output_dir:
-        stores.write_text(result_uri(output_dir), text)
+    to_write = text if output_dir else None
     for candidate in (report, None):
         try:
-            return success_message(result, candidate, resumed_from=resumed_from)
+            return success_message(result, candidate, resumed_from=resumed_from), to_write
         except ValueError:
             pass
     if not output_dir:
@@ -295,7 +298,8 @@ def leader_message(
     uri = result_uri(output_dir)
     for candidate in (report, None):
         try:
-            return success_message(result_uri=uri, report=candidate, resumed_from=resumed_from)
+            message = success_message(result_uri=uri, report=candidate, resumed_from=resumed_from)
+            return message, to_write
         except ValueError:
             pass
     raise ValueError(f"result URI {uri!r} does not fit in a termination message")
@@ -336,6 +340,12 @@ def keep_unreturnable(result: Any, output_dir: str | None) -> str:
     except Exception as err:
         return f" Keeping it in {uri} failed too: {err}."
     return f" The values are kept in {uri} (NaN as NaN, objects as their repr)."
+
+
+def _dump_uri() -> str | None:
+    """Where this host's debug dump goes, for its failure message (the task's error names
+    it); None without ``debug_dump``."""
+    return runtime._debug_dump.uri if runtime._debug_dump is not None else None
 
 
 def _describe(err: BaseException) -> str:

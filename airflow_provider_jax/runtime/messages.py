@@ -51,18 +51,26 @@ def success_message(
     return text
 
 
-def failure_message(error: str, traceback: str, kind: str | None = None) -> str:
+def failure_message(
+    error: str, traceback: str, kind: str | None = None, dump: str | None = None
+) -> str:
     """A failure message that always fits: the traceback keeps its tail, where the cause is.
-    ``kind`` is the failure's class (``runtime.exits``), when the process knows it."""
+    ``kind`` is the failure's class (``runtime.exits``), when the process knows it; ``dump``
+    the folder its debug dump goes to (``debug_dump=True``)."""
     body: dict[str, Any] = {"ok": False, "error": error[:512], "traceback": ""}
     if kind is not None:
         body["class"] = kind
+    if dump:
+        body["dump"] = dump[:MAX_DUMP_URI]
     budget = TERMINATION_MESSAGE_LIMIT - len(_dump(body))
     tail = traceback
     while (size := len(_dump(tail).encode()) - 2) > budget:
         keep = max(0, len(tail) * budget // size - 3)
         tail = "..." + (tail[-keep:] if keep else "")
     return _dump({**body, "traceback": tail})
+
+
+MAX_DUMP_URI = 512  # a debug dump folder's URI in a failure message
 
 
 def write_termination(text: str) -> None:

@@ -100,9 +100,11 @@ def test_a_failed_host_leaves_its_stacks_log_tail_and_hlo(tmp_path):
         debug_dump=True,
         max_restarts=0,
     )
-    with pytest.raises(JaxJobFailed, match="bad batch"):
+    with pytest.raises(JaxJobFailed, match="bad batch") as failed:
         run_operator(op, timeout_s=120)
     host = tmp_path / "debug" / "try-0" / "host-1"
+    # The task's error names the failed host's folder, under that host's traceback.
+    assert f"its debug dump (stacks, traceback, log tail, HLO): {host}" in str(failed.value)
     assert "RuntimeError: bad batch on process 1" in (host / TRACEBACK_FILE).read_text()
     assert "fails_after_compiling" in (host / TRACEBACK_FILE).read_text()
     assert "(most recent call first)" in (host / STACKS_FILE).read_text()  # every thread's

@@ -61,6 +61,17 @@ def fail_on(process: int) -> None:
     multihost_utils.process_allgather(np.zeros(1))
 
 
+def leader_returns_then_host_fails(process: int = 1) -> str:
+    """The leader returns at once; process ``process`` raises a moment later, before the
+    processes' shutdown barrier."""
+    import jax
+
+    if jax.process_index() == process:
+        time.sleep(1)
+        raise ValueError(f"late boom from process {process}")
+    return "the leader's value"
+
+
 def hello() -> str:
     """Every process prints a line; no JAX needed (``initialize_distributed=False``)."""
     print(f"hello from process {process_index()}", flush=True)

@@ -59,6 +59,13 @@ def test_multi_process_jax(caplog, accelerator, num_slices, places):
     assert not any("peer ranks" in m for m in caplog.messages)  # Gloo's connection reports
 
 
+def test_a_failed_run_leaves_no_result_json(tmp_path):
+    """The leader returned, but host 1 failed: nothing may read its value as the result."""
+    with pytest.raises(JaxJobFailed, match="late boom from process 1"):
+        run("leader_returns_then_host_fails", output_dir=str(tmp_path), timeout_s=120)
+    assert not (tmp_path / "result.json").exists()
+
+
 def test_a_failing_host_fails_the_job_with_its_traceback(caplog):
     with pytest.raises(JaxJobFailed) as failed:
         run("fail_on", entrypoint_kwargs={"process": 1})
