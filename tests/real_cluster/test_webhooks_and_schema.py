@@ -233,6 +233,14 @@ POD_REFUSES = {
         .append({"name": "nope", "mountPath": "/n"})
     ),
     "container_without_name": lambda pod: pod["containers"].append({"image": IMAGE}),
+    # Kubernetes' validation beyond the types (manifest/kubernetes_syntax.py refuses each).
+    "run_as_negative": lambda pod: pod["containers"][0].update(securityContext={"runAsUser": -1}),
+    "privileged_without_escalation": lambda pod: pod["containers"][0].update(
+        securityContext={"privileged": True, "allowPrivilegeEscalation": False}
+    ),
+    "volume_with_two_sources": lambda pod: pod.setdefault("volumes", []).append(
+        {"name": "two", "emptyDir": {}, "hostPath": {"path": "/x"}}
+    ),
 }
 
 
@@ -249,4 +257,29 @@ def test_what_passes_the_jobset_but_no_pod_could_start(case, custom, real_cluste
     body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "pod-refuses"}, "spec": pod}
     with pytest.raises(client.ApiException) as refused:
         core.create_namespaced_pod("default", body, dry_run="All")
+    assert refused.value.status == 422, refused.value.body
+
+
+# Refused at parse (pod_template_override), though the JobSet's schema lets them through: the
+# Job's own validation refuses them when the JobSet controller creates it.
+JOB_REFUSES = {
+    "restart_policy_always": lambda template: template["spec"].update(restartPolicy="Always"),
+    "label_key_invalid": lambda template: template["metadata"]["labels"].update({"bad key!": "v"}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(JOB_REFUSES))
+def test_what_passes_the_jobset_but_no_job_could_be_made(case, custom, real_cluster: ControlPlane):
+    sent = tpu("job-refuses").dry_run()
+    job_spec = sent["spec"]["replicatedJobs"][0]["template"]["spec"]
+    JOB_REFUSES[case](job_spec["template"])
+    custom.create_namespaced_custom_object(
+        "jobset.x-k8s.io", "v1alpha2", "default", "jobsets", sent,
+        dry_run="All", field_validation="Strict",
+    )  # fmt: skip
+    batch = client.BatchV1Api(config.new_client_from_config(str(real_cluster.kubeconfig())))
+    body = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "job-refuses"},
+            "spec": job_spec}  # fmt: skip
+    with pytest.raises(client.ApiException) as refused:
+        batch.create_namespaced_job("default", body, dry_run="All")
     assert refused.value.status == 422, refused.value.body
