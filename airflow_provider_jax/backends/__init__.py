@@ -2,46 +2,7 @@
 :mod:`airflow_provider_jax.contract`, which this namespace re-exports so that
 ``from airflow_provider_jax.backends import JobSettings`` keeps working."""
 
-from airflow_provider_jax.contract.backend import (
-    BACKEND_TRAITS,
-    BACKENDS,
-    CLUSTER_DEADLINE_GRACE_S,
-    DEFAULT_MAX_RESULT_BYTES,
-    ON_FINISH_ACTIONS,
-    RESUME_SETTLE_S,
-    Backend,
-    BackendTraits,
-    ClusterSettings,
-    Deferral,
-    JobSettings,
-    Outcome,
-    Started,
-    cluster_deadline_seconds,
-    get_backend,
-    log_deadline,
-    resolve_backend,
-    try_deadline,
-)
-from airflow_provider_jax.contract.watch_options import WatchOptions
+from airflow_provider_jax import contract
+from airflow_provider_jax.contract import *  # noqa: F403 - the same names, for old imports
 
-__all__ = [
-    "BACKENDS",
-    "BACKEND_TRAITS",
-    "CLUSTER_DEADLINE_GRACE_S",
-    "DEFAULT_MAX_RESULT_BYTES",
-    "ON_FINISH_ACTIONS",
-    "RESUME_SETTLE_S",
-    "Backend",
-    "BackendTraits",
-    "ClusterSettings",
-    "Deferral",
-    "JobSettings",
-    "Outcome",
-    "Started",
-    "WatchOptions",
-    "cluster_deadline_seconds",
-    "get_backend",
-    "log_deadline",
-    "resolve_backend",
-    "try_deadline",
-]
+__all__ = contract.__all__

@@ -30,6 +30,24 @@ def record(name: str, **context: Any) -> None:
     Path(OUT, f"{name}.json").write_text(json.dumps(value))
 
 
+def gpu_job(task_id: str, connection: str, **kwargs: Any) -> JaxGpuJobOperator:
+    """A 2-node H100 job, which only worker-2 has quota for, through ``connection``."""
+    return JaxGpuJobOperator(
+        task_id=task_id,
+        accelerator="h100",
+        gpus_per_node=8,
+        num_nodes=2,
+        image=IMAGE,
+        entrypoint="quickstart_train:train",
+        entrypoint_kwargs={"steps": 3},
+        gpu_networking="none",
+        backend="kubernetes",
+        queue_name="multikueue",
+        kubernetes_conn_id=connection,
+        **kwargs,
+    )
+
+
 with DAG("jax_multikueue", schedule=None, catchup=False):
     tpu = JaxTpuSliceOperator(
         task_id="tpu",
@@ -42,33 +60,14 @@ with DAG("jax_multikueue", schedule=None, catchup=False):
         kubernetes_conn_id="manager",  # maps both workers: the result comes from the pod
         deferrable=True,
     )
-    gpu = JaxGpuJobOperator(
-        task_id="gpu",
-        accelerator="h100",
-        gpus_per_node=8,
-        num_nodes=2,
-        image=IMAGE,
-        entrypoint="quickstart_train:train",
-        entrypoint_kwargs={"steps": 3},
-        gpu_networking="none",
-        backend="kubernetes",
-        queue_name="multikueue",
-        kubernetes_conn_id="manager_partial",  # worker-2 unreachable: through output_dir
+    gpu = gpu_job(
+        "gpu",
+        "manager_partial",  # worker-2 unreachable: through output_dir
         output_dir=f"{OUT}/gpu-out",
         deferrable=False,
     )
-    refused = JaxGpuJobOperator(
-        task_id="refused",
-        accelerator="h100",
-        gpus_per_node=8,
-        num_nodes=2,
-        image=IMAGE,
-        entrypoint="quickstart_train:train",
-        gpu_networking="none",
-        backend="kubernetes",
-        queue_name="multikueue",
-        kubernetes_conn_id="manager_partial",  # and no output_dir: nowhere to read it from
-    )
+    # No output_dir: nowhere to read it from
+    refused = gpu_job("refused", "manager_partial")
     timed_out = JaxTpuSliceOperator(
         task_id="timed_out",
         accelerator="tpu-v5litepod-8",
@@ -83,18 +82,9 @@ with DAG("jax_multikueue", schedule=None, catchup=False):
         deferrable=True,
         trigger_rule="all_done",  # after refused, which fails
     )
-    lost = JaxGpuJobOperator(
-        task_id="lost",
-        accelerator="h100",
-        gpus_per_node=8,
-        num_nodes=2,
-        image=IMAGE,
-        entrypoint="quickstart_train:train",
-        entrypoint_kwargs={"steps": 3},
-        gpu_networking="none",
-        backend="kubernetes",
-        queue_name="multikueue",
-        kubernetes_conn_id="manager_unlisted",  # names worker-1 only; the job runs on worker-2
+    lost = gpu_job(
+        "lost",
+        "manager_unlisted",  # names worker-1 only; the job runs on worker-2
         deferrable=True,
         retries=0,
         trigger_rule="all_done",  # after timed_out, which fails
