@@ -4,7 +4,6 @@ message per kind of value. Pure: no Airflow, no I/O."""
 from __future__ import annotations
 
 import datetime
-import difflib
 import math
 from collections.abc import Iterable, Mapping, Sequence
 
@@ -40,6 +39,8 @@ def whole_number(name: str, value: object, *, minimum: int = 0) -> int:
 def did_you_mean(value: str, choices: Iterable[str]) -> str:
     """`` (did you mean 'x'?)`` for the nearest of ``choices``, else empty: a slip of case
     or spelling is named with its fix."""
+    import difflib  # only when a value is wrong: not on every DAG file's parse
+
     pool = list(choices)
     lowered = {c.lower(): c for c in pool}
     near = lowered.get(value.strip().lower()) or next(
