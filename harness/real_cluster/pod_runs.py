@@ -175,6 +175,8 @@ class PodRun:
             instance, argv, env, self.folder, setup.hosts, setup.hostname, mounts
         )
         self.current[name] = instance
+        if self.deleting:  # deleted while it started: delete() found no process to stop
+            await self.stop(instance, self._grace())
         await self.report(self.status("Running"))
         return instance
 

@@ -86,19 +86,28 @@ def _leave_nothing(request: pytest.FixtureRequest):
     # kube-apiserver restart (test_watch), can recreate a child Job of a finished JobSet just
     # as the JobSet is deleted, and again after that Job is deleted; the garbage collector
     # takes such a Job only in minutes. So each look deletes those Jobs again.
+    # Likewise a pod that a Job's controller created as its JobSet was being deleted, seconds
+    # after its creation (test_injected_failures): its Job is gone, and the garbage collector
+    # takes such a pod only in minutes here.
     jobs = "/apis/batch/v1/namespaces/default/jobs"
+    pods = "/api/v1/namespaces/default/pods"
+
+    def orphans(path: str, owners_left: set[str]) -> None:
+        for item in api.get(path)["items"]:
+            meta = item["metadata"]
+            owners = {o["name"] for o in meta.get("ownerReferences") or ()}
+            if owners and not owners & owners_left and not meta.get("deletionTimestamp"):
+                api.delete(f"{path}/{meta['name']}", body)
 
     def gone() -> bool:
         left = {j["metadata"]["name"] for j in api.get(jobsets)["items"]}
-        for job in api.get(jobs)["items"]:
-            owners = [o["name"] for o in job["metadata"].get("ownerReferences") or ()]
-            if owners and not set(owners) & left and not job["metadata"].get("deletionTimestamp"):
-                api.delete(f"{jobs}/{job['metadata']['name']}", body)
-        return not left and not api.get("/api/v1/namespaces/default/pods")["items"]
+        orphans(jobs, left)
+        orphans(pods, {j["metadata"]["name"] for j in api.get(jobs)["items"]})
+        return not left and not api.get(pods)["items"]
 
     try:
         api.wait_for("every pod of the test gone", gone, timeout=90)
     except ControlPlaneError as err:  # say what stayed, for whoever reads the failure
-        kinds = {"jobsets": jobsets, "jobs": jobs, "pods": "/api/v1/namespaces/default/pods"}
+        kinds = {"jobsets": jobsets, "jobs": jobs, "pods": pods}
         left = {k: [o["metadata"]["name"] for o in api.get(v)["items"]] for k, v in kinds.items()}
         raise ControlPlaneError(f"{err}; left: {left}") from None

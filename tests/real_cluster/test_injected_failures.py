@@ -27,7 +27,7 @@ KINDS = (
 @pytest.fixture(scope="module")
 def run(real_cluster: ControlPlane, airflow_home: AirflowHome, tmp_path_factory):
     out = tmp_path_factory.mktemp("injected")
-    return dags_test_on_real_cluster(
+    ran = dags_test_on_real_cluster(
         airflow_home,
         DAGS,
         "jax_injected_failures",
@@ -35,6 +35,9 @@ def run(real_cluster: ControlPlane, airflow_home: AirflowHome, tmp_path_factory)
         300,
         AIRFLOW_CONN_KUBERNETES_DEFAULT=connection(real_cluster.kubeconfig()),
     )
+    # What the product left, read before any test's clean-up runs.
+    ran["jobsets_left"] = [j["metadata"]["name"] for j in real_cluster.api().get(KINDS[0])["items"]]
+    return ran
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -48,6 +51,12 @@ def test_the_task_fails_with_the_injected_error_and_says_it_deleted_its_jobset(r
         else ("was started, but this try failed before waiting on it")
     )
     assert said in log and "deleting it" in log, log[-6000:]
+
+
+def test_no_jobset_is_left_when_the_tasks_end(run):
+    """The product's part: every JobSet it created is deleted before its task fails (its
+    Jobs and pods then go with Kubernetes' garbage collector, Foreground)."""
+    assert run["jobsets_left"] == []
 
 
 def test_nothing_is_left_on_the_cluster(run, real_cluster: ControlPlane):
