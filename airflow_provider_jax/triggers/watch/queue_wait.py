@@ -299,16 +299,35 @@ class QueueWait:
 
     def _check_evictions(self, workload: Mapping[str, Any]) -> None:
         evicted = _condition(workload, "Evicted")
-        if evicted.get("status") != "True" or evicted.get("reason") not in RESTARTING_EVICTIONS:
-            return
-        key = (evicted.get("lastTransitionTime"), evicted.get("message"))
-        if key == self._eviction:
-            return  # the eviction already counted
-        self._eviction = key
-        count = self._seen_evictions = max(evictions(workload), self._seen_evictions + 1)
+        counted = evictions(workload)
+        if evicted.get("status") == "True" and evicted.get("reason") in RESTARTING_EVICTIONS:
+            key = (evicted.get("lastTransitionTime"), evicted.get("message"))
+            if key == self._eviction:
+                return  # the eviction already counted
+            self._eviction = key
+            count = self._seen_evictions = max(counted, self._seen_evictions + 1)
+            self._evicted(count, evicted.get("message") or evicted.get("reason"))
+        elif counted > self._seen_evictions:
+            # An eviction whose condition came and went between two looks (a busy API server,
+            # a relist): Kueue's own count still has it.
+            self._seen_evictions = counted
+            reasons = sorted(
+                {
+                    s.get("reason")
+                    for s in ((workload.get("status") or {}).get("schedulingStats") or {}).get(
+                        "evictions"
+                    )
+                    or ()
+                    if s.get("reason") in RESTARTING_EVICTIONS
+                }
+            )
+            self._evicted(counted, f"{', '.join(reasons)} (counted by Kueue; readmitted since)")
+
+    def _evicted(self, count: int, message: str) -> None:
+        """Eviction number ``count``: within max_restarts it is said and waited out;
+        beyond, the wait fails."""
         info = status.summary(self._jobset)
         used, allowed = count + info["restarts"], info["maxRestarts"]
-        message = evicted.get("message") or evicted.get("reason")
         if used > allowed:
             self.on_fail(
                 QueueFailed(
