@@ -13,7 +13,7 @@ export AIRFLOW_HOME ?= $(CURDIR)/.airflow
 # from bytecode; `import orbax.checkpoint` 5.8 s against 1.9 s.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install check test lint format demo dags-test bench lock clean cluster cluster-down control-plane
+.PHONY: install check check-under-load test lint format demo dags-test bench lock clean cluster cluster-down control-plane
 
 install: $(STAMP)
 
@@ -31,6 +31,11 @@ CHECK_MARKERS := not real_cluster and not airflow_stack and not slow
 check: lint
 	bash scripts/test-deps.sh check
 	$(PY) -m pytest -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
+
+# The fast tier on a busy machine: a busy loop per core beside it, RUNS times (default 3).
+RUNS ?= 3
+check-under-load: $(STAMP)
+	RUNS=$(RUNS) bash scripts/check-under-load.sh
 
 # The whole suite: what CI runs.
 test: lint control-plane

@@ -20,24 +20,73 @@ SUMMARY_HOSTS = 16  # hosts shown; a 64-host slice's summary is still one screen
 # Gloo (JAX's CPU collectives) reports each connection at start-up, and again after every
 # restart: "[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer
 # ranks is : 1", or without its "[Gloo] Rank " in newer builds. It says nothing is wrong.
-# Written from C++ beside Python's own output, it may arrive glued to another line, or cut in
-# two, so every piece of it is taken out of a line wherever it stands.
+# Written from C++ piece by piece beside Python's own output, it reaches a reader whole, glued
+# to another line, or in fragments ("[Gloo] Rank", "is connected to 7 peer ranks.", "",
+# "Expected number of connected peer ranks is :"): every piece of it is taken out.
 _GLOO_CONNECTED = re.compile(
     r"(?:\[Gloo\]\s*)?(?:Rank\s+)?\d+ is connected to \d+ peer ranks\.?"
     r"(?:\s*Expected number of connected peer ranks is\s*:\s*\d+)?"
     r"|Expected number of connected peer ranks is\s*:\s*\d+"
-    r"|\[Gloo\]\s*Rank\s+\d+\s*$"
 )
+_NUMBER = "<n>"
+_GLOO_WORDS = (  # noqa: SIM905 - the sentence as Gloo prints it, read as words
+    "[Gloo] Rank <n> is connected to <n> peer ranks. "
+    "Expected number of connected peer ranks is : <n>"
+).split()
+_DISTINCT = frozenset({"[Gloo]", "connected", "peer", "Expected"})  # never a user's fragment
+
+
+class GlooFilter:
+    """Takes Gloo's connection reports out of one process's lines, as they come: a fragment
+    continues the report the previous one began (so a bare rank number or an empty line
+    between two pieces goes too)."""
+
+    def __init__(self) -> None:
+        self._at: int | None = None  # where in the report the last fragment ended
+
+    def keep(self, line: str) -> str | None:
+        """``line`` as the task log should show it; None when it was only Gloo's."""
+        words = line.split()
+        if not words:
+            return None if self._at is not None else line
+        start = _place(words, self._at)
+        if start is not None:
+            end = start + len(words)
+            self._at = end if end < len(_GLOO_WORDS) else None
+            return None
+        self._at = None
+        if "connected" not in line:
+            return line
+        kept = _GLOO_CONNECTED.sub("", line)
+        return line if kept == line else (kept.strip() or None)
+
+
+def _place(words: list[str], at: int | None) -> int | None:
+    """Where ``words`` stand in Gloo's report: right after ``at`` (a continuation), or
+    anywhere when they hold one of its own words; None when they are no piece of it."""
+    starts = [at] if at is not None else []
+    if _DISTINCT.intersection(w.rstrip(".:") for w in words) or any(w in _DISTINCT for w in words):
+        starts += range(len(_GLOO_WORDS) - len(words) + 1)
+    for start in starts:
+        if start is not None and _fits(words, start):
+            return start
+    return None
+
+
+def _fits(words: list[str], start: int) -> bool:
+    template = _GLOO_WORDS[start : start + len(words)]
+    if len(template) < len(words):
+        return False
+    return all(
+        w.isdigit() if t == _NUMBER else w.rstrip(".") == t.rstrip(".")
+        for w, t in zip(words, template, strict=True)
+    )
 
 
 def without_gloo_noise(line: str) -> str | None:
-    """``line`` without Gloo's connection reports; None when nothing else was on it."""
-    if "connected" not in line and "[Gloo]" not in line:
-        return line  # the common case, without a regex
-    kept = _GLOO_CONNECTED.sub("", line)
-    if kept == line:
-        return line
-    return kept.strip() or None
+    """``line`` without Gloo's connection reports, read on its own; None when nothing else
+    was on it."""
+    return GlooFilter().keep(line)
 
 
 def summary(

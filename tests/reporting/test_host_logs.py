@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_provider_jax.reporting.host_logs import without_gloo_noise
+from airflow_provider_jax.reporting.host_logs import GlooFilter, without_gloo_noise
 
 WHOLE = "[Gloo] Rank 0 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1"
 NEWER = "0 is connected to 1 peer ranks. Expected number of connected peer ranks is : 1"
@@ -29,3 +29,26 @@ NEWER = "0 is connected to 1 peer ranks. Expected number of connected peer ranks
 )
 def test_gloo_connection_reports_are_taken_out(line, kept):
     assert without_gloo_noise(line) == kept
+
+
+def test_a_report_in_fragments_goes_whole_and_the_next_line_stays():
+    """As the local runner read them from one process (a run of make test): the rank's
+    number and an empty line between two pieces go too; the step after it stays."""
+    gloo = GlooFilter()
+    lines = [
+        "airflow-jax: start-up done, calling collective",
+        "[Gloo] Rank",
+        "0",
+        "is connected to 7 peer ranks.",
+        "Expected number of connected peer ranks is :",
+        "",
+        "7",
+        "step 1: process=0 total=12",
+        "0",  # a line of the program's own, not a piece of a report
+    ]
+    kept = [k for line in lines if (k := gloo.keep(line)) is not None]
+    assert kept == [
+        "airflow-jax: start-up done, calling collective",
+        "step 1: process=0 total=12",
+        "0",
+    ]

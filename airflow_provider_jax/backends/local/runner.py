@@ -37,7 +37,7 @@ from airflow_provider_jax.manifest.status import restarts_in_place
 from airflow_provider_jax.reporting import host_logs
 from airflow_provider_jax.reporting.failures import ProcessFailure, culprits_first, restart_line
 from airflow_provider_jax.reporting.goodput import GoodputClock, chips
-from airflow_provider_jax.reporting.host_logs import without_gloo_noise
+from airflow_provider_jax.reporting.host_logs import GlooFilter
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress
 from airflow_provider_jax.runtime.messages import (
@@ -180,6 +180,7 @@ class _Attempt:
             p.name: deque(maxlen=LOG_TAIL_LINES) for p in self.plans
         }
         self.unshown: set[str] = set()  # pods with a line the task log did not get
+        self.gloo = {p.name: GlooFilter() for p in self.plans}  # Gloo's reports, per process
         self.last_report: dict[str, Any] | None = None
         self.leader_message: str | None = None
 
@@ -258,7 +259,7 @@ class _Attempt:
                 report = parse_report(line) if stream == "stdout" else None
                 if report is None:
                     self.tails[plan.name].append(line)
-                    kept = without_gloo_noise(line)
+                    kept = self.gloo[plan.name].keep(line)
                     shows = self.shows(plan) and kept is not None
                     shown = self.jobset.budget.take(plan.tag, kept) if shows else None
                     if shown is not None:

@@ -18,13 +18,13 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.manifest import status
-from airflow_provider_jax.reporting.host_logs import without_gloo_noise
+from airflow_provider_jax.reporting.host_logs import GlooFilter
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress, kubelet_time
 from airflow_provider_jax.runtime.messages import host_tag, parse_report
@@ -52,6 +52,7 @@ class _Stream:
     recheck: bool = False  # ended a while ago, and its pod still showed Running then
     spent: bool = False  # its host's budget of lines is used up
     task: asyncio.Task[None] | None = None
+    gloo: GlooFilter = field(default_factory=GlooFilter)  # Gloo's reports, taken out
 
     @property
     def active(self) -> bool:
@@ -336,7 +337,7 @@ class PodLogs:
             return True  # every host reports the same; the leader speaks for them
         if stream.leader and self.on_line is not None:
             self.on_line(stream.attempt, stamp, text, None)
-        kept = without_gloo_noise(text)
+        kept = stream.gloo.keep(text)
         if kept is not None and (shown := self._budget.take(stream.tag, kept)) is not None:
             self.log.info("%s %s", stream.tag, shown)
         # The leader's stream goes on for its progress reports.

@@ -18,7 +18,7 @@ import pytest
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
 from airflow_provider_jax.backends.local.localize import localize
-from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed
+from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed, JaxResultError
 from airflow_provider_jax.reporting.host_logs import SUMMARY_HEADER
 from harness.processes import wait_gone
 from tests.support.jobset_schema import REPO
@@ -236,10 +236,11 @@ def test_on_kill_from_a_signal_handler_leaves_no_process(tmp_path, monkeypatch):
 
 
 def test_non_json_result_is_a_clear_error():
-    with pytest.raises(JaxJobFailed) as failed:
+    with pytest.raises(JaxResultError) as failed:  # no retry: the training would run again
         run("not_json", initialize_distributed=False)
-    assert "[0/0] TypeError: the function returned a builtins.set that is not JSON" in str(
-        failed.value
+    message = str(failed.value)
+    assert "[0/0] result error: ResultNotReturnable: the function returned a builtins.set" in (
+        message
     )
 
 
