@@ -34,6 +34,7 @@ _GLOO_WORDS = (  # noqa: SIM905 - the sentence as Gloo prints it, read as words
     "Expected number of connected peer ranks is : <n>"
 ).split()
 _DISTINCT = frozenset({"[Gloo]", "connected", "peer", "Expected"})  # never a user's fragment
+_WORD = re.compile(r"\[Gloo\]|\d+|[^\s\[\d]+")  # "15[Gloo]" is two words, as Gloo wrote them
 
 
 class GlooFilter:
@@ -43,22 +44,51 @@ class GlooFilter:
 
     def __init__(self) -> None:
         self._at: int | None = None  # where in the report the last fragment ended
+        self._inside = False  # the last line was a piece of a report
 
     def keep(self, line: str) -> str | None:
         """``line`` as the task log should show it; None when it was only Gloo's."""
-        words = line.split()
-        if not words:
-            return None if self._at is not None else line
-        start = _place(words, self._at)
-        if start is not None:
-            end = start + len(words)
-            self._at = end if end < len(_GLOO_WORDS) else None
+        words = _WORD.findall(line)
+        inside, self._inside = self._inside, False
+        if not words or (inside and all(w.isdigit() for w in words)):
+            self._inside = inside  # an empty line, or a bare number, between two pieces
+            return None if inside else line
+        if self._piece(words, self._at) or _only_gloo(words):
+            self._inside = True  # Gloo's threads interleave their words: "to [Gloo] Rank 03"
             return None
         self._at = None
         if "connected" not in line:
             return line
-        kept = _GLOO_CONNECTED.sub("", line)
-        return line if kept == line else (kept.strip() or None)
+        kept = _GLOO_CONNECTED.sub(" ", line)
+        if kept == line:
+            return line
+        # Whole reports taken out, what is left may begin the next ("... : 15 [Gloo] Rank").
+        rest = _WORD.findall(kept)
+        if not rest or self._piece(rest, None) or _only_gloo(rest):
+            self._inside = bool(rest)
+            return None
+        return kept.strip()
+
+    def _piece(self, words: list[str], at: int | None) -> bool:
+        """Whether ``words`` are a piece of a report (continuing ``at``); if so, remember
+        where it ended."""
+        start = _place(words, at)
+        if start is None:
+            return False
+        end = start + len(words)
+        self._at = end if end < len(_GLOO_WORDS) else None
+        return True
+
+
+_VOCABULARY = frozenset(w.rstrip(".") for w in _GLOO_WORDS if w != _NUMBER)
+
+
+def _only_gloo(words: list[str]) -> bool:
+    """Whether every word is one of a report's (numbers included), one of them its own."""
+    stripped = [w.rstrip(".") for w in words]
+    return bool(_DISTINCT.intersection(stripped)) and all(
+        w in _VOCABULARY or w.isdigit() for w in stripped
+    )
 
 
 def _place(words: list[str], at: int | None) -> int | None:

@@ -37,6 +37,15 @@ def test_a_report_in_fragments_goes_whole_and_the_next_line_stays():
     gloo = GlooFilter()
     lines = [
         "airflow-jax: start-up done, calling collective",
+        WHOLE + " [Gloo] Rank 1 is connected to 7 peer ranks. [Gloo] Rank",  # one whole, two begun
+        "2 is connected to 7 peer ranks.",
+        # Two of Gloo's threads writing at once, as seen in a make check run:
+        "[Gloo] Rank 0 is connected to [Gloo] Rank 03 peer ranks.  is connected to   peer ranks.",
+        "[Gloo] Rank 2 is connected to 15[Gloo] Rank 0[Gloo] Rank 1[Gloo] Rank  is connected to  "
+        "peer ranks.",
+        "[Gloo] Rank 0[Gloo] Rank 0 is connected to  is connected to 11 peer ranks.  peer ranks. "
+        "Expected number of connected peer ranks is :",
+        "",
         "[Gloo] Rank",
         "0",
         "is connected to 7 peer ranks.",
