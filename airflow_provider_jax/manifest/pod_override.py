@@ -25,6 +25,9 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_jax.manifest import kubernetes_syntax as syntax
+from airflow_provider_jax.manifest import pod_schema
+
 # Kubernetes' patchMergeKey of each list the pod spec merges rather than replaces.
 MERGE_KEYS = {
     "containers": "name",
@@ -63,6 +66,27 @@ def merge_override(base: dict[str, Any], override: Mapping[str, Any]) -> dict[st
         else:
             merged[key] = copy.deepcopy(value)
     return merged
+
+
+def check_override(override: Mapping[str, Any]) -> None:
+    """The override on its own, held to the pod's types and to Kubernetes' validation: its
+    metadata, tolerations, volumes, images and security contexts."""
+    argument = ARGUMENT
+    pod_schema.check(argument, override, pod_schema.POD_TEMPLATE, partial=True)
+    metadata = override.get("metadata") or {}
+    syntax.labels(f"{argument} metadata.labels", metadata.get("labels") or {})
+    syntax.annotations(f"{argument} metadata.annotations", metadata.get("annotations") or {})
+    pod = override.get("spec") or {}
+    syntax.tolerations(pod.get("tolerations") or (), f"{argument} spec.tolerations")
+    for volume in pod.get("volumes") or ():
+        syntax.volume_source(f"{argument} spec.volumes", volume)
+    for kind in ("initContainers", "containers"):
+        for container in pod.get(kind) or ():
+            where = f"{argument} spec.{kind}[{container.get('name')!r}]"
+            if "image" in container:
+                syntax.image(f"{where}.image", container["image"])
+            if context := container.get("securityContext"):
+                syntax.security_context(f"{where}.securityContext", context)
 
 
 def refuse_conflicts(generated: Mapping[str, Any], override: Mapping[str, Any]) -> None:

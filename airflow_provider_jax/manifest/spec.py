@@ -48,6 +48,7 @@ from airflow_provider_jax.manifest.local_checkpoints import check_fits
 from airflow_provider_jax.manifest.named_storage import Storage, storage_annotations
 from airflow_provider_jax.manifest.names import check_name, rjob_name
 from airflow_provider_jax.manifest.pathways import Pathways
+from airflow_provider_jax.manifest.pod_override import check_override
 from airflow_provider_jax.manifest.secret_refs import SecretRef, env_names
 
 # GKE's largest clusters: 65,000 nodes (https://cloud.google.com/kubernetes-engine/quotas).
@@ -55,15 +56,6 @@ MAX_HOSTS = 65_000
 MAX_ENV_STRING = 128 * 1024 - 1  # Linux's MAX_ARG_STRLEN, "NAME=value" and its NUL
 MAX_ENV_TOTAL = 1024 * 1024
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-# An image reference as container runtimes parse it: [registry[:port]/]repo[:tag][@digest].
-_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_IMAGE_DOMAIN = (
-    r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
-)
-_IMAGE_REFERENCE = re.compile(
-    rf"^(?:{_IMAGE_DOMAIN}(?::[0-9]+)?/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
-    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
-)
 
 
 # No privilege escalation, no capabilities, the runtime's seccomp filter: the accelerators get
@@ -134,7 +126,7 @@ class JaxJobSpec:
                 "(https://cloud.google.com/kubernetes-engine/quotas)."
             )
         self._check_kubernetes_syntax()
-        check_image("image", self.image)
+        syntax.image("image", self.image)
         if isinstance(self.command, str) or not self.command:
             raise ValueError(f"command must be a non-empty list of strings, got {self.command!r}.")
         if not all(isinstance(a, str) for a in self.command):
@@ -268,26 +260,8 @@ class JaxJobSpec:
         pod_schema.check_each("volume_mounts", self.volume_mounts, pod_schema.VOLUME_MOUNT)
         pod_schema.check_each("tolerations", self.tolerations, pod_schema.TOLERATION)
         if self.pod_template_override:
-            self._check_override(self.pod_template_override)
+            check_override(self.pod_template_override)
         self._check_provider_names()
-
-    def _check_override(self, override: Mapping[str, Any]) -> None:
-        argument = "pod_template_override"
-        pod_schema.check(argument, override, pod_schema.POD_TEMPLATE, partial=True)
-        metadata = override.get("metadata") or {}
-        syntax.labels(f"{argument} metadata.labels", metadata.get("labels") or {})
-        syntax.annotations(f"{argument} metadata.annotations", metadata.get("annotations") or {})
-        pod = override.get("spec") or {}
-        syntax.tolerations(pod.get("tolerations") or (), f"{argument} spec.tolerations")
-        for volume in pod.get("volumes") or ():
-            syntax.volume_source(f"{argument} spec.volumes", volume)
-        for kind in ("initContainers", "containers"):
-            for container in pod.get(kind) or ():
-                where = f"{argument} spec.{kind}[{container.get('name')!r}]"
-                if "image" in container:
-                    check_image(f"{where}.image", container["image"])
-                if context := container.get("securityContext"):
-                    syntax.security_context(f"{where}.securityContext", context)
 
     def _check_provider_names(self) -> None:
         """A volume or mount path the provider uses itself, given by another argument, would
@@ -403,21 +377,6 @@ class JaxJobSpec:
             hosts_per_slice=self.accelerator.hosts,
             num_slices=self.num_slices,
             megascale_port=self.megascale_port,
-        )
-
-
-def check_image(argument: str, image: object) -> None:
-    """An image reference as container runtimes parse it, or a ValueError naming
-    ``argument``: Kubernetes would otherwise stop the pod at InvalidImageName."""
-    if not isinstance(image, str) or not image.strip():
-        raise ValueError(
-            f"{argument} must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
-        )
-    if not _IMAGE_REFERENCE.fullmatch(image):
-        raise ValueError(
-            f"{argument} {image!r} is not a valid image reference (Kubernetes would stop at "
-            "InvalidImageName): use [registry/]repository[:tag][@sha256:digest], with a "
-            "lowercase repository, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
         )
 
 

@@ -311,15 +311,9 @@ class QueueWait:
             # An eviction whose condition came and went between two looks (a busy API server,
             # a relist): Kueue's own count still has it.
             self._seen_evictions = counted
+            stats = ((workload.get("status") or {}).get("schedulingStats") or {}).get("evictions")
             reasons = sorted(
-                {
-                    s.get("reason")
-                    for s in ((workload.get("status") or {}).get("schedulingStats") or {}).get(
-                        "evictions"
-                    )
-                    or ()
-                    if s.get("reason") in RESTARTING_EVICTIONS
-                }
+                {e["reason"] for e in stats or () if e.get("reason") in RESTARTING_EVICTIONS}
             )
             self._evicted(counted, f"{', '.join(reasons)} (counted by Kueue; readmitted since)")
 
