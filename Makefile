@@ -59,6 +59,10 @@ cluster: $(STAMP) control-plane
 cluster-down: $(STAMP)
 	@$(PY) -m harness.real_cluster down
 
+# docs/arguments.md, from the arguments' declaration (a test fails when it is stale).
+docs: $(STAMP)
+	$(PY) -m airflow_provider_jax.operators.argument_docs
+
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import datetime
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 
 def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) -> float:
@@ -101,3 +103,42 @@ def as_bool(argument: str, value: object, *, optional: bool = False) -> object:
         return value
     wanted = "True, False or None" if optional else "True or False"
     raise TypeError(f"{argument} must be {wanted}, got {type(value).__name__} {value!r}.")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of argument value: what the docs call it, and the one check every argument of
+    the kind goes through. ``check(name, value)`` returns the value as the operator keeps it,
+    or raises a ValueError or TypeError that names the argument; ``None`` passes where the
+    kind is ``optional``."""
+
+    name: str
+    check: Callable[[str, Any], Any] = field(repr=False)
+    optional: bool = False
+
+    def __call__(self, argument: str, value: object) -> Any:
+        if value is None and self.optional:
+            return None
+        return self.check(argument, value)
+
+    def or_none(self) -> Kind:
+        """The same kind, where ``None`` means "not given"."""
+        return Kind(self.name, self.check, optional=True)
+
+
+def enum(*choices: object) -> Kind:
+    """One of ``choices``, exactly."""
+
+    def check(argument: str, value: object) -> object:
+        one_of(argument, value, choices)
+        return value
+
+    return Kind(" | ".join(f"`{c}`" for c in choices), check)
+
+
+DURATION = Kind(
+    "duration (seconds > 0, finite, or a timedelta)",
+    lambda argument, value: positive_seconds(argument, value, timedelta_ok=True),
+)
+SECONDS = Kind("seconds (> 0, finite)", positive_seconds)
+FLAG = Kind("True | False", as_bool)

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from airflow_provider_jax.manifest import pod_schema
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.operators.job_arguments import JOB_ARGUMENTS, Argument
 from tests.support.jobset_schema import jobset_validator
 
 BASE = {"task_id": "t", "accelerator": "tpu-v6e-16", "image": "img", "entrypoint": "m:f"}
@@ -37,68 +38,46 @@ TEXT_MAPS: list[Any] = [
 ]
 LISTS: list[Any] = [[], [{}], "x", [True], [NAN], [None], {"a": 1}]
 
-# The kind of each argument and its bad values; the provider's own names among them.
-KINDS: dict[str, list[Any]] = {
-    "poll_interval": NUMBERS,
-    "queue_timeout": NUMBERS,
-    "capacity_wait": NUMBERS,
-    "checkpoint_warn_after": NUMBERS,
-    "progress_timeout": NUMBERS,
-    "max_restarts": NUMBERS,
-    "ttl_seconds_after_finished": NUMBERS,
-    "termination_grace_period": NUMBERS,
-    "num_slices": NUMBERS,
-    "coordinator_port": [*NUMBERS, 65536, 70000],
-    "total_steps": [NAN, INF, -1, 0, True, "ten", "10\n"],
-    "namespace": NAMES,
-    "service_account_name": NAMES,
-    "priority_class_name": NAMES,
-    "queue_name": NAMES,
-    "compute_class": NAMES,
-    "name": NAMES,
-    "image": ["", "bad image", "IMG", "img\n", True, " img"],
-    "image_pull_policy": ["always", "ALWAYS", "Always\n", *ENUM_SLIPS],
-    "restart_strategy": ["In_Place", "inplace", "recreate\n", *ENUM_SLIPS],
-    "queue_timeout_until": ["Running", "admitted\n", *ENUM_SLIPS],
-    "gpu_networking": ["Auto", "none\n", *ENUM_SLIPS],
-    "stream_logs": ["Leader", "all\n", *ENUM_SLIPS],
-    "on_finish_action": ["Delete_JobSet", "keep_jobset\n", *ENUM_SLIPS],
-    "backend": ["Local", "kubernetes\n", *ENUM_SLIPS],
-    "local_checkpoint_size": ["64", "0.5", "64Gi\n", "-1Gi", "0Gi", "1e3", 64, NAN, True, "1000Ti"],
-    "labels": TEXT_MAPS,
-    "annotations": TEXT_MAPS,
-    "node_selector": [*TEXT_MAPS, {"cloud.google.com/gke-tpu-topology": "2x2"}],
-    "env": [*TEXT_MAPS, {"JAX_COORDINATOR_ADDRESS": "x"}, {"AIRFLOW_JAX_CALL": "{}"}],
-    "entrypoint_kwargs": [[1], "x", {"a": NAN}, {"a": INF}, {1: "x"}],
-    "container_resources": [{"limits": {"memory": "64"}}, {"limits": {"cpu": NAN}}, {"x": {}}],
-    "tolerations": [*LISTS, [{"key": "k", "operator": "In"}]],
-    "volumes": [
-        *LISTS,
-        [{"name": "v"}],
-        [{"name": "v", "emptyDir": {}}] * 2,
-        [{"name": "jax-local-checkpoints", "emptyDir": {}}],
+# Each kind's bad values, by the kind's name in the declaration (operators/job_arguments.py).
+BY_KIND: dict[str, list[Any]] = {
+    "seconds (> 0, finite)": NUMBERS,
+    "duration (seconds > 0, finite, or a timedelta)": NUMBERS,
+    "integer >= 0": NUMBERS,
+    "integer >= 1": NUMBERS,
+    "TCP port (1-65535)": [*NUMBERS, 65536, 70000],
+    "integer >= 1 (or its digits, rendered)": [NAN, INF, -1, 0, True, "ten", "10\n"],
+    "DNS-1123 label": NAMES,
+    "DNS-1123 subdomain": NAMES,
+    "label value": NAMES,
+    "string": NAMES,
+    "checked with `capacity`": NAMES,
+    "image reference": ["", "bad image", "IMG", "img\n", True, " img"],
+    "byte size with a unit (`64Gi`)": [
+        "64", "0.5", "64Gi\n", "-1Gi", "0Gi", "1e3", 64, NAN, True, "1000Ti",
     ],
-    "volume_mounts": [*LISTS, [{"name": "missing", "mountPath": "/d"}]],
-    "restart_on_exit_codes": [*LISTS, [0], [256], [42, 42], [-1]],
-    "pip_packages": [*LISTS, ["--index-url=x"], ["numpy\n"]],
-    "gpu_networks": [*LISTS, ["", ""]],
-    "capacity": ["Spot", "spot\n", ["spot", "spot"], [], "reservation:", "reservation:R", True, 3],
-    "placement": ["Compact", "required:rack", "preferred:", True, "compact\n"],
-    "reservation_project": NAMES,
-    "debug_dump": ["false", 0, 1, "True", NAN],
-    "deferrable": ["false", 0, 1, "True", NAN],
-    "retry_on_code_error": ["false", 0, 1, NAN],
-    "initialize_distributed": ["false", 0, 1, NAN],
-    "host_network": ["false", 0, 1, NAN],
-    "profile_steps": [(NAN, 1), (-1, 3), (0, 0), (True, 1), [1, 2, 3], "1,2", (0, 101), 5],
-    "security_context": [
+    "labels (qualified name → label value)": TEXT_MAPS,
+    "annotations (qualified name → string)": TEXT_MAPS,
+    "env (name → string)": TEXT_MAPS,
+    "JSON object (str keys)": [[1], "x", {"a": NAN}, {"a": INF}, {1: "x"}],
+    "resources (`limits`/`requests` → quantities)": [
+        {"limits": {"memory": "64"}}, {"limits": {"cpu": NAN}}, {"x": {}},
+    ],
+    "list of mappings": LISTS,
+    "list of integers": [*LISTS, [0], [256], [42, 42], [-1]],
+    "list of strings": [*LISTS, ["", ""], ["numpy\n"]],
+    "capacity | [capacity, ...]": [
+        "Spot", "spot\n", ["spot", "spot"], [], "reservation:", "reservation:R", True, 3,
+    ],
+    "True | False": ["false", 0, 1, "True", NAN],
+    "(start, count)": [(NAN, 1), (-1, 3), (0, 0), (True, 1), [1, 2, 3], "1,2", (0, 101), 5],
+    "container securityContext": [
         {"runAsUser": -1},
         {"privileged": True, "allowPrivilegeEscalation": False},
         {"runAsUser": "0"},
         {"capabilities": {"add": "ALL"}},
         "privileged",
     ],
-    "pod_template_override": [
+    "pod template (partial)": [
         {"spec": {"restartPolicy": "Always"}},
         {"metadata": {"labels": {"bad key!": "v"}}},
         {"spec": {"containers": [{"name": "jax", "image": "bad image"}]}},
@@ -113,7 +92,43 @@ KINDS: dict[str, list[Any]] = {
         {"spec": {"containers": [{"name": "jax", "securityContext": {"runAsUser": -5}}]}},
         "x",
     ],
+}  # fmt: skip
+ENUM_KIND = " | "  # an enum's kind name lists its choices: each gets the slips below
+# The provider's own names, and values that only one argument can get wrong.
+BY_ARGUMENT: dict[str, list[Any]] = {
+    "image_pull_policy": ["always", "ALWAYS", "Always\n"],
+    "restart_strategy": ["In_Place", "inplace", "recreate\n"],
+    "queue_timeout_until": ["Running", "admitted\n"],
+    "gpu_networking": ["Auto", "none\n"],
+    "stream_logs": ["Leader", "all\n"],
+    "on_finish_action": ["Delete_JobSet", "keep_jobset\n"],
+    "backend": ["Local", "kubernetes\n"],
+    "node_selector": [{"cloud.google.com/gke-tpu-topology": "2x2"}],
+    "env": [{"JAX_COORDINATOR_ADDRESS": "x"}, {"AIRFLOW_JAX_CALL": "{}"}],
+    "labels": [{"jobset.sigs.k8s.io/jobset-name": "x"}],
+    "tolerations": [[{"key": "k", "operator": "In"}]],
+    "volumes": [
+        [{"name": "v"}],
+        [{"name": "v", "emptyDir": {}}] * 2,
+        [{"name": "jax-local-checkpoints", "emptyDir": {}}],
+    ],
+    "volume_mounts": [[{"name": "missing", "mountPath": "/d"}]],
+    "pip_packages": [["--index-url=x"]],
+    "placement": ["Compact", "required:rack", "preferred:", True, "compact\n"],
 }
+# Objects the provider's own types parse, not values typed wrong by kind.
+UNFUZZED = {"accelerator", "command", "entrypoint", "output_dir", "checkpoint_asset", "pathways",
+            "python", "storage", "secrets", "kubernetes_conn_id", "project_id", "location",
+            "cluster_name", "gcp_conn_id", "impersonation_chain"}  # fmt: skip
+
+
+def bad_values(argument: Argument) -> list[Any]:
+    kind = argument.kind.name
+    values = BY_KIND.get(kind, ENUM_SLIPS if ENUM_KIND in kind else [])
+    return [*values, *BY_ARGUMENT.get(argument.name, [])]
+
+
+KINDS = {a.name: bad_values(a) for a in JOB_ARGUMENTS if a.name not in UNFUZZED}
 # Some arguments only mean something beside another: each draw gets these too.
 NEEDS: dict[str, dict[str, Any]] = {
     "capacity_wait": {"capacity": ["spot", "on-demand"]},
@@ -175,15 +190,6 @@ def test_every_bad_value_of_an_argument_alone(argument):
         refused_by_name({**BASE, **NEEDS.get(argument, {}), argument: value}, [argument])
 
 
-def test_every_argument_of_the_operator_has_a_kind():
-    import inspect
-
-    from airflow_provider_jax.operators.job_operator import JaxJobOperator
-
-    declared = set(inspect.signature(JaxJobOperator.__init__).parameters) - {"self", "kwargs"}
-    unfuzzed = {  # not values a user types wrong by kind: objects the provider's types check
-        "accelerator", "command", "entrypoint", "output_dir", "checkpoint_asset", "pathways",
-        "python", "storage", "secrets", "kubernetes_conn_id", "project_id", "location",
-        "cluster_name", "gcp_conn_id", "impersonation_chain",
-    }  # fmt: skip
-    assert declared - unfuzzed == set(KINDS), "declare the new argument's kind in KINDS"
+def test_every_declared_argument_is_fuzzed():
+    """A new argument of a new kind needs that kind's bad values here."""
+    assert all(KINDS.values()), [name for name, values in KINDS.items() if not values]

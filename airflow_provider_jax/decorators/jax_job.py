@@ -12,6 +12,7 @@ from airflow.sdk.bases.decorator import DecoratedOperator
 from airflow_provider_jax.manifest.data_inputs import encode
 from airflow_provider_jax.manifest.pod_command import to_json
 from airflow_provider_jax.operators.job_operator import JaxJobOperator
+from airflow_provider_jax.operators.job_spec import JobRequest, runtime_call
 
 if TYPE_CHECKING:
     from airflow.sdk.bases.decorator import TaskDecorator
@@ -65,9 +66,11 @@ class JaxDecoratedMixin(DecoratedOperator):
         self._context = context
         return super().build_manifest(context)
 
-    def _program(self, rendered: bool) -> tuple[list[str], dict[str, str]]:
-        args, kwargs = self._call(rendered)
-        return self._python_call(
+    def _program(self, request: JobRequest, jobset: str) -> tuple[list[str], dict[str, str]]:
+        args, kwargs = self._call(request.rendered)
+        return runtime_call(
+            request,
+            jobset,
             source=self.get_python_source(),
             function=self.python_callable.__name__,
             args=args,

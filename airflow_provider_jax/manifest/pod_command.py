@@ -125,7 +125,7 @@ def python_call(
         call["args"] = list(args)
     if progress_timeout:
         call["progress_timeout"] = progress_timeout
-    if (total := _total_steps(total_steps)) is not None:
+    if (total := step_count(total_steps)) is not None:
         call["total_steps"] = total
     call.update(diagnostics or {})  # try_number, profile_steps, debug_dump and their folder
     env = {RUNTIME_ENV: runtime_bundle(), **encode_call(call)}
@@ -157,7 +157,7 @@ def check_python(python: object) -> None:
         raise ValueError(f"python {python!r} holds a NUL byte, which no process can be given.")
 
 
-def _total_steps(value: Any) -> int | None:
+def step_count(value: Any) -> int | None:
     """A positive step count, from an int or (rendered without native types) its digits; a
     Jinja template not rendered yet is checked once it is."""
     if value is None or (isinstance(value, str) and "{" in value):

@@ -1,5 +1,14 @@
 """The operator both JAX operators share: render a JobSet, run it on a backend, return the
-leader's result."""
+leader's result. One class: its arguments are declared in ``job_arguments``, and what it builds
+comes from plain builders beneath it (``job_spec``, ``job_settings``, ``publish``,
+``run_diagnostics``, ``lineage``), each given the values it needs.
+
+A capacity list is walked one JobSet at a time: a choice that gets no capacity within
+``capacity_wait`` ends its wait with :class:`~airflow_provider_jax.exceptions.NoCapacity`, its
+JobSet already deleted, and the next choice is submitted under the same name (``submit`` waits
+for the old one to be gone), so a try never has two JobSets. A reattaching try goes on from the
+choice its JobSet's annotation names.
+"""
 
 from __future__ import annotations
 
@@ -7,33 +16,36 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator, conf
+from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 
 from airflow_provider_jax import settings
-from airflow_provider_jax.arguments import as_bool, one_of, positive_seconds, refuse_untemplated
-from airflow_provider_jax.contract.backend import (
-    BACKEND_TRAITS,
-    BACKENDS,
-    ON_FINISH_ACTIONS,
-    BackendTraits,
-    resolve_backend,
-)
+from airflow_provider_jax.arguments import is_template
+from airflow_provider_jax.contract.backend import BACKEND_TRAITS, get_backend, resolve_backend
 from airflow_provider_jax.contract.watch_options import WatchOptions
+from airflow_provider_jax.exceptions import NoCapacity
 from airflow_provider_jax.links.diagnostics import DebugDumpLink, ProfileLink
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
-from airflow_provider_jax.manifest.accelerators import Accelerator
+from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.capacity import queue_timeout_seconds
 from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
 from airflow_provider_jax.manifest.failure_policy import DEFAULT_MAX_RESTARTS
 from airflow_provider_jax.manifest.in_place_restart import DEFAULT_RESTART_STRATEGY
-from airflow_provider_jax.manifest.named_storage import Storage
-from airflow_provider_jax.manifest.secret_refs import as_secret_refs
+from airflow_provider_jax.manifest.names import jobset_name
+from airflow_provider_jax.manifest.pathways import Pathways
+from airflow_provider_jax.manifest.pod_command import split_pip_packages
+from airflow_provider_jax.manifest.provider_keys import (
+    TASK_INSTANCE_ANNOTATION,
+    task_instance_annotation,
+)
 from airflow_provider_jax.manifest.spec import SAFE_SECURITY_CONTEXT
-from airflow_provider_jax.operators.argument_types import as_list, as_mapping
+from airflow_provider_jax.operators import job_spec
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
-from airflow_provider_jax.operators.execution import JobExecution
-from airflow_provider_jax.operators.job_spec import JobSpecBuilder
-from airflow_provider_jax.operators.lineage import LineageReporter
+from airflow_provider_jax.operators.data_staging import upload
+from airflow_provider_jax.operators.job_arguments import BY_NAME, TEMPLATED, checked, param_docs
+from airflow_provider_jax.operators.job_settings import job_settings
+from airflow_provider_jax.operators.job_spec import JobRequest, airflow_labels
+from airflow_provider_jax.operators.lineage import lineage
 from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom keys, re-exported
     JOBSET_NAME_XCOM_KEY,
     JOBSET_NAMESPACE_XCOM_KEY,
@@ -41,28 +53,26 @@ from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom ke
     RESUMED_FROM_XCOM_KEY,
     OutcomePublisher,
 )
-from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, RenderedManifest
-from airflow_provider_jax.operators.run_diagnostics import RunDiagnostics
+from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, shown_manifest
+from airflow_provider_jax.operators.run_diagnostics import Diagnostics
 from airflow_provider_jax.reporting.checkpoint_freshness import DEFAULT_WARN_AFTER
 from airflow_provider_jax.reporting.host_logs import STREAM_LEADER
 
 if TYPE_CHECKING:
     import datetime
 
-    from airflow.sdk import Asset
+    from airflow.providers.openlineage.extractors import OperatorLineage
+    from airflow.sdk import Asset, Context
 
-    from airflow_provider_jax.manifest.pathways import Pathways
+    from airflow_provider_jax.contract import Backend, BackendTraits, Outcome, Started
+    from airflow_provider_jax.manifest.accelerators import Accelerator
+    from airflow_provider_jax.manifest.named_storage import Storage
+    from airflow_provider_jax.manifest.spec import JaxJobSpec
+
+TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
 
 
-class JaxJobOperator(
-    JobExecution,
-    OutcomePublisher,
-    LineageReporter,
-    RenderedManifest,
-    RunDiagnostics,
-    JobSpecBuilder,
-    BaseOperator,
-):
+class JaxJobOperator(BaseOperator):
     """Run a multi-host JAX program as a JobSet and return process 0's result.
 
     Give either ``command`` (any argv; the JAX coordination env is set for it) or
@@ -70,128 +80,12 @@ class JaxJobOperator(
     ``jax.distributed.initialize()``; its JSON return value on process 0 becomes the XCom).
     Use :class:`JaxTpuSliceOperator` or :class:`JaxGpuJobOperator`, which parse ``accelerator``.
 
-    :param accelerator: the parsed accelerator (slice shape or GPU nodes).
-    :param image: the container image; it must hold JAX for the accelerator. Default:
-        ``[jax] default_image``; the local backend needs none. (templated)
-    :param command: argv to run on every host instead of an entrypoint. (templated)
-    :param entrypoint: ``"package.module:function"`` to call on every host. (templated)
-    :param entrypoint_kwargs: JSON keyword arguments for it. (templated)
-    :param num_slices: TPU slices (multislice over DCN); 1 for GPU jobs.
-    :param env: extra environment variables, strings only. (templated)
-    :param output_dir: ``gs://`` or an absolute path for checkpoints and large results;
-        template it per run (``.../{{ ds_nodash }}``). (templated)
-    :param checkpoint_asset: an ``Asset`` that gets an event when the task succeeds, with the
-        newest finalized step of ``<output_dir>/checkpoints``, the leader's last report and the
-        JobSet's name in its ``extra``; no event when there is no finalized step.
-    :param initialize_distributed: call ``jax.distributed.initialize()`` first (not under Pathways).
-    :param pathways: TPU only: run under Pathways, one process driving every chip of every
-        slice: ``True`` or ``Pathways(...)`` (``docs/pathways.md``).
-    :param pip_packages: packages to ``pip install`` in each process before the call.
-    :param python: the interpreter in the image.
-    :param name: the JobSet's name (default: derived from the task instance). (templated)
-    :param namespace: the Kubernetes namespace. (templated)
-    :param labels: extra labels on the JobSet and its pods. (templated)
-    :param annotations: extra annotations on the JobSet and its pods. (templated)
-    :param container_resources: ``{"requests": {...}, "limits": {...}}`` beside the accelerator's.
-    :param service_account_name: the pods' Kubernetes service account (Workload Identity).
-    :param node_selector: extra node selector terms.
-    :param tolerations: extra tolerations.
-    :param volumes: extra pod volumes.
-    :param volume_mounts: extra container volume mounts.
-    :param storage: claims (Filestore, Parallelstore, Lustre, PD) and GCS buckets by name,
-        mounted on every host: a list of ``Storage(...)`` (``docs/data.md``).
-    :param max_restarts: whole-slice restarts on disruptions (preemption, a lost or hung host,
-        a death by signal) within one try; a bug in the code fails at once and spends none.
-    :param restart_on_exit_codes: more exit codes (1-255) that mean "restart the slice", as
-        xpk's ``--restart-on-exit-codes``; 42, 124 and 129-255 (deaths by signal) always do.
-    :param restart_strategy: ``recreate`` (default: every pod recreated) or ``in_place``
-        (healthy pods' containers restart where they are; JobSet's ``InPlaceRestart``).
-    :param local_checkpoint_size: a per-host checkpoint tier in RAM of this size (``"64Gi"``),
-        at ``runtime.local_checkpoint_dir()``; it survives in-place restarts.
-    :param progress_timeout: seconds without a ``report()`` call after which a process counts
-        as hung: it prints every thread's stack and exits 124, and the slice restarts. Armed at
-        the first report, so start-up never trips it. Off (None) by default.
-    :param total_steps: the run's length in steps: the task log then shows each report as
-        ``step 1200/10000 (12%) · 3.1 steps/s · ETA 47m``; ``report(total_steps=...)`` in the
-        code does the same. (templated)
-    :param profile_steps: ``(start, count)``: every host captures a JAX profiler trace of
-        these steps, as its ``report(step=...)`` calls count them, into
-        ``<output_dir>/profiles/try-<n>/host-<i>/`` (TensorBoard's and XProf's layout); the
-        "JAX profile" link opens it. At most 100 steps.
-    :param debug_dump: XLA dumps its HLO modules on every host, and a failed host saves every
-        thread's stack and its last log lines; all of it goes to
-        ``<output_dir>/debug/try-<n>/host-<i>/`` before the pod exits (the "Debug dump" link).
-    :param checkpoint_warn_after: on a multi-host job that checkpoints (into
-        ``<output_dir>/checkpoints``), warn once in the task log when its work has gone this
-        long (a timedelta or seconds) without a new finalized step, with what a failure would
-        cost; None: never. Default 10 minutes.
-    :param termination_grace_period: seconds from SIGTERM (preemption, eviction, a restart) to
-        SIGKILL: the pods' ``terminationGracePeriodSeconds`` (Kubernetes' default: 30), the
-        time a ``runtime.on_preemption`` hook has to save. Spot VMs give at most about 15 s.
-    :param retry_on_code_error: whether Airflow retries the task after the code raised (a
-        :class:`~airflow_provider_jax.exceptions.JaxCodeError`); disruptions always may retry.
-    :param ttl_seconds_after_finished: let Kubernetes delete a finished JobSet after this long.
-    :param priority_class_name: the pods' PriorityClass.
-    :param queue_name: a Kueue LocalQueue; the JobSet is created suspended for Kueue to admit.
-    :param queue_timeout: the longest wait for capacity, from creating the JobSet to
-        ``queue_timeout_until``; past it the JobSet is deleted and the task fails with the
-        last reason it waited for. ``execution_timeout`` still bounds the whole try.
-    :param queue_timeout_until: ``running`` (every pod running; default) or ``admitted``
-        (Kueue admitted the JobSet).
-    :param capacity: where the nodes come from: ``on-demand`` (default), ``spot``,
-        ``reservation:<name>`` or ``flex-start`` (Dynamic Workload Scheduler, through Kueue);
-        or an ordered list of them: Kueue's flavors pick with ``queue_name``, else the
-        provider tries each in turn (``docs/capacity.md``).
-    :param capacity_wait: how long each choice of a capacity list may take to get every pod
-        running before the provider deletes it and tries the next (default 10 minutes
-        without ``queue_name``; with it, Kueue's flavor order decides unless this is given).
-    :param compute_class: a GKE custom ComputeClass whose priorities pick the capacity.
-    :param reservation_project: the project sharing the reservation, when not the cluster's.
-    :param placement: Kueue topology-aware placement for GPU and multislice jobs: ``compact``,
-        ``required:<level>`` or ``preferred:<level>`` (``block``, ``subblock``, ``host``,
-        ``node``).
-    :param pod_template_override: a pod template deep-merged over the generated one.
-    :param image_pull_policy: ``Always``, ``IfNotPresent`` or ``Never``.
-    :param coordinator_port: the JAX coordinator's port on process 0 (default: 8490, clear of
-        libtpu's and JAX's own; derived from the JobSet name where a GPU node may be shared).
-    :param host_network: run the pods on the node's network (default: multi-host TPU slices
-        and multi-node GPU jobs without GPUDirect, as xpk does).
-    :param gpu_networking: ``auto`` gives multi-node GPU pods their machine type's GPUDirect
-        networking (TCPX, TCPXO or RDMA); ``none`` leaves plain pods.
-    :param gpu_networks: the cluster's GKE networks for GPUDirect, eth0 first (default: the
-        names GKE's GPUDirect guides create).
-    :param secrets: Kubernetes Secrets by reference (``SecretRef`` or the cncf provider's
-        ``Secret``): env vars, every key as env vars, or read-only volumes. Values never enter
-        the manifest; a masked value in ``env`` or the arguments is refused.
-    :param security_context: the container's securityContext (default: no privilege
-        escalation, all capabilities dropped, RuntimeDefault seccomp; ``{}`` for none).
-    :param backend: ``kubernetes`` or ``local`` (default: ``[jax] default_backend``).
-    :param kubernetes_conn_id: the Kubernetes connection (when no GKE cluster is named).
-    :param deferrable: wait in the triggerer, freeing the worker slot (default:
-        ``[operators] default_deferrable``).
-    :param on_finish_action: ``delete_jobset``, ``delete_succeeded_jobset`` or ``keep_jobset``.
-    :param poll_interval: seconds between status reads when the identity may not watch.
-    :param stream_logs: whose output the task log shows while the job runs: ``leader``
-        (process 0), ``all`` (every host, ``[slice/host]``-prefixed) or ``none``.
-    :param project_id: the GKE cluster's project.
-    :param location: the GKE cluster's region or zone.
-    :param cluster_name: a GKE cluster; its endpoint and CA are looked up through Google.
-    :param gcp_conn_id: the Google connection (GKE tokens, ``gs://`` results).
-    :param impersonation_chain: service accounts to impersonate with ``gcp_conn_id``.
+    The arguments are declared once, in
+    :mod:`~airflow_provider_jax.operators.job_arguments`, which writes the lines below.
     """
 
     template_fields: Sequence[str] = (
-        "image",
-        "command",
-        "entrypoint",
-        "entrypoint_kwargs",
-        "env",
-        "output_dir",
-        "name",
-        "labels",
-        "annotations",
-        "namespace",
-        "total_steps",
+        *TEMPLATED,
         MANIFEST_FIELD,  # filled when the templates are rendered: the JobSet this try submits
     )
     template_fields_renderers: ClassVar[dict[str, str]] = {
@@ -282,64 +176,36 @@ class JaxJobOperator(
         impersonation_chain: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        # Jinja where Airflow renders nothing would be used as written.
-        refuse_untemplated(locals(), [f for f in self.template_fields if f != MANIFEST_FIELD])
         if checkpoint_asset is not None:
             kwargs["outlets"] = with_checkpoint_outlet(
                 kwargs.get("task_id", ""), checkpoint_asset, output_dir, kwargs.get("outlets")
             )
         super().__init__(**kwargs)
+        # Each argument through its declared kind; Jinja where nothing renders it is refused.
+        values = checked(locals())
         if not self.ships_source and (command is None) == (entrypoint is None):
             raise ValueError(f"{self.task_id}: give exactly one of command or entrypoint.")
         if command is not None and pip_packages:
             raise ValueError(f"{self.task_id}: pip_packages needs entrypoint, not command.")
-        if backend is not None:
-            one_of("backend", backend, BACKENDS)
-        one_of("on_finish_action", on_finish_action, ON_FINISH_ACTIONS)
-        self.jobset_manifest: str | None = None  # see RenderedManifest
-        self.accelerator = accelerator
-        self.image = image
-        self.command = command
-        self.entrypoint = entrypoint
-        self.entrypoint_kwargs = as_mapping("entrypoint_kwargs", entrypoint_kwargs, templated=True)
-        self.num_slices = num_slices
-        self.env = as_mapping("env", env, templated=True)
-        self.output_dir = output_dir
-        self.checkpoint_asset = checkpoint_asset
-        self.set_controller(
-            pathways, as_bool("initialize_distributed", initialize_distributed, optional=True)
+        # Rules between arguments, checked where their values meet.
+        values["pathways"], values["initialize_distributed"] = _controller(
+            pathways, values["initialize_distributed"]
         )
-        self.set_pip_packages(pip_packages)
-        self.python = python
-        self.name = name
-        self.namespace = namespace
-        self.labels = as_mapping("labels", labels, templated=True)
-        self.annotations = as_mapping("annotations", annotations, templated=True)
-        self.container_resources = as_mapping("container_resources", container_resources)
-        self.service_account_name = service_account_name
-        self.node_selector = as_mapping("node_selector", node_selector)
-        self.tolerations = as_list("tolerations", tolerations, Mapping)
-        self.volumes = as_list("volumes", volumes, Mapping)
-        self.volume_mounts = as_list("volume_mounts", volume_mounts, Mapping)
-        self.storage = tuple(as_list("storage", storage, Storage))
-        self.max_restarts = max_restarts
-        self.restart_on_exit_codes = tuple(
-            as_list("restart_on_exit_codes", restart_on_exit_codes, int)
+        values["pip_packages"] = self._pip_packages(values["pip_packages"])
+        values["entrypoint_kwargs"] = values["entrypoint_kwargs"] or {}
+        values["security_context"] = (
+            SAFE_SECURITY_CONTEXT if security_context is None else values["security_context"]
         )
-        self.restart_strategy = restart_strategy
-        self.local_checkpoint_size = local_checkpoint_size
-        self.termination_grace_period = termination_grace_period
-        self.retry_on_code_error = as_bool("retry_on_code_error", retry_on_code_error)
-        if progress_timeout is not None:
-            positive_seconds("progress_timeout", progress_timeout)
-        self.progress_timeout = progress_timeout
-        self.total_steps = total_steps
-        self.ttl_seconds_after_finished = ttl_seconds_after_finished
-        self.priority_class_name = priority_class_name
-        self.queue_name = queue_name
-        self.queue_timeout = queue_timeout_seconds(queue_timeout, queue_timeout_until, queue_name)
-        self.queue_timeout_until = queue_timeout_until
-        self.capacity = CapacityChoices.parse(
+        values["restart_on_exit_codes"] = tuple(values["restart_on_exit_codes"])
+        values["storage"] = tuple(values["storage"])
+        values["gpu_networks"] = tuple(values["gpu_networks"])
+        for name in ("container_resources", "node_selector", "env", "labels", "annotations"):
+            if values[name] is None:
+                values[name] = {}
+        values["queue_timeout"] = queue_timeout_seconds(
+            queue_timeout, queue_timeout_until, queue_name
+        )
+        values["capacity"] = CapacityChoices.parse(
             capacity,
             reservation_project=reservation_project,
             capacity_wait=capacity_wait,
@@ -347,55 +213,48 @@ class JaxJobOperator(
             queue_name=queue_name,
         )
         timeout = self.execution_timeout
-        self.capacity.check_waits(
-            self.queue_timeout, timeout.total_seconds() if timeout is not None else None
+        values["capacity"].check_waits(
+            values["queue_timeout"], timeout.total_seconds() if timeout is not None else None
         )
-        self.capacity_choice = 0  # the choice the next manifest asks for (JobExecution)
-        self.placement = placement
-        self.pod_template_override = as_mapping(
-            "pod_template_override", pod_template_override, optional=True
-        )
-        self.image_pull_policy = image_pull_policy
-        self.coordinator_port = coordinator_port
-        self.host_network = host_network
-        self.gpu_networking = gpu_networking
-        self.gpu_networks = tuple(as_list("gpu_networks", gpu_networks, str))
-        self.secrets = as_secret_refs(secrets)
-        self.security_context = as_mapping(
-            "security_context",
-            SAFE_SECURITY_CONTEXT if security_context is None else security_context,
-        )
-        self.backend = backend
-        self.set_diagnostics(profile_steps, debug_dump)  # needs output_dir and the backend
+        if values["deferrable"] is None:  # read at construction: config changes need no re-import
+            values["deferrable"] = conf.getboolean(
+                "operators", "default_deferrable", fallback=False
+            )
+        for name, value in values.items():
+            setattr(self, name, value)
+        self.diagnostics = Diagnostics(values["profile_steps"], values["debug_dump"])
+        self.diagnostics.check_place(self.task_id, output_dir, self.backend_traits.remote)
         settings.check()  # a bad [jax] setting fails at parse, not at the end of a run
-        self.kubernetes_conn_id = kubernetes_conn_id
-        if deferrable is None:  # read at construction, so config changes need no re-import
-            deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
-        self.deferrable = as_bool("deferrable", deferrable)
-        self.on_finish_action = on_finish_action
         self.watch = WatchOptions.of_task(  # carried whole to the backend and the trigger
             self.task_id,
             poll_interval=poll_interval,
             queue_timeout=self.queue_timeout,
             queue_until=queue_timeout_until,
             stream_logs=stream_logs,
-            checkpoint_warn_after=(
-                None
-                if checkpoint_warn_after is None
-                else positive_seconds(
-                    "checkpoint_warn_after", checkpoint_warn_after, timedelta_ok=True
-                )
-            ),
+            checkpoint_warn_after=values["checkpoint_warn_after"],
             hosts=accelerator.hosts * num_slices,
             checkpoints_expected=checkpoint_asset is not None or local_checkpoint_size is not None,
         )
-        self.project_id = project_id
-        self.location = location
-        self.cluster_name = cluster_name
-        self.gcp_conn_id = gcp_conn_id
-        self.impersonation_chain = impersonation_chain
+        self.jobset_manifest: str | None = None  # filled when the templates are rendered
+        self.capacity_choice = 0  # the choice the next manifest asks for
+        self.stored_links: dict[str, str] | None = None  # see StoredLink.get_link
+        self._running: Backend | None = None  # the backend execute() waits on, for on_kill
         # Fail at parse, not at run: a spec with the literal values must already be valid.
-        self._check_static_spec()
+        static = self.build_spec(name=self.name if _literal(self.name) else "x", rendered=False)
+        if self.pod_template_override:  # what it merges into is checked whole, mounts too
+            build_jobset(static)
+
+    def _pip_packages(self, pip_packages: list[str]) -> list[str]:
+        """What to ``pip install`` at process start; JAX itself is the image's, never these."""
+        kept, dropped = split_pip_packages(pip_packages)
+        if dropped:
+            self.log.warning(
+                "%s: not installing %s at process start; the image's accelerator-matched JAX "
+                "is used instead.",
+                self.task_id,
+                dropped,
+            )
+        return kept
 
     @property
     def resolved_backend(self) -> str:
@@ -404,3 +263,258 @@ class JaxJobOperator(
     @property
     def backend_traits(self) -> BackendTraits:
         return BACKEND_TRAITS[self.resolved_backend]
+
+    # -- what the task builds: the job spec, the JobSet, the backend's settings -------------
+
+    def request(self, *, rendered: bool = True, try_number: int = 0) -> JobRequest:
+        """This operator's argument values, as one build reads them."""
+        values = {name: getattr(self, name) for name in BY_NAME}  # as __init__ made them
+        return JobRequest(
+            values=values | {"diagnostics": self.diagnostics},
+            traits=self.backend_traits,
+            rendered=rendered,
+            execution_timeout=self.execution_timeout,
+            capacity_choice=self.capacity_choice,
+            try_number=try_number,
+            connection_extras=lambda: job_spec.connection_extras(
+                self.cluster_name, self.kubernetes_conn_id
+            ),
+        )
+
+    def build_spec(
+        self,
+        *,
+        name: str,
+        labels: Mapping[str, str] | None = None,
+        rendered: bool = True,
+        try_number: int = 0,
+    ) -> JaxJobSpec:
+        """The job spec from this operator's (rendered) arguments."""
+        request = self.request(rendered=rendered, try_number=try_number)
+        return job_spec.build_spec(
+            request,
+            name=name,
+            labels=labels,
+            program=self._program(request, name),
+            call_arguments=self._call_arguments(rendered),
+        )
+
+    def _program(self, request: JobRequest, jobset: str) -> tuple[Any, dict[str, str]]:
+        """Command and env of the program every process runs. Before rendering, Jinja strings
+        are still strings, which JSON-encodes fine, so every value already real is checked."""
+        if self.command is not None:
+            return job_spec.command_program(request)
+        kwargs = request.mapping("entrypoint_kwargs")
+        return job_spec.runtime_call(request, jobset, entrypoint=self.entrypoint, kwargs=kwargs)
+
+    def _call_arguments(self, rendered: bool) -> Mapping[str, Any]:
+        """The arguments shipped to every process, as they will travel."""
+        return self.entrypoint_kwargs if self.entrypoint else {}
+
+    def data_inputs(self, rendered: bool) -> list[Any]:
+        """The ``Data(...)`` values among the program's arguments."""
+        return job_spec.data_inputs(self._call_arguments(rendered))
+
+    def jobset_name_for(self, context: Context) -> str:
+        if self.name:
+            return self.name
+        ti = context["ti"]
+        map_index = ti.map_index if ti.map_index is not None else -1
+        return self._default_name(ti.dag_id, ti.run_id, map_index)
+
+    def _default_name(self, dag_id: str, run_id: str, map_index: int) -> str:
+        pathways = self.pathways is not None
+        return jobset_name(
+            dag_id, self.task_id, run_id, map_index, self.accelerator, self.num_slices, pathways
+        )
+
+    def build_manifest(self, context: Context) -> dict[str, Any]:
+        """Render the JobSet for this task instance (after templates are rendered)."""
+        ti = context["ti"]
+        labels = airflow_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)
+        name = self.jobset_name_for(context)
+        manifest = build_jobset(self.build_spec(name=name, labels=labels, try_number=ti.try_number))
+        identity = task_instance_annotation(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
+        meta = manifest["metadata"]
+        meta["annotations"] = {
+            **(meta.get("annotations") or {}),
+            TASK_INSTANCE_ANNOTATION: identity,
+        }
+        return manifest
+
+    def dry_run(self) -> dict[str, Any]:
+        """The manifest this task would submit, without touching a cluster."""
+        dag_id = self.dag_id if self.has_dag() else "dry_run"
+        name = self.name or self._default_name(dag_id, "dry_run", -1)
+        labels = airflow_labels(dag_id, self.task_id, "dry_run", -1, 0)
+        manifest = build_jobset(self.build_spec(name=name, labels=labels, rendered=False))
+        self.log.info(
+            "Dry run: JobSet %s, %d slice(s) x %d host(s) of %s",
+            name,
+            self.num_slices,
+            self.accelerator.hosts,
+            self.accelerator.name,
+        )
+        return manifest
+
+    def _do_render_template_fields(
+        self, parent: Any, template_fields: Any, context: Context, *args: Any, **kwargs: Any
+    ) -> None:
+        # Airflow renders a mapped task through its unmapped copy's _do_render_template_fields,
+        # not render_template_fields, so this hook serves mapped and plain tasks alike; it is
+        # also called for nested templated objects, whose ``parent`` is not the operator.
+        if parent is self:
+            self.jobset_manifest = None  # a field like the others, but never a template
+        super()._do_render_template_fields(parent, template_fields, context, *args, **kwargs)
+        if parent is self and "ti" in context:  # the JobSet this try submits, as YAML
+            self.jobset_manifest = shown_manifest(lambda: self.build_manifest(context), self.log)
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
+        return lineage(self.output_dir, self._call_arguments(True))
+
+    # -- how a try runs: start, wait in the worker or defer, publish --------------------------
+
+    def _publisher(self) -> OutcomePublisher:
+        return OutcomePublisher(
+            task_id=self.task_id,
+            log=self.log,
+            accelerator_name=self.accelerator.name,
+            hosts=self.watch.hosts,
+            output_dir=self.output_dir,
+            checkpoint_asset=self.checkpoint_asset,
+            gcp_conn_id=self.gcp_conn_id,
+            impersonation_chain=self.impersonation_chain,
+            retry_on_code_error=self.retry_on_code_error,
+            link_keys=[link.xcom_key for link in self.operator_extra_links],
+            stored_links=self.stored_links,
+        )
+
+    def _backend(self, context: Context) -> Backend:
+        return get_backend(self.resolved_backend, job_settings(self, context))  # type: ignore[arg-type]
+
+    def execute(self, context: Context) -> Any:
+        self.stored_links = {}  # none yet: see StoredLink.get_link
+        if self.backend_traits.remote:  # a local Data folder is staged before any pod
+            upload(self.data_inputs(True), self.gcp_conn_id, self.impersonation_chain, self.log)
+        return self._run_choice(context, 0)
+
+    def _run_choice(self, context: Context, choice: int) -> Any:
+        """Submit capacity choice ``choice`` (or reattach), then wait or defer."""
+        self.capacity_choice = choice
+        try:
+            manifest = self.build_manifest(context)
+        except (ValueError, TypeError) as err:
+            # Rendered values that are wrong stay wrong: fail without burning retries.
+            raise AirflowFailException(f"{self.task_id}: {err}") from err
+        # Kept until the wait returns: Airflow calls on_kill *after* a timeout or a kill has
+        # raised out of execute(), and on_kill must still reach the job.
+        backend = self._running = self._backend(context)
+        started = backend.start(manifest)
+        publisher = self._publisher()
+        try:
+            choice = self.capacity_choice = started.capacity_choice  # a reattach: further on
+            links = self.diagnostics.links(self.output_dir, started.name, context["ti"].try_number)
+            publisher.announce(context, started, links)
+            if self.deferrable and started.deferral is not None:
+                deferral = started.deferral
+                self.defer(
+                    trigger=deferral.trigger,
+                    method_name="execute_complete",
+                    kwargs={**deferral.kwargs, **({"capacity_choice": choice} if choice else {})},
+                    timeout=deferral.timeout,
+                )
+        except TaskDeferred:
+            raise
+        except BaseException as err:
+            # Nothing will wait on the job: it must not run on, unwatched and paid for.
+            self._abandon(backend, started, err)
+            raise
+        try:
+            with publisher.failures(context):
+                outcome = backend.wait(started)
+        except NoCapacity as err:
+            return self._next_choice(context, choice, err)
+        self._running = None
+        return publisher.publish(context, outcome)
+
+    def _abandon(self, backend: Backend, started: Started, err: BaseException) -> None:
+        """Delete the job this try started, when the try fails before it waits on it."""
+        where = f"JobSet {started.namespace}/{started.name}"
+        self.log.error(
+            "%s was started, but this try failed before waiting on it (%s: %s): deleting it.",
+            where,
+            type(err).__name__,
+            err,
+        )
+        try:
+            backend.kill()
+        except Exception:
+            self.log.exception("Could not delete %s; delete it by hand.", where)
+        else:
+            self.log.error("Deleted %s.", where)
+        self._running = None
+
+    def execute_complete(
+        self,
+        context: Context,
+        event: dict[str, Any],
+        cluster: dict[str, Any] | None = None,
+        capacity_choice: int = 0,
+    ) -> Any:
+        """Resume after the JobSet trigger fired: the leader's result, the failure, or the
+        next capacity choice."""
+        self.capacity_choice = capacity_choice
+        publisher = self._publisher()
+        try:
+            with publisher.failures(context):
+                outcome: Outcome = self._backend(context).complete(event, cluster)
+        except NoCapacity as err:
+            return self._next_choice(context, capacity_choice, err)
+        return publisher.publish(context, outcome)
+
+    def _next_choice(self, context: Context, choice: int, err: NoCapacity) -> Any:
+        choices = self.capacity.choices
+        if choice + 1 >= len(choices):  # the last choice waits as a plain capacity: not here
+            raise err
+        self.log.warning(
+            "Capacity %s (choice %d of %d): %s. Its JobSet is deleted; trying %s next.",
+            choices[choice],
+            choice + 1,
+            len(choices),
+            err.summary.rstrip("."),
+            choices[choice + 1],
+        )
+        return self._run_choice(context, choice + 1)
+
+    def resume_execution(
+        self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context
+    ) -> Any:
+        if next_method == TRIGGER_FAIL_REPR:
+            # Airflow failed the deferred task itself (its trigger timeout, or the trigger
+            # crashed): the JobSet must not outlive it.
+            self._backend(context).kill()
+        return super().resume_execution(next_method, next_kwargs, context)
+
+    def on_kill(self) -> None:
+        # Set while execute() runs (waiting in the worker); a deferred task has no worker.
+        if (backend := getattr(self, "_running", None)) is not None:
+            backend.kill()
+
+
+JaxJobOperator.__doc__ = f"{JaxJobOperator.__doc__}\n{param_docs()}\n"
+
+
+def _literal(value: object) -> bool:
+    return value is not None and not is_template(value)
+
+
+def _controller(pathways: object, initialize_distributed: bool | None) -> tuple[Any, bool]:
+    """``pathways=`` and ``initialize_distributed``: under Pathways one process drives every
+    chip, so there is no ``jax.distributed`` to join."""
+    chosen = Pathways.of(pathways)
+    if chosen is not None and initialize_distributed:
+        raise ValueError(
+            "initialize_distributed=True does not go with pathways=: under Pathways one "
+            "process drives every chip and joins no jax.distributed. Leave it unset."
+        )
+    return chosen, chosen is None if initialize_distributed is None else initialize_distributed

@@ -3,7 +3,7 @@ a task reads the checkpoints it was handed and writes its own under ``<output_di
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_provider_jax.runtime.location import Location
@@ -47,29 +47,25 @@ def input_locations(arguments: Any) -> Iterator[str]:
             yield from input_locations(value)
 
 
-class LineageReporter:
-    """Mixed into the JAX operator; Airflow's OpenLineage listener calls it after a success."""
+def lineage(output_dir: str | None, call_arguments: Mapping[str, Any]) -> OperatorLineage:
+    """What a finished task read and wrote; the operator's
+    ``get_openlineage_facets_on_complete``, which Airflow's listener calls after a success."""
+    from airflow.providers.common.compat.openlineage.facet import Dataset
+    from airflow.providers.openlineage.extractors import OperatorLineage
 
-    output_dir: str | None
-    _call_arguments: Callable[[bool], Mapping[str, Any]]  # what the program is called with
-
-    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
-        from airflow.providers.common.compat.openlineage.facet import Dataset
-        from airflow.providers.openlineage.extractors import OperatorLineage
-
-        outputs = []
-        if self.output_dir:
-            mine = checkpoints_uri(self.output_dir)
-            outputs.append(Dataset(*dataset_name(mine)))
-        own = self.output_dir.rstrip("/") if self.output_dir else None
-        found = {
-            location.rstrip("/")
-            for location in input_locations(self._call_arguments(True))
-            if own is None or not location.startswith(own)
-        }
-        # A step and its directory: the step is what was read.
-        read = [p for p in found if not any(q.startswith(p + "/") for q in found)]
-        return OperatorLineage(
-            inputs=[Dataset(*dataset_name(location)) for location in sorted(read)],
-            outputs=outputs,
-        )
+    outputs = []
+    if output_dir:
+        mine = checkpoints_uri(output_dir)
+        outputs.append(Dataset(*dataset_name(mine)))
+    own = output_dir.rstrip("/") if output_dir else None
+    found = {
+        location.rstrip("/")
+        for location in input_locations(call_arguments)
+        if own is None or not location.startswith(own)
+    }
+    # A step and its directory: the step is what was read.
+    read = [p for p in found if not any(q.startswith(p + "/") for q in found)]
+    return OperatorLineage(
+        inputs=[Dataset(*dataset_name(location)) for location in sorted(read)],
+        outputs=outputs,
+    )

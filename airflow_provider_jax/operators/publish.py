@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowFailException
@@ -21,8 +22,6 @@ if TYPE_CHECKING:
     from airflow.sdk import Asset, Context
 
     from airflow_provider_jax.contract import Outcome, Started
-    from airflow_provider_jax.contract.watch_options import WatchOptions
-    from airflow_provider_jax.manifest.accelerators import Accelerator
 
 LAST_REPORT_XCOM_KEY = "last_report"  # process 0's last report(), beside its return value
 RESUMED_FROM_XCOM_KEY = "resumed_from"  # the checkpoint step the finishing attempt resumed from
@@ -32,28 +31,26 @@ JOBSET_NAME_XCOM_KEY, JOBSET_NAMESPACE_XCOM_KEY = "jobset_name", "jobset_namespa
 ADMISSION_XCOM_KEY = "admission"
 
 
+@dataclass
 class OutcomePublisher:
-    """Mixed into the JAX operator: everything it pushes once a JobSet started or finished."""
+    """Everything a JAX task pushes once its JobSet started or finished: plain values in,
+    XComs, links, metrics and asset events out."""
 
     task_id: str
+    log: Any
+    accelerator_name: str
+    hosts: int  # every slice's
     output_dir: str | None
+    checkpoint_asset: Asset | None
     gcp_conn_id: str
     impersonation_chain: str | Sequence[str] | None
-    checkpoint_asset: Asset | None
-    operator_extra_links: Any
-    log: Any
     retry_on_code_error: bool
-    accelerator: Accelerator
-    watch: WatchOptions  # its hosts: every slice's
-    # The links this process stored, by XCom key: set when execute() starts (see StoredLink).
-    stored_links: dict[str, str] | None = None
-
-    if TYPE_CHECKING:
-
-        def diagnostics_links(self, context: Context, jobset_name: str) -> dict[str, str]: ...
+    link_keys: Sequence[str]  # every declared link's XCom key
+    # The links this process stored, by XCom key (see StoredLink.get_link): the operator's.
+    stored_links: dict[str, str] | None = field(default=None)
 
     @contextlib.contextmanager
-    def _failures(self, context: Context) -> Iterator[None]:
+    def failures(self, context: Context) -> Iterator[None]:
         """A failed run still tells its goodput; and a bug is a bug on every try: with
         ``retry_on_code_error=False`` it fails the task."""
         try:
@@ -67,15 +64,14 @@ class OutcomePublisher:
                 raise
             raise JaxCodeErrorNoRetry(err.summary, err.failures) from err
 
-    def _announce(self, context: Context, started: Started) -> None:
+    def announce(self, context: Context, started: Started, diagnostics: dict[str, str]) -> None:
         """XCom the JobSet's name and namespace, and its links, before waiting on it. Every
         declared link gets its XCom, empty where the backend has none (the local backend): at
         the end of the task Airflow reads each one, and a missing one logs an error."""
         ti = context["ti"]
         ti.xcom_push(key=JOBSET_NAME_XCOM_KEY, value=started.name)
         ti.xcom_push(key=JOBSET_NAMESPACE_XCOM_KEY, value=started.namespace)
-        declared = {link.xcom_key: "" for link in self.operator_extra_links}
-        diagnostics = self.diagnostics_links(context, started.name)
+        declared = dict.fromkeys(self.link_keys, "")
         for key, url in {**declared, **started.links, **diagnostics}.items():
             self._push_link(context, key, url)
 
@@ -84,7 +80,7 @@ class OutcomePublisher:
         if self.stored_links is not None:
             self.stored_links[key] = url
 
-    def _publish(self, context: Context, outcome: Outcome) -> Any:
+    def publish(self, context: Context, outcome: Outcome) -> Any:
         """The leader's return value is the XCom; its last report, the step it resumed from
         and the goodput ledger go beside it, and the newest checkpoint to ``checkpoint_asset``."""
         ti = context["ti"]
@@ -122,8 +118,8 @@ class OutcomePublisher:
     def _publish_goodput(self, context: Context, ledger: dict[str, Any]) -> None:
         self.log.info("%s: %s", self.task_id, summary_line(ledger))
         ti = context["ti"]
-        tags = {"dag_id": ti.dag_id, "task_id": ti.task_id, "accelerator": self.accelerator.name}
-        send_job(ledger, self.watch.hosts, tags)
+        tags = {"dag_id": ti.dag_id, "task_id": ti.task_id, "accelerator": self.accelerator_name}
+        send_job(ledger, self.hosts, tags)
         ti.xcom_push(key=GOODPUT_XCOM_KEY, value=ledger)
         if admission := ledger.get("admission"):
             ti.xcom_push(key=ADMISSION_XCOM_KEY, value=admission)

@@ -11,16 +11,13 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
 
 from airflow.sdk import conf
 
 from airflow_provider_jax.manifest.pod_command import RUNTIME_ENV
 from airflow_provider_jax.runtime.call import CALL_ENV, CHUNK_ENV
-
-if TYPE_CHECKING:
-    from airflow.sdk import Context
 
 MANIFEST_FIELD = "jobset_manifest"
 _ELIDED = (RUNTIME_ENV, CALL_ENV, CHUNK_ENV)  # names, or prefixes, of env values to elide
@@ -67,40 +64,20 @@ def manifest_yaml(manifest: Mapping[str, Any]) -> str:
     )
 
 
-class RenderedManifest:
-    """Mixed into the JAX operator: fills ``jobset_manifest`` once templates are rendered."""
-
-    jobset_manifest: str | None
-    log: Any
-
-    if TYPE_CHECKING:  # from JobSpecBuilder, later in the operator's MRO
-
-        def build_manifest(self, context: Context) -> dict[str, Any]: ...
-
-    def _do_render_template_fields(
-        self, parent: Any, template_fields: Any, context: Context, *args: Any, **kwargs: Any
-    ) -> None:
-        # Airflow renders a mapped task through its unmapped copy's _do_render_template_fields,
-        # not render_template_fields, so this hook serves mapped and plain tasks alike; it is
-        # also called for nested templated objects, whose ``parent`` is not the operator.
-        if parent is self:
-            self.jobset_manifest = None  # a field like the others, but never a template
-        super()._do_render_template_fields(  # type: ignore[misc]
-            parent, template_fields, context, *args, **kwargs
+def shown_manifest(build: Callable[[], dict[str, Any]], log: Any) -> str | None:
+    """The YAML of the JobSet ``build()`` makes, for the rendered view; None when the rendered
+    values are wrong (``execute()`` builds it again and fails the task with the reason)."""
+    try:
+        shown = manifest_yaml(build())
+    except (ValueError, TypeError):
+        return None
+    limit = conf.getint("core", "max_templated_field_length", fallback=4096)
+    if len(shown) > limit:
+        log.info(
+            "The rendered JobSet is %d characters; Airflow keeps the first %d. Set "
+            "[core] max_templated_field_length to %d or more to see all of it.",
+            len(shown),
+            limit,
+            len(shown),
         )
-        if parent is not self or "ti" not in context:
-            return
-        try:
-            shown = manifest_yaml(self.build_manifest(context))
-        except (ValueError, TypeError):
-            return  # execute() builds it again and fails the task with the reason, no retries
-        self.jobset_manifest = shown
-        limit = conf.getint("core", "max_templated_field_length", fallback=4096)
-        if len(shown) > limit:
-            self.log.info(
-                "The rendered JobSet is %d characters; Airflow keeps the first %d. Set "
-                "[core] max_templated_field_length to %d or more to see all of it.",
-                len(shown),
-                limit,
-                len(shown),
-            )
+    return shown
