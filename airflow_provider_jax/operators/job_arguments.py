@@ -20,6 +20,7 @@ from airflow_provider_jax.arguments import (
     FLAG,
     SECONDS,
     Kind,
+    as_bool,
     enum,
     holds_template,
     not_templated,
@@ -31,7 +32,7 @@ from airflow_provider_jax.manifest import pod_schema
 from airflow_provider_jax.manifest.in_place_restart import RESTART_STRATEGIES
 from airflow_provider_jax.manifest.named_storage import Storage
 from airflow_provider_jax.manifest.pathways import Pathways
-from airflow_provider_jax.manifest.pod_command import step_count
+from airflow_provider_jax.manifest.pod_command import check_python, step_count
 from airflow_provider_jax.manifest.pod_override import check_override
 from airflow_provider_jax.manifest.secret_refs import as_secret_refs
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
@@ -119,6 +120,10 @@ PORT = Kind("TCP port (1-65535)", _port)
 STEPS = Kind("(start, count)", lambda name, value: check_profile_steps(value))
 SECRETS = Kind("list of SecretRef or Secret", lambda name, value: as_secret_refs(value))
 CHAIN = Kind("service account or list of them", _strings_or_one)
+OPTIONAL_FLAG = Kind(
+    "True | False | None", lambda name, value: as_bool(name, value, optional=True), optional=True
+)
+PYTHON = Kind("executable (name or path)", lambda name, value: check_python(value) or value)
 ARGV = Kind("list of strings", lambda name, value: as_list(name, value, str))
 
 
@@ -168,13 +173,13 @@ JOB_ARGUMENTS = _arguments(
              "succeeds, with the newest finalized step of ``<output_dir>/checkpoints``, the "
              "leader's last report and the JobSet's name in its ``extra``; no event when there "
              "is no finalized step."),
-    Argument("initialize_distributed", FLAG.or_none(), "call ``jax.distributed.initialize()`` "
+    Argument("initialize_distributed", OPTIONAL_FLAG, "call ``jax.distributed.initialize()`` "
              "first (default: yes, except under Pathways)."),
     Argument("pathways", PATHWAYS, "TPU only: run under Pathways, one process driving every chip of "
              "every slice: ``True`` or ``Pathways(...)`` (``docs/pathways.md``)."),
     Argument("pip_packages", list_of(str, "strings"), "packages to ``pip install`` in each "
              "process before the call."),
-    Argument("python", TEXT, "the interpreter in the image."),
+    Argument("python", PYTHON, "the interpreter in the image."),
     Argument("name", TEXT.or_none(), "the JobSet's name (default: derived from the task "
              "instance).", templated=True),
     Argument("namespace", LABEL_NAME, "the Kubernetes namespace.", templated=True, spec=True),
@@ -256,7 +261,7 @@ JOB_ARGUMENTS = _arguments(
     Argument("coordinator_port", PORT.or_none(), "the JAX coordinator's port on process 0 "
              "(default: 8490, clear of libtpu's and JAX's own; derived from the JobSet name "
              "where a GPU node may be shared).", spec=True),
-    Argument("host_network", FLAG.or_none(), "run the pods on the node's network (default: "
+    Argument("host_network", OPTIONAL_FLAG, "run the pods on the node's network (default: "
              "multi-host TPU slices and multi-node GPU jobs without GPUDirect, as xpk does).",
              spec=True),
     Argument("gpu_networking", enum("auto", "none"), "``auto`` gives multi-node GPU pods their "
@@ -274,7 +279,7 @@ JOB_ARGUMENTS = _arguments(
              "``[jax] default_backend``)."),
     Argument("kubernetes_conn_id", TEXT.or_none(), "the Kubernetes connection (when no GKE "
              "cluster is named)."),
-    Argument("deferrable", FLAG.or_none(), "wait in the triggerer, freeing the worker slot "
+    Argument("deferrable", OPTIONAL_FLAG, "wait in the triggerer, freeing the worker slot "
              "(default: ``[operators] default_deferrable``)."),
     Argument("on_finish_action", enum(*ON_FINISH_ACTIONS), "what happens to the JobSet when "
              "the task ends."),

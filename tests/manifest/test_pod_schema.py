@@ -145,7 +145,7 @@ REFUSED = {
         tpu(initialize_distributed="no"),
         r"initialize_distributed must be True, False or None, got str 'no'",
     ),
-    "deferrable_string": (tpu(deferrable="true"), r"deferrable must be True or False"),
+    "deferrable_string": (tpu(deferrable="true"), r"deferrable must be True, False or None"),
     "sensor_deferrable_string": (
         lambda: OrbaxCheckpointSensor(task_id="s", checkpoint_dir="gs://bkt/c", deferrable=1),
         r"deferrable must be True or False, got int 1",

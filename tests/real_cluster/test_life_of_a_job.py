@@ -53,6 +53,17 @@ def test_the_failing_hosts_traceback_is_the_tasks_error(run):
     assert 'failing_train.py", line' in log  # its traceback, from its own pod
 
 
+def test_a_result_json_cannot_carry_fails_once_without_a_retry_and_is_kept(run):
+    """The leader returned ``{"loss": nan}``: the task fails on its first try (its retries
+    would train again for the same result), says how to return it, and the value is kept."""
+    log = run["proc"].stdout
+    assert run["states"]["nan_result"] == ("failed", 1), log[-4000:]
+    assert "return None in its place" in log
+    kept = run["out"] / "nan-result" / "result.unreturnable.json"
+    assert json.loads(kept.read_text().replace("NaN", "null")) == {"loss": None, "step": 10}
+    assert not (run["out"] / "nan-result" / "result.json").exists()
+
+
 def test_the_leaders_log_reached_the_task_log_through_pods_log(run):
     assert "[0/0] step 10: loss=" in run["proc"].stdout
 

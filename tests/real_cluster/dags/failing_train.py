@@ -9,3 +9,11 @@ def fail_on_host_1() -> None:
     if jax.process_index() == 1:
         raise ValueError("host 1 found a NaN in its shard")
     jax.numpy.ones(4).block_until_ready()
+
+
+def return_nan() -> dict[str, float]:
+    """Trains, then returns what JSON cannot carry: a result error, not a retry."""
+    import jax
+
+    loss = float(jax.numpy.ones(4).sum()) * float("nan")
+    return {"loss": loss, "step": 10}

@@ -37,10 +37,15 @@ class FailingAt(JaxTpuSliceOperator):
             backend._links = failing_links  # type: ignore[method-assign]
         return backend
 
-    def _announce(self, context: Any, started: Any) -> None:
+    def _publisher(self) -> Any:
+        publisher = super()._publisher()
         if self.step == "announce":
-            raise Injected("injected at announce")
-        super()._announce(context, started)
+
+            def failing_announce(*args: Any, **kwargs: Any) -> None:
+                raise Injected("injected at announce")
+
+            publisher.announce = failing_announce
+        return publisher
 
     def defer(self, **kwargs: Any) -> Any:
         if self.step == "defer":

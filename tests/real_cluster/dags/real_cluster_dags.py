@@ -21,7 +21,7 @@ def record(value: Any, name: str) -> Any:
     return value
 
 
-with DAG("jax_real_cluster", schedule=None, catchup=False):
+with DAG("jax_real_cluster", schedule=None, catchup=False, default_args={"retry_delay": 0}):
     tpu = JaxTpuSliceOperator(
         task_id="tpu",
         accelerator="tpu-v5litepod-8",  # 2 hosts x 4 chips
@@ -52,4 +52,14 @@ with DAG("jax_real_cluster", schedule=None, catchup=False):
         entrypoint="failing_train:fail_on_host_1",
         backend="kubernetes",
         deferrable=True,
+    )
+    JaxTpuSliceOperator(
+        task_id="nan_result",
+        accelerator="tpu-v5litepod-8",
+        image=IMAGE,
+        entrypoint="failing_train:return_nan",
+        output_dir=f"{os.environ.get('JAX_TEST_OUT', '/tmp')}/nan-result",
+        backend="kubernetes",
+        deferrable=True,
+        retries=2,  # a result JSON cannot carry fails the first try: no rerun of the training
     )
