@@ -72,3 +72,38 @@ def test_site_builds_strictly(tmp_path):
         capture_output=True,
     )
     assert (tmp_path / "index.html").is_file()
+
+
+def _exception_classes() -> list[str]:
+    """Every exception class the package defines, by walking its source: a class whose base
+    is an exception (a builtin one, Airflow's, or one of ours)."""
+    import ast
+    import builtins
+
+    package = REPO / "airflow_provider_jax"
+    classes: dict[str, list[str]] = {}
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef):
+                classes[node.name] = [ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases]
+
+    def is_exception(name: str, seen: frozenset[str] = frozenset()) -> bool:
+        known = getattr(builtins, name, None)
+        if isinstance(known, type) and issubclass(known, BaseException):
+            return True
+        if name.startswith("Airflow") and name.endswith(("Exception", "Error")):
+            return True
+        return name not in seen and any(
+            is_exception(base, seen | {name}) for base in classes.get(name, ())
+        )
+
+    return sorted(name for name, bases in classes.items() if bases and is_exception(name))
+
+
+def test_every_exception_class_has_a_troubleshooting_entry():
+    page = (REPO / "docs" / "troubleshooting.md").read_text()
+    headings = "\n".join(line for line in page.splitlines() if line.startswith("## "))
+    classes = _exception_classes()
+    assert "JaxJobFailed" in classes and "TooFewGpus" in classes  # the walk finds them
+    missing = [name for name in classes if f"`{name}`" not in headings]
+    assert not missing, f"docs/troubleshooting.md has no entry (a ## heading) for {missing}"

@@ -24,6 +24,7 @@ from airflow_provider_jax.manifest.jobset_api import (
     JOB_INDEX_LABEL,
     RESTART_ATTEMPT_LABEL,
 )
+from airflow_provider_jax.manifest.pod_command import SITE_ENV
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     COORDINATOR_IP_ENV,
@@ -48,10 +49,15 @@ DEFAULT_MEGASCALE_PORT = 8080
 SHARED_PORT_RANGE = (20000, 30000)  # below Linux's ephemeral ports (32768 and up)
 
 
-# `$$` is Kubernetes' escape for `$` in command/args; sh then sees `$((...))`.
+# `$$` is Kubernetes' escape for `$` in command/args; sh then sees `$((...))`. In command=
+# mode the provider's sitecustomize goes on PYTHONPATH (runtime/jax_cluster.py); where no
+# temporary folder can be made, the program runs as it would without it.
 PROCESS_ID_PRELUDE = (
     f'export {PROCESS_ID_ENV}="$$(({SLICE_INDEX_ENV} * {HOSTS_PER_SLICE_ENV} + {HOST_INDEX_ENV}))"; '
     f'export {NODE_RANK_ENV}="$${PROCESS_ID_ENV}"; '
+    f'if [ -n "$${{{SITE_ENV}:-}}" ] && d="$$(mktemp -d 2>/dev/null)"; then '
+    f'printf "%s" "$${SITE_ENV}" > "$$d/sitecustomize.py" && '
+    'export PYTHONPATH="$$d$${PYTHONPATH:+:$$PYTHONPATH}"; fi; '
     'exec "$$@"'
 )
 PRELUDE_ARGV0 = "jax-launch"

@@ -18,7 +18,7 @@ from typing import Any
 
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.runtime.call import CALL_ENV, encode_call
-from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, TERMINATION_PATH_ENV
+from airflow_provider_jax.runtime.env import OUTPUT_DIR_ENV, REQUIRE_JOIN_ENV, TERMINATION_PATH_ENV
 from airflow_provider_jax.runtime.messages import is_count
 
 __all__ = [
@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 RUNTIME_ENV = "AIRFLOW_JAX_RUNTIME"
+# command= mode: runtime/jax_cluster.py's source, which the launcher writes as sitecustomize.py.
+SITE_ENV = "AIRFLOW_JAX_SITE"
 # "package.module:function": dotted Python identifiers on both sides of one colon.
 _DOTTED = r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*"
 _ENTRYPOINT = re.compile(rf"^{_DOTTED}:{_DOTTED}$")
@@ -60,6 +62,21 @@ def runtime_bundle() -> str:
         for path in sorted((package / "runtime").rglob("*.py")):
             zf.writestr(_member(path.relative_to(package.parent).as_posix()), path.read_bytes())
     return base64.b64encode(buffer.getvalue()).decode()
+
+
+@functools.cache
+def site_source() -> str:
+    """What a ``command=`` process gets of the provider: its JAX cluster environment, so a
+    bare ``jax.distributed.initialize()`` works (``runtime/jax_cluster.py``)."""
+    return (Path(__file__).parents[1] / "runtime" / "jax_cluster.py").read_text()
+
+
+def command_env(require_distributed: bool) -> dict[str, str]:
+    """The env a ``command=`` program gets beside the coordination values."""
+    env = {SITE_ENV: site_source()}
+    if require_distributed:
+        env[REQUIRE_JOIN_ENV] = "1"
+    return env
 
 
 def _member(name: str) -> zipfile.ZipInfo:

@@ -175,6 +175,9 @@ JOB_ARGUMENTS = _arguments(
              "is no finalized step."),
     Argument("initialize_distributed", OPTIONAL_FLAG, "call ``jax.distributed.initialize()`` "
              "first (default: yes, except under Pathways)."),
+    Argument("require_distributed", FLAG, "``command=`` only: a process of a multi-host job "
+             "that imports JAX and exits without joining ``jax.distributed`` fails the job "
+             "(exit 3) instead of only warning in the log that it ran alone."),
     Argument("pathways", PATHWAYS, "TPU only: run under Pathways, one process driving every chip of "
              "every slice: ``True`` or ``Pathways(...)`` (``docs/pathways.md``)."),
     Argument("pip_packages", list_of(str, "strings"), "packages to ``pip install`` in each "

@@ -120,6 +120,7 @@ class JaxJobOperator(BaseOperator):
         output_dir: str | None = None,
         checkpoint_asset: Asset | None = None,
         initialize_distributed: bool | None = None,
+        require_distributed: bool = False,
         pathways: bool | Pathways = False,
         pip_packages: Sequence[str] = (),
         python: str = "python3",
@@ -187,6 +188,11 @@ class JaxJobOperator(BaseOperator):
             raise ValueError(f"{self.task_id}: give exactly one of command or entrypoint.")
         if command is not None and pip_packages:
             raise ValueError(f"{self.task_id}: pip_packages needs entrypoint, not command.")
+        if command is None and require_distributed:
+            raise ValueError(
+                f"{self.task_id}: require_distributed checks a command= program; with an "
+                "entrypoint or a decorated function the runtime joins jax.distributed itself."
+            )
         # Rules between arguments, checked where their values meet.
         values["pathways"], values["initialize_distributed"] = _controller(
             pathways, values["initialize_distributed"]

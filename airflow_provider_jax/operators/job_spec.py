@@ -24,7 +24,7 @@ from airflow_provider_jax.manifest.pathways import (
     Pathways,
     check_scratch,
 )
-from airflow_provider_jax.manifest.pod_command import python_call
+from airflow_provider_jax.manifest.pod_command import command_env, python_call
 from airflow_provider_jax.manifest.provider_keys import (
     CAPACITY_CHOICE_ANNOTATION,
     CAPACITY_WAIT_ANNOTATION,
@@ -237,7 +237,7 @@ def command_program(request: JobRequest) -> tuple[list[str], dict[str, str]]:
                 f"{name} works with report() calls, which need the runtime: use "
                 "entrypoint= or @task.jax_tpu/@task.jax_gpu, not command=."
             )
-    return list(command), {}
+    return list(command), command_env(request["require_distributed"])
 
 
 def runtime_call(request: JobRequest, jobset: str, **call: Any) -> tuple[list[str], dict[str, str]]:

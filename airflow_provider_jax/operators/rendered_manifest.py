@@ -16,11 +16,11 @@ from typing import Any
 
 from airflow.sdk import conf
 
-from airflow_provider_jax.manifest.pod_command import RUNTIME_ENV
+from airflow_provider_jax.manifest.pod_command import RUNTIME_ENV, SITE_ENV
 from airflow_provider_jax.runtime.call import CALL_ENV, CHUNK_ENV
 
 MANIFEST_FIELD = "jobset_manifest"
-_ELIDED = (RUNTIME_ENV, CALL_ENV, CHUNK_ENV)  # names, or prefixes, of env values to elide
+_ELIDED = (RUNTIME_ENV, SITE_ENV, CALL_ENV, CHUNK_ENV)  # names, or prefixes, of env values to elide
 
 
 def digest(value: str) -> str:

@@ -6,14 +6,19 @@ the runtime reads them. (The call itself travels as described in ``call.py``.)
 
 from __future__ import annotations
 
+# Set for every pod by the JobSet builder (the process id by its `sh` prelude): declared in
+# jax_cluster.py, since a command= process gets that module alone.
+from airflow_provider_jax.runtime.jax_cluster import (
+    COORDINATOR_ADDRESS_ENV as COORDINATOR_ADDRESS_ENV,
+)
+from airflow_provider_jax.runtime.jax_cluster import NUM_PROCESSES_ENV as NUM_PROCESSES_ENV
+from airflow_provider_jax.runtime.jax_cluster import PROCESS_ID_ENV as PROCESS_ID_ENV
+from airflow_provider_jax.runtime.jax_cluster import REQUIRE_JOIN_ENV as REQUIRE_JOIN_ENV
+
 OUTPUT_DIR_ENV = "AIRFLOW_JAX_OUTPUT_DIR"
 TERMINATION_PATH_ENV = "AIRFLOW_JAX_TERMINATION_MESSAGE_PATH"
 DEFAULT_TERMINATION_PATH = "/dev/termination-log"  # Kubernetes' default terminationMessagePath
 
-# Set for every pod by the JobSet builder (the process id by its `sh` prelude).
-COORDINATOR_ADDRESS_ENV = "JAX_COORDINATOR_ADDRESS"
-NUM_PROCESSES_ENV = "JAX_NUM_PROCESSES"
-PROCESS_ID_ENV = "JAX_PROCESS_ID"
 RESTART_ATTEMPT_ENV = "AIRFLOW_JAX_RESTART_ATTEMPT"  # JobSet's recreations of the pod
 IN_PLACE_ATTEMPT_ENV = "AIRFLOW_JAX_IN_PLACE_ATTEMPT"  # ... and its in-place restarts
 # "in_place" when the pods restart in place (restart_strategy): SIGTERM then means "restart".

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from airflow_provider_jax import runtime
-from airflow_provider_jax.runtime import data_paths, exits, stores
+from airflow_provider_jax.runtime import data_paths, exits, jax_cluster, stores
 from airflow_provider_jax.runtime.call import decode_call
 from airflow_provider_jax.runtime.coordinator import wait_to_join
 from airflow_provider_jax.runtime.debug_dump import DebugDump
@@ -90,8 +90,10 @@ def main() -> int:
         install_packages(call.get("pip_packages") or [])
         if os.environ.get(PATHWAYS_ENV):
             initialize_pathways()
-        elif call.get("initialize", True):
-            distributed = initialize_distributed()
+        else:  # a bare jax.distributed.initialize() in the function works too
+            jax_cluster.register_now()
+            if call.get("initialize", True):
+                distributed = initialize_distributed()
         function = load_function(call)
         kwargs = data_paths.resolve(call.get("kwargs") or {})  # Data(...) -> local paths
         args = data_paths.resolve(call.get("args") or [])
@@ -215,7 +217,28 @@ def initialize_distributed() -> Any:
         process_id=process_id,
         initialization_timeout=timeout,
     )
+    jax.distributed.initialize = _joined_already(jax.distributed.initialize)
     return jax.distributed
+
+
+def _joined_already(initialize: Callable[..., Any]) -> Callable[..., Any]:
+    """``jax.distributed.initialize`` once the runtime has joined: a program written to
+    initialize itself (JAX's own examples are) then runs unchanged, where JAX would raise
+    that it may be called only once, or first that its arguments are missing."""
+
+    def initialize_once(*args: Any, **kwargs: Any) -> None:
+        if jax_cluster.joined():
+            print(
+                "[airflow-jax] jax.distributed is initialized already (the runtime joins "
+                "before calling the function): this jax.distributed.initialize() call does "
+                "nothing.",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
+        initialize(*args, **kwargs)
+
+    return initialize_once
 
 
 def initialize_pathways() -> None:

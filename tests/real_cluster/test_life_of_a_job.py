@@ -64,6 +64,17 @@ def test_a_result_json_cannot_carry_fails_once_without_a_retry_and_is_kept(run):
     assert not (run["out"] / "nan-result" / "result.json").exists()
 
 
+def test_a_program_with_a_bare_initialize_runs_unchanged_in_command_mode(run):
+    """JAX's own example calls ``jax.distributed.initialize()`` with no arguments: through the
+    real JobSet and Job controllers and the kubelet's prelude, every pod joins one job."""
+    assert run["states"]["bare_initialize"][0] == "success", run["proc"].stdout[-4000:]
+    seen = [json.loads((run["out"] / f"process-{i}.json").read_text()) for i in range(2)]
+    assert [(s["process_index"], s["process_count"], s["device_count"]) for s in seen] == [
+        (0, 2, 8),
+        (1, 2, 8),
+    ]
+
+
 def test_the_leaders_log_reached_the_task_log_through_pods_log(run):
     assert "[0/0] step 10: loss=" in run["proc"].stdout
 

@@ -63,3 +63,15 @@ with DAG("jax_real_cluster", schedule=None, catchup=False, default_args={"retry_
         deferrable=True,
         retries=2,  # a result JSON cannot carry fails the first try: no rerun of the training
     )
+    JaxTpuSliceOperator(
+        task_id="bare_initialize",  # JAX's own shape of program, unchanged: command= mode
+        accelerator="tpu-v5litepod-8",
+        image=IMAGE,
+        command=[
+            "python3",
+            str(Path(__file__).parents[2] / "fixtures" / "programs" / "bare_initialize.py"),
+            os.environ.get("JAX_TEST_OUT", "/tmp"),
+        ],
+        backend="kubernetes",
+        deferrable=True,
+    )
