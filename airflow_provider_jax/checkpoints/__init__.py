@@ -13,7 +13,9 @@ from airflow_provider_jax.checkpoints.gcs_drivers import (
     DEFAULT_RETRY,
     RetryPolicy,
     afind_newest_gcs,
+    agcs_folders,
     find_newest_gcs,
+    gcs_folders,
 )
 from airflow_provider_jax.checkpoints.query import (
     COMMIT_SUCCESS_FILE,
@@ -26,7 +28,7 @@ from airflow_provider_jax.checkpoints.query import (
     StorageUnavailableError,
     check_checkpoint_dir,
 )
-from airflow_provider_jax.runtime.orbax_steps import find_newest_local
+from airflow_provider_jax.runtime.orbax_steps import find_newest_local, list_local_folders
 
 __all__ = [
     "COMMIT_SUCCESS_FILE",
@@ -40,8 +42,10 @@ __all__ = [
     "StepNameFormat",
     "StorageUnavailableError",
     "afind_newest_finalized",
+    "anaming_hint",
     "check_checkpoint_dir",
     "find_newest_finalized",
+    "naming_hint",
 ]
 
 
@@ -65,3 +69,23 @@ async def afind_newest_finalized(
     return await asyncio.to_thread(
         find_newest_local, query.checkpoint_dir, query.name_format, query.min_step
     )
+
+
+def naming_hint(query: CheckpointQuery, retry: RetryPolicy = DEFAULT_RETRY) -> str:
+    """When no step matched: folders that look like steps named another way, and the
+    argument that would match them (empty when there are none). One listing more, made only
+    when nothing was found."""
+    if query.is_gcs:
+        folders = gcs_folders(query, retry)
+    else:
+        folders = list_local_folders(query.checkpoint_dir)
+    return query.name_format.hint(folders)
+
+
+async def anaming_hint(query: CheckpointQuery, retry: RetryPolicy = DEFAULT_RETRY) -> str:
+    """:func:`naming_hint` in the triggerer."""
+    if query.is_gcs:
+        folders = await agcs_folders(query, retry)
+    else:
+        folders = await asyncio.to_thread(list_local_folders, query.checkpoint_dir)
+    return query.name_format.hint(folders)

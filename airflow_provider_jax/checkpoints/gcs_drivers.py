@@ -31,6 +31,7 @@ from airflow_provider_jax.runtime.orbax_steps import (
     ListPage,
     ListRequest,
     arun_search,
+    list_gcs_folders,
     run_search,
     search_gcs,
 )
@@ -114,10 +115,10 @@ def _reraise(errors: _ListErrors, exc: Exception) -> None:
     raise translated from exc
 
 
-def find_newest_gcs(
+def gcs_fetcher(
     query: CheckpointQuery, retry: RetryPolicy = DEFAULT_RETRY
-) -> FinalizedStep | None:
-    """Sync driver: answer the search with ``GCSHook``'s storage client."""
+) -> Callable[[ListRequest], ListPage]:
+    """A sync ``fetch`` for the GCS search generators, through ``GCSHook``'s storage client."""
     import requests
     from airflow.providers.google.cloud.hooks.gcs import GCSHook
     from google.api_core.exceptions import GoogleAPICallError
@@ -154,7 +155,29 @@ def find_newest_gcs(
             _reraise(errors, exc)
             raise
 
-    return run_search(search_gcs(location, query.name_format, query.min_step), fetch)
+    return fetch
+
+
+def find_newest_gcs(
+    query: CheckpointQuery, retry: RetryPolicy = DEFAULT_RETRY
+) -> FinalizedStep | None:
+    """Sync driver: answer the search with ``GCSHook``."""
+    location = GcsLocation.parse(query.checkpoint_dir)
+    search = search_gcs(location, query.name_format, query.min_step)
+    return run_search(search, gcs_fetcher(query, retry))
+
+
+def gcs_folders(query: CheckpointQuery, retry: RetryPolicy = DEFAULT_RETRY) -> list[str]:
+    """The checkpoint folder's folders, every page."""
+    location = GcsLocation.parse(query.checkpoint_dir)
+    return run_search(list_gcs_folders(location), gcs_fetcher(query, retry))
+
+
+async def agcs_folders(query: CheckpointQuery, retry: RetryPolicy = DEFAULT_RETRY) -> list[str]:
+    """:func:`gcs_folders` in the triggerer."""
+    location = GcsLocation.parse(query.checkpoint_dir)
+    async with agcs_fetcher(query, retry) as fetch:
+        return await arun_search(list_gcs_folders(location), fetch)
 
 
 @contextlib.asynccontextmanager

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
@@ -37,6 +37,9 @@ LIST_FIELDS = "items(name,updated),prefixes,nextPageToken"
 
 class CheckpointDirError(ValueError):
     """Waiting cannot help (bad path, missing bucket, no permission, not a directory): fail now."""
+
+
+_ANY_STEP = re.compile(r"(?:(.+)_)?(\d+)")  # a folder named like a step, in any prefix
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,38 @@ class StepNameFormat:
         """Return the step a directory name stands for, or None if it is not a step."""
         match = self._pattern.fullmatch(name)
         return int(match.group(1)) if match else None
+
+    def steps(self, folders: Iterable[str], min_step: int = 0) -> StepNames:
+        """The folders that are steps ``>= min_step``, ascending."""
+        return sorted(
+            (step, name)
+            for name in folders
+            if (step := self.parse(name)) is not None and step >= min_step
+        )
+
+    def hint(self, folders: Iterable[str]) -> str:
+        """What would match folders that look like steps named another way (Flax writes
+        ``checkpoint_<N>``, some loops pad): empty when there are none."""
+        misses: dict[str, list[str]] = {}
+        for name in sorted(folders):
+            match = _ANY_STEP.fullmatch(name)
+            if match is None or self.parse(name) is not None:
+                continue
+            prefix, digits = match.group(1), match.group(2)
+            padded = len(digits) if digits.startswith("0") and len(digits) > 1 else None
+            fits = StepNameFormat(prefix, padded)
+            if fits.parse(name) is None:
+                continue
+            fix = " and ".join(
+                f"{field}={getattr(fits, field)!r}"
+                for field in ("step_prefix", "step_format_fixed_length")
+                if getattr(fits, field) != getattr(self, field)
+            )
+            misses.setdefault(fix, []).append(name)
+        return "; ".join(
+            f"{len(found)} folder(s) such as {found[0]!r} look like steps: {fix} would match"
+            for fix, found in misses.items()
+        )
 
     def build(self, step: int) -> str:
         length = self.step_format_fixed_length
@@ -137,23 +172,25 @@ GcsSearch = Generator[ListRequest, ListPage, FinalizedStep | None]
 StepNames = list[tuple[int, str]]
 
 
-def list_gcs_steps(
-    location: GcsLocation, names: StepNameFormat, min_step: int
-) -> Generator[ListRequest, ListPage, StepNames]:
-    """List the root with ``delimiter="/"`` (following pages): the step directories
-    ``>= min_step``, ascending. One request per 1,000 entries."""
-    steps: StepNames = []
+def list_gcs_folders(location: GcsLocation) -> Generator[ListRequest, ListPage, list[str]]:
+    """List the root with ``delimiter="/"`` (following pages): its folders' names. One
+    request per 1,000 entries."""
+    folders: list[str] = []
     token: str | None = None
     while True:
         page = yield ListRequest(location.prefix, token)
-        for prefix in page.prefixes:
-            name = prefix[len(location.prefix) :].rstrip("/")
-            step = names.parse(name)
-            if step is not None and step >= min_step:
-                steps.append((step, name))
+        folders += [prefix[len(location.prefix) :].rstrip("/") for prefix in page.prefixes]
         token = page.next_page_token
         if not token:
-            return sorted(steps)
+            return folders
+
+
+def list_gcs_steps(
+    location: GcsLocation, names: StepNameFormat, min_step: int
+) -> Generator[ListRequest, ListPage, StepNames]:
+    """The step folders ``>= min_step``, ascending."""
+    folders = yield from list_gcs_folders(location)
+    return names.steps(folders, min_step)
 
 
 def check_gcs_step(location: GcsLocation, step: int, name: str) -> GcsSearch:
@@ -243,23 +280,23 @@ def _read_local_step(path: Path) -> _LocalStep | None:
     return _LocalStep(marker_mtime, has_items)
 
 
-def list_local_steps(checkpoint_dir: str, names: StepNameFormat) -> StepNames:
-    """The step directories under a local directory, ascending (one ``scandir``); [] while
-    there is no directory."""
+def list_local_folders(checkpoint_dir: str) -> list[str]:
+    """The folders of a local directory (one ``scandir``); [] while there is no directory."""
     root = Path(checkpoint_dir)
     try:
         with os.scandir(root) as entries:
-            return sorted(
-                (step, entry.name)
-                for entry in entries
-                if (step := names.parse(entry.name)) is not None and entry.is_dir()
-            )
+            return [entry.name for entry in entries if entry.is_dir()]
     except FileNotFoundError:
         return []
     except NotADirectoryError as exc:
         raise CheckpointDirError(f"checkpoint_dir {str(root)!r} is not a directory") from exc
     except PermissionError as exc:
         raise CheckpointDirError(f"No permission to list checkpoint_dir {str(root)!r}") from exc
+
+
+def list_local_steps(checkpoint_dir: str, names: StepNameFormat) -> StepNames:
+    """The step folders under a local directory, ascending."""
+    return names.steps(list_local_folders(checkpoint_dir))
 
 
 def check_local_step(

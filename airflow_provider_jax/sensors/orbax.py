@@ -18,6 +18,7 @@ from airflow_provider_jax.checkpoints import (
     StorageUnavailableError,
     check_checkpoint_dir,
     find_newest_finalized,
+    naming_hint,
 )
 from airflow_provider_jax.triggers.orbax import OrbaxCheckpointTrigger
 
@@ -98,11 +99,22 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
             return None
         if found is None:
             self.log.info(
-                "No finalized step >= %d in %s yet", self.min_step or 0, self.checkpoint_dir
+                "No finalized step >= %d in %s yet%s",
+                self.min_step or 0,
+                self.checkpoint_dir,
+                self._hint(),
             )
         else:
             self.log.info("Step %d is finalized at %s", found.step, found.path)
         return found
+
+    def _hint(self) -> str:
+        """Step folders named another way, when there are any: never worth failing a poke."""
+        try:
+            hint = naming_hint(self._query())
+        except (CheckpointDirError, StorageUnavailableError):
+            return ""
+        return f" ({hint})" if hint else ""
 
     def poke(self, context: Context) -> PokeReturnValue:
         found = self._check()

@@ -14,6 +14,7 @@ from airflow_provider_jax.checkpoints import (
     CheckpointQuery,
     StorageUnavailableError,
     afind_newest_finalized,
+    anaming_hint,
 )
 
 
@@ -56,6 +57,14 @@ class OrbaxCheckpointTrigger(BaseTrigger):
             {**asdict(self.query), "poll_interval": self.poll_interval},
         )
 
+    async def _hint(self) -> str:
+        """Step folders named another way, when there are any: never worth failing a check."""
+        try:
+            hint = await anaming_hint(self.query)
+        except (CheckpointDirError, StorageUnavailableError):
+            return ""
+        return f" ({hint})" if hint else ""
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
         where = self.query.checkpoint_dir
         while True:
@@ -72,9 +81,10 @@ class OrbaxCheckpointTrigger(BaseTrigger):
                     yield TriggerEvent({"status": "success", "checkpoint": found.to_xcom()})
                     return
                 self.log.info(
-                    "No finalized step >= %d in %s yet; next check in %.0fs",
+                    "No finalized step >= %d in %s yet%s; next check in %.0fs",
                     self.query.min_step,
                     where,
+                    await self._hint(),
                     self.poll_interval,
                 )
             await asyncio.sleep(self.poll_interval)

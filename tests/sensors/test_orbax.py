@@ -199,3 +199,35 @@ def test_deferrable_first_check_error_fails_or_skips(
         _sensor(f"gs://{gcs_bucket}/run", deferrable=True).execute({})
     with pytest.raises(AirflowSkipException, match="HTTP 403"):
         _sensor(f"gs://{gcs_bucket}/run", deferrable=True, soft_fail=True).execute({})
+
+
+def test_the_sensor_names_steps_saved_under_another_prefix(checkpoint_root: str, capfd) -> None:
+    """Flax and many loops name steps their own way: a poke that finds nothing names the
+    folders it saw and the arguments that would match them."""
+    layout = MULTI_ITEM_PREFIXED_PADDED
+    save_steps(checkpoint_root, [100], layout)
+    sensor = _sensor(checkpoint_root)  # no step_prefix, no fixed length
+    assert not sensor.poke({}).is_done
+    out, err = capfd.readouterr()  # the task's logger writes there outside a task run
+    [said] = [line for line in (out + err).splitlines() if "No finalized step" in line]
+    assert "'ckpt_000100' look like steps" in said
+    assert "step_prefix='ckpt' and step_format_fixed_length=6 would match" in said
+    assert (
+        sensor.__class__(task_id="again", checkpoint_dir=checkpoint_root, **layout.sensor_kwargs)
+        .poke({})
+        .is_done
+    )
+
+
+def test_the_trigger_gives_the_same_hint(checkpoint_root: str) -> None:
+    from airflow_provider_jax.checkpoints import CheckpointQuery, anaming_hint, naming_hint
+
+    save_steps(checkpoint_root, [3], MULTI_ITEM_PREFIXED_PADDED)
+    query = CheckpointQuery(checkpoint_dir=checkpoint_root)
+    hint = asyncio.run(anaming_hint(query))
+    assert hint == naming_hint(query)
+    assert "step_prefix='ckpt'" in hint
+    matching = CheckpointQuery(
+        checkpoint_dir=checkpoint_root, **MULTI_ITEM_PREFIXED_PADDED.sensor_kwargs
+    )
+    assert naming_hint(matching) == ""
