@@ -112,6 +112,7 @@ def python_call(
     python: str = "python3",
     progress_timeout: float | None = None,
     total_steps: int | None = None,
+    argv: list[str] | None = None,
     diagnostics: dict[str, Any] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Command and env that run ``entrypoint`` (``"pkg.module:function"``) or ``function``
@@ -140,6 +141,8 @@ def python_call(
     }
     if args:  # only a decorated function's positional-only or *args parameters
         call["args"] = list(args)
+    if argv is not None and not is_template(argv):
+        call["argv"] = list(argv)
     if progress_timeout:
         call["progress_timeout"] = progress_timeout
     if (total := step_count(total_steps)) is not None:

@@ -163,6 +163,11 @@ JOB_ARGUMENTS = _arguments(
              "is the XCom.", templated=True),
     Argument("entrypoint_kwargs", JSON_OBJECT.or_none(), "JSON keyword arguments for it.",
              templated=True),
+    Argument("argv", ARGV.or_none(), "``sys.argv[1:]`` for the entrypoint (or decorated "
+             "function), as ``python train.py --workdir=...`` would give it: argparse reads it, "
+             "absl's flags are parsed from it (with absl's log handler, so ``--verbosity=0`` "
+             "shows INFO logs), and a parameter named ``argv`` gets what is left, as "
+             "``app.run`` gives ``main``.", templated=True),
     Argument("num_slices", whole(1), "TPU slices (multislice over DCN); 1 for GPU jobs.",
              spec=True),
     Argument("env", ENV.or_none(), "extra environment variables, strings only.",

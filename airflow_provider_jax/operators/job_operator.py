@@ -115,6 +115,7 @@ class JaxJobOperator(BaseOperator):
         command: Sequence[str] | None = None,
         entrypoint: str | None = None,
         entrypoint_kwargs: Mapping[str, Any] | None = None,
+        argv: Sequence[str] | None = None,
         num_slices: int = 1,
         env: Mapping[str, str] | None = None,
         output_dir: str | None = None,
@@ -188,6 +189,11 @@ class JaxJobOperator(BaseOperator):
             raise ValueError(f"{self.task_id}: give exactly one of command or entrypoint.")
         if command is not None and pip_packages:
             raise ValueError(f"{self.task_id}: pip_packages needs entrypoint, not command.")
+        if command is not None and argv is not None:
+            raise ValueError(
+                f"{self.task_id}: argv is sys.argv for an entrypoint or a decorated function; "
+                "a command= is its own argv."
+            )
         if command is None and require_distributed:
             raise ValueError(
                 f"{self.task_id}: require_distributed checks a command= program; with an "

@@ -254,6 +254,7 @@ def runtime_call(request: JobRequest, jobset: str, **call: Any) -> tuple[list[st
         python=values["python"],
         progress_timeout=values["progress_timeout"],
         total_steps=values["total_steps"],
+        argv=values["argv"],
         diagnostics=diagnostics.call(values["output_dir"], jobset, request.try_number),
         **call,
     )
