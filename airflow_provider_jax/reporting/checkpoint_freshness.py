@@ -2,8 +2,8 @@
 work without a new finalized checkpoint says so, once, with what a failure would now cost.
 
 On a multi-host job every host waits for the slowest and any host's failure restarts them all
-from the newest finalized step: work since then is lost on every host. Kinetic's guidance for
-multi-host runs is a checkpoint at least every ten minutes, this warning's default.
+from the newest finalized step: work since then is lost on every host. The default, ten
+minutes, bounds what one failure costs to ten minutes of work on each host.
 Pure: the backends feed it what they find and read; it only decides and words the line.
 """
 
@@ -52,13 +52,12 @@ class FreshnessAlarm:
         self.warned = True
         newest = "none yet" if self.newest is None else f"the newest is step {self.newest}"
         progress = f"; the leader has reported step {last_step} since" if last_step else ""
-        host_minutes = idle * self.hosts / 60
         return (
             f"No new finalized checkpoint for {_minutes(idle)} of work ({newest}){progress}. "
             f"A failure now would cost about {_minutes(idle)} on each of {self.hosts} hosts "
-            f"({host_minutes:.0f} host-minutes) redone from the last checkpoint. Save more "
-            f"often (Kinetic advises at least every 10 minutes on multi-host runs), or set "
-            f"checkpoint_warn_after. (Said once a try.)"
+            f"({_minutes(idle * self.hosts)} of host time) redone from the last checkpoint. "
+            f"Save checkpoints more often, or raise checkpoint_warn_after (now "
+            f"{_minutes(self.warn_after)}) if saving this rarely is intended. (Said once a try.)"
         )
 
 

@@ -27,7 +27,7 @@ def test_an_old_checkpoint_is_warned_about_once(tmp_path, caplog):
     said = [w for w in warnings(caplog) if "No new finalized checkpoint" in w]
     assert steps > 2 and len(said) == 1, warnings(caplog)
     assert "(the newest is step 1); the leader has reported step" in said[0]
-    assert "on each of 4 hosts" in said[0] and "host-minutes" in said[0]
+    assert "on each of 4 hosts" in said[0] and "of host time" in said[0]
 
 
 def test_no_warning_when_turned_off(tmp_path, caplog):

@@ -47,5 +47,6 @@ def test_a_job_not_known_to_checkpoint_stays_quiet_until_it_does():
     assert alarm.due(now=250, work_began=0, last_step=950) is None  # 50 s old
     line = alarm.due(now=500, work_began=0, last_step=990)
     assert line is not None and "for 5 min of work (the newest is step 100)" in line
-    assert "(20 host-minutes)" in line
+    assert "(20 min of host time)" in line
+    assert "raise checkpoint_warn_after (now 1 min)" in line
     assert alarm.due(now=900, work_began=0, last_step=999) is None  # once
