@@ -19,6 +19,11 @@ export AIRFLOW__JAX__DEFAULT_BACKEND=local
 export AIRFLOW__CORE__MAX_TEMPLATED_FIELD_LENGTH=16384
 # `airflow dags test` warns that graphviz is missing; it only draws DAG graphs, unused here.
 export PYTHONWARNINGS="ignore:Could not import graphviz"
+# The scheduler's bookkeeping (DAG parsing, next-run info, task-state API calls, log group
+# markers and the XCom push) at WARNING: the demo shows the tasks, the JAX processes' lines and
+# the result. The whole log is in $AIRFLOW_HOME/<dag>.log all the same.
+export AIRFLOW__LOGGING__NAMESPACE_LEVELS="airflow.serialization=WARNING airflow.models=WARNING \
+airflow.dag_processing=WARNING airflow.api_fastapi=WARNING task=WARNING"
 mkdir -p "$AIRFLOW_HOME"
 
 echo "==> airflow db migrate (AIRFLOW_HOME=$AIRFLOW_HOME)"

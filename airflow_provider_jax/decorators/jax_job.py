@@ -75,6 +75,7 @@ class JaxDecoratedMixin(DecoratedOperator):
             function=self.python_callable.__name__,
             args=args,
             kwargs=kwargs,
+            **source_location(self.python_callable),
         )
 
     def _call_arguments(self, rendered: bool) -> Mapping[str, Any]:
@@ -110,6 +111,20 @@ class JaxDecoratedMixin(DecoratedOperator):
         for name, value in kwargs.items():
             to_json(encode(value, []), f"argument {name!r} {where}")
         return args, kwargs
+
+
+def source_location(function: Callable[..., Any]) -> dict[str, Any]:
+    """The DAG file and the line of the function's ``def``, so a traceback from a pod names
+    them; nothing where Python cannot tell (a function made at run time)."""
+    try:
+        path = inspect.getsourcefile(function)
+        lines, start = inspect.getsourcelines(function)
+    except (OSError, TypeError):
+        return {}
+    for offset, line in enumerate(lines):
+        if line.lstrip().startswith(("def ", "async def ")):
+            return {"source_file": path, "source_line": start + offset}
+    return {}
 
 
 def _split(signature: inspect.Signature, arguments: Mapping[str, Any]) -> tuple[list, dict]:

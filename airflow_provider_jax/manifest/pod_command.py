@@ -114,6 +114,8 @@ def python_call(
     total_steps: int | None = None,
     argv: list[str] | None = None,
     diagnostics: dict[str, Any] | None = None,
+    source_file: str | None = None,
+    source_line: int | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Command and env that run ``entrypoint`` (``"pkg.module:function"``) or ``function``
     from shipped ``source`` in every process, after ``jax.distributed.initialize()``."""
@@ -139,6 +141,8 @@ def python_call(
         "initialize": initialize,
         "pip_packages": list(pip_packages or []),
     }
+    if source_file and source_line:  # a decorated function's DAG file, for its tracebacks
+        call["source_file"], call["source_line"] = source_file, source_line
     if args:  # only a decorated function's positional-only or *args parameters
         call["args"] = list(args)
     if argv is not None and not is_template(argv):

@@ -379,7 +379,7 @@ class JaxJobOperator(BaseOperator):
             self.jobset_manifest = None  # a field like the others, but never a template
         super()._do_render_template_fields(parent, template_fields, context, *args, **kwargs)
         if parent is self and "ti" in context:  # the JobSet this try submits, as YAML
-            self.jobset_manifest = shown_manifest(lambda: self.build_manifest(context), self.log)
+            self.jobset_manifest = shown_manifest(lambda: self.build_manifest(context))
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
         return lineage(self.output_dir, self._call_arguments(True))

@@ -14,8 +14,6 @@ import hashlib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
-from airflow.sdk import conf
-
 from airflow_provider_jax.manifest.pod_command import RUNTIME_ENV, SITE_ENV
 from airflow_provider_jax.runtime.call import CALL_ENV, CHUNK_ENV
 
@@ -64,20 +62,12 @@ def manifest_yaml(manifest: Mapping[str, Any]) -> str:
     )
 
 
-def shown_manifest(build: Callable[[], dict[str, Any]], log: Any) -> str | None:
+def shown_manifest(build: Callable[[], dict[str, Any]]) -> str | None:
     """The YAML of the JobSet ``build()`` makes, for the rendered view; None when the rendered
-    values are wrong (``execute()`` builds it again and fails the task with the reason)."""
+    values are wrong (``execute()`` builds it again and fails the task with the reason). A view
+    longer than ``[core] max_templated_field_length`` is cut by Airflow, which says so in the
+    view itself: no log line on every run."""
     try:
-        shown = manifest_yaml(build())
+        return manifest_yaml(build())
     except (ValueError, TypeError):
         return None
-    limit = conf.getint("core", "max_templated_field_length", fallback=4096)
-    if len(shown) > limit:
-        log.info(
-            "The rendered JobSet is %d characters; Airflow keeps the first %d. Set "
-            "[core] max_templated_field_length to %d or more to see all of it.",
-            len(shown),
-            limit,
-            len(shown),
-        )
-    return shown

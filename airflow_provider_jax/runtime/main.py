@@ -305,7 +305,8 @@ def load_function(call: dict[str, Any]) -> Callable[..., Any]:
                 raise AttributeError(f"{what}: {target!r} has no attribute {part!r}")
             target = getattr(target, part)
     else:
-        target = _exec_source(call["source"]).__dict__.get(call["function"])
+        where = (call.get("source_file"), call.get("source_line"))
+        target = _exec_source(call["source"], *where).__dict__.get(call["function"])
         what = f"function {call['function']!r} of the shipped source"
         if target is None:
             raise NameError(f"the shipped source defines no {call['function']!r}")
@@ -314,14 +315,28 @@ def load_function(call: dict[str, Any]) -> Callable[..., Any]:
     return target
 
 
-def _exec_source(source: str) -> types.ModuleType:
-    """Run shipped source as a real module, so dataclasses and tracebacks work as in a file."""
-    filename = f"<{SOURCE_MODULE}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+def _exec_source(source: str, path: str | None = None, def_line: int | None = None) -> Any:
+    """Run shipped source as a real module, so dataclasses and tracebacks work as in a file.
+    Where the DAG file and the line of the ``def`` are known, a traceback names them: the code
+    is compiled under the file's path with its own line numbers, and linecache holds its lines
+    there (the file itself is not in the pod)."""
+    import ast
+
+    filename = path or f"<{SOURCE_MODULE}>"
+    tree = ast.parse(source, filename)
+    shift = 0
+    first = next(
+        (n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)), None
+    )
+    if path and def_line and first is not None:
+        shift = max(0, def_line - first.lineno)
+        ast.increment_lineno(tree, shift)
+    lines = ["\n"] * shift + source.splitlines(True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
     module = types.ModuleType(SOURCE_MODULE)
     module.__file__ = filename
     sys.modules[SOURCE_MODULE] = module
-    exec(compile(source, filename, "exec"), module.__dict__)
+    exec(compile(tree, filename, "exec"), module.__dict__)
     return module
 
 

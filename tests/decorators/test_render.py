@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import inspect
 
 import pendulum
 import pytest
 from airflow.sdk import dag, task
 
+from airflow_provider_jax.exceptions import JaxCodeError
 from airflow_provider_jax.runtime.call import CHUNKS_ENV, PLAIN_LIMIT, decode_call
 from tests.support.local_runs import run_operator
 
@@ -156,3 +158,22 @@ def test_every_parameter_kind_gets_what_a_direct_call_gives_it(args, kwargs, exp
 def test_arguments_that_do_not_fit_the_signature_fail_at_parse():
     with pytest.raises(TypeError, match="'a' parameter is positional only"):
         _build(_every_kind((), {"a": 1, "b": 2, "c": 3}))
+
+
+def test_a_decorated_functions_traceback_names_the_dag_file_and_its_own_lines():
+    def factory():
+        @task.jax_tpu(accelerator="tpu-v5litepod-4", image="img", backend="local")
+        def fails():
+            x = 1
+            raise ValueError(f"bad batch {x}")
+
+        return fails()
+
+    op = _build(factory)
+    raising = inspect.getsourcelines(op.python_callable)
+    line = raising[1] + next(i for i, text in enumerate(raising[0]) if "raise ValueError" in text)
+    with pytest.raises(JaxCodeError) as failed:
+        run_operator(op)
+    assert f'File "{__file__}", line {line}, in fails' in str(failed.value)
+    assert 'raise ValueError(f"bad batch {x}")' in str(failed.value)
+    assert "__airflow_jax_source__" not in str(failed.value)
