@@ -40,6 +40,7 @@ from airflow_provider_jax.reporting.goodput import GoodputClock, chips
 from airflow_provider_jax.reporting.host_logs import GlooFilter
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress
+from airflow_provider_jax.runtime.jax_cluster import NOT_JOINED_MARK
 from airflow_provider_jax.runtime.messages import (
     format_report,
     parse_message,
@@ -262,7 +263,9 @@ class _Attempt:
                     kept = self.gloo[plan.name].keep(line)
                     shows = self.shows(plan) and kept is not None
                     shown = self.jobset.budget.take(plan.tag, kept) if shows else None
-                    if shown is not None:
+                    if kept is not None and kept.startswith(NOT_JOINED_MARK):
+                        log.warning("%s %s", plan.tag, kept)  # whoever says it, whatever shows
+                    elif shown is not None:
                         log.info("%s %s", plan.tag, shown)
                     elif kept is not None:
                         self.unshown.add(plan.name)
