@@ -69,6 +69,7 @@ BY_KIND: dict[str, list[Any]] = {
         "Spot", "spot\n", ["spot", "spot"], [], "reservation:", "reservation:R", True, 3,
     ],
     "True | False": ["false", 0, 1, "True", NAN],
+    "True | False | None": ["false", 0, 1, "True", NAN, "None"],
     "(start, count)": [(NAN, 1), (-1, 3), (0, 0), (True, 1), [1, 2, 3], "1,2", (0, 101), 5],
     "container securityContext": [
         {"runAsUser": -1},

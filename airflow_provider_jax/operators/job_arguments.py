@@ -223,8 +223,9 @@ JOB_ARGUMENTS = _arguments(
              "(preemption, eviction, a restart) to SIGKILL: the pods' "
              "``terminationGracePeriodSeconds``, the time a ``runtime.on_preemption`` hook has "
              "to save. Spot VMs give at most about 15 s.", spec=True),
-    Argument("retry_on_code_error", FLAG, "whether Airflow retries the task after the code "
-             "raised (a ``JaxCodeError``); disruptions always may retry."),
+    Argument("retry_on_code_error", OPTIONAL_FLAG, "deprecated: ``False`` is "
+             "``retry_policy=JaxRetryPolicy(code_errors='fail')``. The provider's retry policy "
+             "decides by the error (``docs/recovery.md``)."),
     Argument("progress_timeout", SECONDS.or_none(), "seconds without a ``report()`` call after "
              "which a process counts as hung: it prints every thread's stack and exits 124, "
              "and the slice restarts. Armed at the first report. Off (None) by default."),

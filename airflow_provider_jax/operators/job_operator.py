@@ -12,6 +12,7 @@ choice its JobSet's annotation names.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -54,6 +55,7 @@ from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom ke
     OutcomePublisher,
 )
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, shown_manifest
+from airflow_provider_jax.operators.retry_policy import JaxRetryPolicy
 from airflow_provider_jax.operators.run_diagnostics import Diagnostics
 from airflow_provider_jax.reporting.checkpoint_freshness import DEFAULT_WARN_AFTER
 from airflow_provider_jax.reporting.host_logs import STREAM_LEADER
@@ -141,7 +143,7 @@ class JaxJobOperator(BaseOperator):
         restart_strategy: str = DEFAULT_RESTART_STRATEGY,
         local_checkpoint_size: str | None = None,
         termination_grace_period: int | None = None,
-        retry_on_code_error: bool = True,
+        retry_on_code_error: bool | None = None,
         progress_timeout: float | None = None,
         total_steps: int | str | None = None,
         profile_steps: tuple[int, int] | None = None,
@@ -182,6 +184,7 @@ class JaxJobOperator(BaseOperator):
             kwargs["outlets"] = with_checkpoint_outlet(
                 kwargs.get("task_id", ""), checkpoint_asset, output_dir, kwargs.get("outlets")
             )
+        kwargs["retry_policy"] = _retry_policy(retry_on_code_error, kwargs.get("retry_policy"))
         super().__init__(**kwargs)
         # Each argument through its declared kind; Jinja where nothing renders it is refused.
         values = checked(locals())
@@ -396,7 +399,6 @@ class JaxJobOperator(BaseOperator):
             checkpoint_asset=self.checkpoint_asset,
             gcp_conn_id=self.gcp_conn_id,
             impersonation_chain=self.impersonation_chain,
-            retry_on_code_error=self.retry_on_code_error,
             link_keys=[link.xcom_key for link in self.operator_extra_links],
             stored_links=self.stored_links,
         )
@@ -514,6 +516,29 @@ class JaxJobOperator(BaseOperator):
 
 
 JaxJobOperator.__doc__ = f"{JaxJobOperator.__doc__}\n{param_docs()}\n"
+
+
+def _retry_policy(retry_on_code_error: object, given: object) -> object:
+    """The task's retry policy: the user's own, else the provider's. ``retry_on_code_error``,
+    which it replaces, still chooses how the provider's treats code errors."""
+    if retry_on_code_error is not None:
+        warnings.warn(
+            "retry_on_code_error is deprecated: the provider's retry policy decides by the "
+            "error (retry_policy=JaxRetryPolicy(code_errors='fail') is retry_on_code_error="
+            "False).",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        if given is not None:
+            raise ValueError(
+                "retry_on_code_error does not go with retry_policy=: give "
+                "JaxRetryPolicy(code_errors=..., fallback=<your policy>) instead."
+            )
+    if given is not None:
+        return given
+    if retry_on_code_error is None:
+        return JaxRetryPolicy()
+    return JaxRetryPolicy(code_errors="classify" if retry_on_code_error else "fail")
 
 
 def _literal(value: object) -> bool:

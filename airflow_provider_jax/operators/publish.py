@@ -9,10 +9,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk.exceptions import AirflowFailException
-
 from airflow_provider_jax import settings
-from airflow_provider_jax.exceptions import JaxCodeError, JaxCodeErrorNoRetry, JaxJobFailed
+from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.links.tensorboard import TensorBoardLink, tensorboard_url
 from airflow_provider_jax.metrics.send import send_job
 from airflow_provider_jax.operators.checkpoint_asset import announce_checkpoint
@@ -44,25 +42,20 @@ class OutcomePublisher:
     checkpoint_asset: Asset | None
     gcp_conn_id: str
     impersonation_chain: str | Sequence[str] | None
-    retry_on_code_error: bool
     link_keys: Sequence[str]  # every declared link's XCom key
     # The links this process stored, by XCom key (see StoredLink.get_link): the operator's.
     stored_links: dict[str, str] | None = field(default=None)
 
     @contextlib.contextmanager
     def failures(self, context: Context) -> Iterator[None]:
-        """A failed run still tells its goodput; and a bug is a bug on every try: with
-        ``retry_on_code_error=False`` it fails the task."""
+        """A failed run still tells its goodput. Whether it is tried again is the task's retry
+        policy's to say (``operators/retry_policy.py``)."""
         try:
             yield
         except JaxJobFailed as err:
             if err.goodput is not None:
                 self._publish_goodput(context, err.goodput)
-            if not isinstance(err, JaxCodeError):
-                raise
-            if self.retry_on_code_error or isinstance(err, AirflowFailException):
-                raise
-            raise JaxCodeErrorNoRetry(err.summary, err.failures) from err
+            raise
 
     def announce(self, context: Context, started: Started, diagnostics: dict[str, str]) -> None:
         """XCom the JobSet's name and namespace, and its links, before waiting on it. Every

@@ -39,6 +39,7 @@ class ProcessFailure:
     reported: bool = False  # its runtime wrote a failure message (error and traceback)
     disrupted: bool = False  # Kubernetes marked the pod DisruptionTarget (preempted, evicted)
     dump: str = ""  # where its debug dump went (debug_dump=True), as its runtime said
+    error_types: tuple[str, ...] = ()  # its exception's class and bases, as its runtime said
 
     @classmethod
     def from_exit(
@@ -60,7 +61,12 @@ class ProcessFailure:
             error, trace = str(body.get("error", "")), str(body.get("traceback", ""))
             dump = body.get("dump")
             dump = dump[:MAX_DUMP_URI] if isinstance(dump, str) else ""
-            return cls(tag, error, trace, kind=kind, exit_code=code, reported=True, dump=dump)
+            types = body.get("types")
+            named = tuple(t for t in types if isinstance(t, str)) if isinstance(types, list) else ()
+            return cls(
+                tag, error, trace, kind=kind, exit_code=code, reported=True, dump=dump,
+                error_types=named,
+            )  # fmt: skip
         # No word from its runtime: JAX may have aborted it for a peer's death (its log, or
         # the log tail Kubernetes puts in the termination message, says so).
         if code != 0 and log_shows_lost_peer(f"{termination_message or ''}\n{log_tail}"):

@@ -135,7 +135,8 @@ def main() -> int:
             kind, code = LOST_PEER, EXIT_DISRUPTED
         else:
             kind, code = CODE_ERROR, EXIT_CODE_ERROR
-        write_termination(failure_message(_describe(err), text, kind, _dump_uri()))
+        types = exception_types(err)
+        write_termination(failure_message(_describe(err), text, kind, _dump_uri(), types))
         if runtime._profiler is not None:
             runtime._profiler.close(FAILED_FLUSH_TIMEOUT, stop=False)
         if runtime._debug_dump is not None:
@@ -415,6 +416,16 @@ def _dump_uri() -> str | None:
     """Where this host's debug dump goes, for its failure message (the task's error names
     it); None without ``debug_dump``."""
     return runtime._debug_dump.uri if runtime._debug_dump is not None else None
+
+
+def exception_types(err: BaseException) -> list[str]:
+    """The exception's class and its bases, nearest first: builtins by name, others dotted, so
+    a ``DataServiceDown(ConnectionError)`` is known for what it is on the Airflow side."""
+    return [
+        cls.__name__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
+        for cls in type(err).__mro__
+        if cls not in (object, BaseException)
+    ]
 
 
 def _describe(err: BaseException) -> str:

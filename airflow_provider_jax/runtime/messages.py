@@ -18,6 +18,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Sequence
 from typing import Any
 
 TERMINATION_MESSAGE_LIMIT = 4096
@@ -52,12 +53,19 @@ def success_message(
 
 
 def failure_message(
-    error: str, traceback: str, kind: str | None = None, dump: str | None = None
+    error: str,
+    traceback: str,
+    kind: str | None = None,
+    dump: str | None = None,
+    types: Sequence[str] = (),
 ) -> str:
     """A failure message that always fits: the traceback keeps its tail, where the cause is.
     ``kind`` is the failure's class (``runtime.exits``), when the process knows it; ``dump``
-    the folder its debug dump goes to (``debug_dump=True``)."""
+    the folder its debug dump goes to (``debug_dump=True``); ``types`` the exception's class
+    and its bases, which Airflow's retry policy decides by."""
     body: dict[str, Any] = {"ok": False, "error": error[:512], "traceback": ""}
+    if types:
+        body["types"] = [name[:MAX_TYPE_NAME] for name in types[:MAX_TYPES]]
     if kind is not None:
         body["class"] = kind
     if dump:
@@ -71,6 +79,7 @@ def failure_message(
 
 
 MAX_DUMP_URI = 512  # a debug dump folder's URI in a failure message
+MAX_TYPES, MAX_TYPE_NAME = 12, 120  # an exception's class and bases, in a failure message
 
 
 def write_termination(text: str) -> None:

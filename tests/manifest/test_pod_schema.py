@@ -139,7 +139,7 @@ REFUSED = {
     # boolean options
     "retry_on_code_error_string": (
         tpu(retry_on_code_error="false"),
-        r"retry_on_code_error must be True or False, got str 'false'",
+        r"retry_on_code_error must be True, False or None, got str 'false'",
     ),
     "initialize_distributed_string": (
         tpu(initialize_distributed="no"),

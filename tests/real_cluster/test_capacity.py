@@ -16,7 +16,7 @@ from kubernetes import client, config
 from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.identities import connection
 from tests.support.airflow_home import AirflowHome
-from tests.support.dag_runs import dags_test_on_real_cluster
+from tests.support.dag_runs import dags_test
 
 DAGS = Path(__file__).parent / "dags"
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
@@ -88,7 +88,7 @@ def capacity_queue(real_cluster: ControlPlane):
 @pytest.fixture(scope="module")
 def run(real_cluster: ControlPlane, capacity_queue, airflow_home: AirflowHome, tmp_path_factory):
     out = tmp_path_factory.mktemp("capacity")
-    return dags_test_on_real_cluster(
+    return dags_test(
         airflow_home,
         DAGS,
         "jax_capacity",

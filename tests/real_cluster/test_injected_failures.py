@@ -13,7 +13,7 @@ import pytest
 from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.identities import connection
 from tests.support.airflow_home import AirflowHome
-from tests.support.dag_runs import dags_test_on_real_cluster
+from tests.support.dag_runs import dags_test
 
 DAGS = Path(__file__).parent / "dags"
 STEPS = ("backend_started", "announce", "defer")
@@ -27,7 +27,7 @@ KINDS = (
 @pytest.fixture(scope="module")
 def run(real_cluster: ControlPlane, airflow_home: AirflowHome, tmp_path_factory):
     out = tmp_path_factory.mktemp("injected")
-    ran = dags_test_on_real_cluster(
+    ran = dags_test(
         airflow_home,
         DAGS,
         "jax_injected_failures",

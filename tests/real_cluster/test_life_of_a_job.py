@@ -12,7 +12,7 @@ import pytest
 from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.identities import connection
 from tests.support.airflow_home import AirflowHome
-from tests.support.dag_runs import dags_test_on_real_cluster
+from tests.support.dag_runs import dags_test
 
 DAGS = Path(__file__).parent / "dags"
 
@@ -20,7 +20,7 @@ DAGS = Path(__file__).parent / "dags"
 @pytest.fixture(scope="module")
 def run(real_cluster: ControlPlane, airflow_home: AirflowHome, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("real-e2e")
-    return dags_test_on_real_cluster(
+    return dags_test(
         airflow_home,
         DAGS,
         "jax_real_cluster",

@@ -18,7 +18,7 @@ from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.identities import grant
 from harness.real_cluster.multikueue import connect, start_workers, worker_names
 from tests.support.airflow_home import AirflowHome
-from tests.support.dag_runs import dags_test_on_real_cluster
+from tests.support.dag_runs import dags_test
 
 DAGS = Path(__file__).parent / "dags"
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
@@ -47,7 +47,7 @@ def _connection(kubeconfig: Path, **extra: object) -> str:
 def run(real_cluster, workers, airflow_home: AirflowHome, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("multikueue")
     manager = real_cluster.kubeconfig()
-    return dags_test_on_real_cluster(
+    return dags_test(
         airflow_home,
         DAGS,
         "jax_multikueue",

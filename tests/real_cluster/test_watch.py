@@ -28,7 +28,11 @@ def test_a_completion_during_an_api_server_restart_is_not_missed(real_k8s: Contr
     assert pods_running(real_k8s, "watch-")
     real_k8s.stop_apiserver()
     gate.touch()  # the processes end while no one can hear
-    time.sleep(3)
+    seen = [tmp_path / f"gate.seen-{i}" for i in range(2)]
+    deadline = time.monotonic() + 60
+    while not all(p.exists() for p in seen) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert all(p.exists() for p in seen)  # both functions returned while the API was down
     real_k8s.start_apiserver()
     thread.join(120)
     outcome = out["value"]

@@ -80,11 +80,12 @@ def run_dag(
     return Run(proc, out, task_states(home, dag_id), emulator.submitted, emulator.jobsets())
 
 
-def dags_test_on_real_cluster(
+def dags_test(
     home: AirflowHome, dags: Path, dag_id: str, out: Path, timeout: float, **env_extra: str
 ) -> dict[str, Any]:
-    """``airflow dags test`` of ``dags``' ``dag_id`` against the real control plane (its
-    connections in ``env_extra``): its output (also in ``out/dags-test.log``) and states."""
+    """``airflow dags test`` of ``dags``' ``dag_id`` (against the real control plane where
+    ``env_extra`` holds its connections): its output (also in ``out/dags-test.log``) and
+    states."""
     from harness.real_cluster.control_plane import REPO
 
     run_env = home.env(dags, JAX_TEST_OUT=str(out), **env_extra)

@@ -382,3 +382,21 @@ def collective_without_report() -> float:
     import jax.numpy as jnp
 
     return float(jax.jit(lambda x: x.sum())(jnp.ones(jax.device_count())))
+
+
+def raise_name_error() -> None:
+    """A bug: a name that was never defined, on host 1 only."""
+    import jax
+
+    if jax.process_index() == 1:
+        return undefined_name  # type: ignore[name-defined]  # noqa: F821
+
+
+def raise_connection_error() -> None:
+    """The world: a peer or a store that did not answer."""
+    raise ConnectionError("the data service did not answer")
+
+
+def raise_value_error() -> None:
+    """Neither, by its class alone."""
+    raise ValueError("a value the code did not expect")
