@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import io
 import json
+import os
 import re
 import zipfile
 from pathlib import Path
@@ -52,16 +54,47 @@ _BUNDLE_INIT = "__path__ = __import__('pkgutil').extend_path(__path__, __name__)
 
 @functools.cache
 def runtime_bundle() -> str:
-    """The runtime package, zipped and base64-encoded. Deterministic, so manifests are too."""
+    """The runtime package, zipped and base64-encoded. Deterministic, so manifests are too.
+    Every DAG file that builds a spec at parse needs it, so it is kept beside the runtime's
+    bytecode, keyed by its files' sizes and times, as Python keeps bytecode: a parse then reads
+    it instead of compressing the runtime again (where the folder is read-only, it does)."""
     package = Path(__file__).parents[1]  # airflow_provider_jax/, whose runtime/ is shipped
+    files = sorted((package / "runtime").rglob("*.py"))
+    stamp = hashlib.sha256()
+    for path in files:
+        status = path.stat()
+        stamp.update(
+            f"{path.relative_to(package)}:{status.st_size}:{status.st_mtime_ns}\n".encode()
+        )
+    cached = package / "runtime" / "__pycache__" / f"bundle-{stamp.hexdigest()[:16]}.b64"
+    try:
+        return cached.read_text()
+    except OSError:
+        pass
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
         # Extend, not shadow: with the provider installed in the image, its other modules
         # (say, operators imported by a DAG-side entrypoint module) stay importable.
         zf.writestr(_member("airflow_provider_jax/__init__.py"), _BUNDLE_INIT)
-        for path in sorted((package / "runtime").rglob("*.py")):
+        for path in files:
             zf.writestr(_member(path.relative_to(package.parent).as_posix()), path.read_bytes())
-    return base64.b64encode(buffer.getvalue()).decode()
+    bundle = base64.b64encode(buffer.getvalue()).decode()
+    _keep(cached, bundle)
+    for stale in cached.parent.glob("bundle-*.b64"):  # an older runtime's
+        if stale != cached:
+            stale.unlink(missing_ok=True)
+    return bundle
+
+
+def _keep(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` whole (a reader sees all of it or none), or not at all."""
+    try:
+        path.parent.mkdir(exist_ok=True)
+        partial = path.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(text)
+        os.replace(partial, path)
+    except OSError:
+        pass
 
 
 @functools.cache

@@ -42,18 +42,8 @@ from airflow_provider_jax.manifest.provider_keys import (
 from airflow_provider_jax.manifest.spec import SAFE_SECURITY_CONTEXT
 from airflow_provider_jax.operators import job_spec
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
-from airflow_provider_jax.operators.data_staging import upload
 from airflow_provider_jax.operators.job_arguments import BY_NAME, TEMPLATED, checked, param_docs
-from airflow_provider_jax.operators.job_settings import job_settings
 from airflow_provider_jax.operators.job_spec import JobRequest, airflow_labels
-from airflow_provider_jax.operators.lineage import lineage
-from airflow_provider_jax.operators.publish import (  # noqa: F401 - the XCom keys, re-exported
-    JOBSET_NAME_XCOM_KEY,
-    JOBSET_NAMESPACE_XCOM_KEY,
-    LAST_REPORT_XCOM_KEY,
-    RESUMED_FROM_XCOM_KEY,
-    OutcomePublisher,
-)
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, shown_manifest
 from airflow_provider_jax.operators.retry_policy import JaxRetryPolicy
 from airflow_provider_jax.operators.run_diagnostics import Diagnostics
@@ -70,6 +60,22 @@ if TYPE_CHECKING:
     from airflow_provider_jax.manifest.accelerators import Accelerator
     from airflow_provider_jax.manifest.named_storage import Storage
     from airflow_provider_jax.manifest.spec import JaxJobSpec
+    from airflow_provider_jax.operators.publish import OutcomePublisher
+
+# What runs only in a task (publishing, staging, lineage, the backend's settings) is imported
+# there: a DAG file's parse pays for what construction needs, no more.
+_XCOM_KEYS = ("JOBSET_NAME_XCOM_KEY", "JOBSET_NAMESPACE_XCOM_KEY", "LAST_REPORT_XCOM_KEY",
+              "RESUMED_FROM_XCOM_KEY")  # fmt: skip
+
+
+def __getattr__(name: str) -> Any:
+    """The XCom keys, re-exported from ``publish`` as before, imported when asked for."""
+    if name in _XCOM_KEYS:
+        from airflow_provider_jax.operators import publish
+
+        return getattr(publish, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 TRIGGER_FAIL_REPR = "__fail__"  # Airflow's next_method for a deferred task it fails itself
 
@@ -385,11 +391,15 @@ class JaxJobOperator(BaseOperator):
             self.jobset_manifest = shown_manifest(lambda: self.build_manifest(context))
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
+        from airflow_provider_jax.operators.lineage import lineage
+
         return lineage(self.output_dir, self._call_arguments(True))
 
     # -- how a try runs: start, wait in the worker or defer, publish --------------------------
 
     def _publisher(self) -> OutcomePublisher:
+        from airflow_provider_jax.operators.publish import OutcomePublisher
+
         return OutcomePublisher(
             task_id=self.task_id,
             log=self.log,
@@ -404,11 +414,15 @@ class JaxJobOperator(BaseOperator):
         )
 
     def _backend(self, context: Context) -> Backend:
+        from airflow_provider_jax.operators.job_settings import job_settings
+
         return get_backend(self.resolved_backend, job_settings(self, context))  # type: ignore[arg-type]
 
     def execute(self, context: Context) -> Any:
         self.stored_links = {}  # none yet: see StoredLink.get_link
         if self.backend_traits.remote:  # a local Data folder is staged before any pod
+            from airflow_provider_jax.operators.data_staging import upload
+
             upload(self.data_inputs(True), self.gcp_conn_id, self.impersonation_chain, self.log)
         return self._run_choice(context, 0)
 

@@ -1,11 +1,14 @@
 from __future__ import annotations
 
 import base64
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from airflow_provider_jax.manifest import pod_command
 from airflow_provider_jax.manifest.pod_command import (
     python_call,
     runtime_bundle,
@@ -28,11 +31,22 @@ def test_bundle_extends_an_installed_provider(tmp_path):
     assert not accelerators.startswith(str(bundle))
 
 
-def test_bundle_is_deterministic():
+def test_bundle_is_deterministic_and_its_kept_copy_is_the_same_bundle():
+    kept = Path(pod_command.__file__).parents[1] / "runtime" / "__pycache__"
+    for old in kept.glob("bundle-*.b64"):
+        old.unlink()
     runtime_bundle.cache_clear()
-    first = runtime_bundle()
+    built = runtime_bundle()  # compressed, then kept
+    [copy] = kept.glob("bundle-*.b64")
+    assert copy.read_text() == built
     runtime_bundle.cache_clear()
-    assert runtime_bundle() == first
+    assert runtime_bundle() == built  # read back
+    copy.write_text("stale")  # a kept copy is only read under its own files' stamp
+    stamp_changed = Path(pod_command.__file__).parents[1] / "runtime" / "env.py"
+    os.utime(stamp_changed)
+    runtime_bundle.cache_clear()
+    assert runtime_bundle() == built
+    assert not copy.exists()  # the older runtime's copy goes
 
 
 def test_accelerator_matched_packages_are_dropped():
