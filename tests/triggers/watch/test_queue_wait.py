@@ -196,8 +196,13 @@ async def test_kueue_preemption_resumes_within_the_restart_budget(k8s, capsys, m
         )
     else:
         assert (event["status"], event["reason"]) == ("failed", "Preempted")
-        assert "due to prioritization in the ClusterQueue" in event["message"]
-        assert "more than max_restarts=0" in event["message"]
+        # Kueue's message, or its count where the Evicted condition came and went between
+        # two looks of a busy trigger (seen under make check-under-load).
+        said = event["message"]
+        assert "due to prioritization in the ClusterQueue" in said or (
+            "Preempted (counted by Kueue; readmitted since)" in said
+        ), said
+        assert "more than max_restarts=0" in said
         await until(lambda: k8s.jobset("low-0123456789") is None, what="the JobSet deleted")
 
 
