@@ -124,7 +124,17 @@ OPTIONAL_FLAG = Kind(
     "True | False | None", lambda name, value: as_bool(name, value, optional=True), optional=True
 )
 PYTHON = Kind("executable (name or path)", lambda name, value: check_python(value) or value)
-ARGV = Kind("list of strings", lambda name, value: as_list(name, value, str))
+
+
+def _argv(name: str, value: object) -> list[str]:
+    """A process's arguments: strings, none with a NUL byte, which no process can be given."""
+    items = as_list(name, value, str)
+    if any("\0" in item for item in items):
+        raise ValueError(f"{name} holds a NUL byte, which no process can be given: {items!r}.")
+    return items
+
+
+ARGV = Kind("list of strings", _argv)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator, conf
+from airflow.sdk.definitions.retry_policy import RetryPolicy
 from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 
 from airflow_provider_jax import settings
@@ -549,6 +550,11 @@ def _retry_policy(retry_on_code_error: object, given: object) -> object:
                 "JaxRetryPolicy(code_errors=..., fallback=<your policy>) instead."
             )
     if given is not None:
+        if not isinstance(given, RetryPolicy):
+            raise TypeError(
+                f"retry_policy must be a RetryPolicy (JaxRetryPolicy(...), or Airflow's "
+                f"ExceptionRetryPolicy), got {type(given).__name__} {given!r}."
+            )
         return given
     if retry_on_code_error is None:
         return JaxRetryPolicy()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.definitions.retry_policy import RetryDecision, RetryPolicy
 
-from airflow_provider_jax.arguments import one_of
+from airflow_provider_jax.arguments import one_of, positive_seconds
 from airflow_provider_jax.exceptions import JaxCodeError, JaxJobFailed, JaxResultError, NoCapacity
 
 if TYPE_CHECKING:
@@ -62,8 +62,8 @@ class JaxRetryPolicy(RetryPolicy):
             raise TypeError(f"fallback must be a RetryPolicy, got {fallback!r}.")
         self.code_errors = code_errors
         self.fallback = fallback
-        self.disruption_delay = disruption_delay
-        self.capacity_delay = capacity_delay
+        self.disruption_delay = _delay("disruption_delay", disruption_delay)
+        self.capacity_delay = _delay("capacity_delay", capacity_delay)
 
     def evaluate(
         self,
@@ -112,6 +112,10 @@ class JaxRetryPolicy(RetryPolicy):
         if self.fallback is not None:
             data["fallback"] = self.fallback.serialize()
         return data
+
+
+def _delay(name: str, value: object) -> datetime.timedelta:
+    return datetime.timedelta(seconds=positive_seconds(name, value, timedelta_ok=True))
 
 
 def error_types(error: JaxJobFailed) -> Sequence[str]:

@@ -106,3 +106,14 @@ def test_on_real_failures_only_what_another_try_can_fix_is_tried_again(
     assert states["transient_error"] == ("failed", 3), log[-6000:]
     assert states["other_error"] == ("failed", 3), log[-6000:]
     assert states["other_error_no_retry"] == ("failed", 1), log[-6000:]
+
+
+def test_bad_policies_and_delays_are_refused_by_name():
+    base = {"task_id": "t", "accelerator": "tpu-v6e-16", "image": "img", "entrypoint": "m:f"}
+    with pytest.raises(TypeError, match="retry_policy must be a RetryPolicy"):
+        JaxTpuSliceOperator(**base, retry_policy="fail")
+    for bad in (-1, 0, float("nan"), float("inf"), True):
+        with pytest.raises(ValueError, match="disruption_delay must be"):
+            JaxRetryPolicy(disruption_delay=bad)
+    with pytest.raises(ValueError, match="argv holds a NUL byte"):
+        JaxTpuSliceOperator(**base, argv=["a\0b"])
