@@ -130,7 +130,7 @@ def _argv(name: str, value: object) -> list[str]:
     """A process's arguments: strings, none with a NUL byte, which no process can be given."""
     items = as_list(name, value, str)
     if any("\0" in item for item in items):
-        raise ValueError(f"{name} holds a NUL byte, which no process can be given: {items!r}.")
+        raise ValueError(f"{name} argument holds a NUL byte, which no process can be given.")
     return items
 
 

@@ -115,5 +115,5 @@ def test_bad_policies_and_delays_are_refused_by_name():
     for bad in (-1, 0, float("nan"), float("inf"), True):
         with pytest.raises(ValueError, match="disruption_delay must be"):
             JaxRetryPolicy(disruption_delay=bad)
-    with pytest.raises(ValueError, match="argv holds a NUL byte"):
+    with pytest.raises(ValueError, match="argv argument holds a NUL byte"):
         JaxTpuSliceOperator(**base, argv=["a\0b"])
