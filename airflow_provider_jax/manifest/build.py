@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_jax.manifest import in_place_restart, local_checkpoints
+from airflow_provider_jax.manifest import dynamic_slicing, in_place_restart, local_checkpoints
 from airflow_provider_jax.manifest.capacity import placement_annotations
 from airflow_provider_jax.manifest.coordination import (
     PRELUDE_ARGV0,
@@ -96,6 +96,7 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
         **spec.data_annotations,
         **capacity.annotations,
         **placement_annotations(spec.placement, acc, spec.num_slices, spec.queue_name),
+        **(dynamic_slicing.pod_annotations(acc) if acc.dynamic_slicing else {}),
         **spec.annotations,
     }
     init_containers = []
@@ -119,7 +120,10 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
     template = {"metadata": {"labels": dict(spec.labels)}, "spec": pod_spec}
     if annotations:
         template["metadata"]["annotations"] = annotations
-    return apply_override(template, spec)
+    template = apply_override(template, spec)
+    if acc.dynamic_slicing:
+        dynamic_slicing.check_fill(template, acc)
+    return template
 
 
 def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
@@ -131,8 +135,9 @@ def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
     # would never be seen finishing.
     labels = {**spec.labels, MANAGED_BY_LABEL: MANAGED_BY}
     annotations = dict(spec.annotations)
-    if acc.kind == "tpu" and acc.multi_host:
-        # One slice per node pool: a multi-host slice must not straddle two.
+    if acc.kind == "tpu" and acc.multi_host and not acc.dynamic_slicing:
+        # One slice per node pool: a multi-host slice must not straddle two. (A dynamic
+        # super-slice spans a pool per cube; sub-slices share their cube's pool.)
         annotations[EXCLUSIVE_TOPOLOGY_ANNOTATION] = NODEPOOL_LABEL
     jobset_spec: dict[str, Any] = {
         "network": {"enableDNSHostnames": True, "subdomain": spec.name},

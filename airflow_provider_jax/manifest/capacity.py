@@ -19,6 +19,7 @@ from typing import Any
 from airflow_provider_jax.arguments import one_of, positive_seconds
 from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.manifest.jobset_api import HOSTNAME_LABEL
+from airflow_provider_jax.manifest.kueue_keys import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY
 
 ON_DEMAND, SPOT, RESERVATION, FLEX_START = "on-demand", "spot", "reservation", "flex-start"
 CAPACITIES = (ON_DEMAND, SPOT, f"{RESERVATION}:<name>", FLEX_START)
@@ -32,8 +33,6 @@ MAX_RUN_ANNOTATION = "provreq.kueue.x-k8s.io/maxRunDurationSeconds"
 FLEX_START_MAX_RUN_S = 7 * 24 * 3600  # flex-start VMs run for at most seven days
 CAPACITY_LABELS = (SPOT_LABEL, RESERVATION_NAME_LABEL, QUEUED_LABEL)
 
-REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
-PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 TOPOLOGY_LEVELS = {
     "block": "cloud.google.com/gce-topology-block",
     "subblock": "cloud.google.com/gce-topology-subblock",

@@ -60,15 +60,18 @@ def jobset_name(
     accelerator: Accelerator,
     num_slices: int,
     pathways: bool = False,
+    max_length: int | None = None,
 ) -> str:
     """A deterministic name per task instance, so every try finds the same JobSet.
 
     Readable task id first, then a hash of the whole identity; try_number is left out on
     purpose, since a retry must reattach to (or replace) the JobSet of an earlier try.
+    ``max_length`` caps it further (dynamic slicing's Slice names).
     """
     identity = f"{dag_id}\x00{task_id}\x00{run_id}\x00{map_index}"
     digest = hashlib.sha256(identity.encode()).hexdigest()[:10]
-    budget = max_name_length(accelerator, num_slices, pathways) - len(digest) - 1
+    longest = max_name_length(accelerator, num_slices, pathways)
+    budget = min(longest, max_length or longest) - len(digest) - 1
     if budget < 1:
         raise ValueError(
             f"{num_slices} slice(s) of {accelerator.hosts} hosts leave no room for a JobSet name."

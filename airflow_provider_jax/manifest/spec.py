@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.arguments import is_template
+from airflow_provider_jax.manifest import dynamic_slicing, pod_schema
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
-from airflow_provider_jax.manifest import pod_schema
 from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.manifest.accelerators.tpu import check_multislice
 from airflow_provider_jax.manifest.capacity import (
@@ -216,6 +216,8 @@ class JaxJobSpec:
         for choice in self.capacity.choices:  # raises when a capacity cannot work
             self._capacity_fields(choice)
         placement_annotations(self.placement, self.accelerator, self.num_slices, self.queue_name)
+        if self.accelerator.dynamic_slicing:
+            dynamic_slicing.check(self)
 
     def _check_kubernetes_syntax(self) -> None:
         """What Kubernetes would refuse (or Kueue ignore), refused first with the argument's

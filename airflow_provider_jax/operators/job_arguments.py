@@ -336,6 +336,14 @@ TPU_ARGUMENTS = _arguments(
         "``8`` asks for one 8-chip VM for a 2x4 "
         "v5e/v6e slice instead of the default two 4-chip VMs.",
     ),
+    Argument(
+        "dynamic_slicing",
+        FLAG,
+        "GKE's dynamic slicing: Kueue and GKE's slice controller carve a tpu7x super-slice "
+        "(whole 4x4x4 cubes) or sub-slice (2x2x1, 2x2x2, 2x2x4, 2x4x4) out of a cube pool at "
+        "admission, instead of one node pool holding the slice; needs ``queue_name`` "
+        "(docs/ironwood.md).",
+    ),
 )
 GPU_ARGUMENTS = _arguments(
     Argument(

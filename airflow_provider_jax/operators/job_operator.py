@@ -28,6 +28,7 @@ from airflow_provider_jax.exceptions import NoCapacity
 from airflow_provider_jax.links.diagnostics import DebugDumpLink, ProfileLink
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
+from airflow_provider_jax.manifest import dynamic_slicing
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.capacity import queue_timeout_seconds
 from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
@@ -346,8 +347,11 @@ class JaxJobOperator(BaseOperator):
 
     def _default_name(self, dag_id: str, run_id: str, map_index: int) -> str:
         pathways = self.pathways is not None
+        dynamic = self.accelerator.dynamic_slicing and not is_template(self.namespace)
         return jobset_name(
-            dag_id, self.task_id, run_id, map_index, self.accelerator, self.num_slices, pathways
+            *(dag_id, self.task_id, run_id, map_index, self.accelerator, self.num_slices),
+            pathways,
+            max_length=dynamic_slicing.max_name_length(self.namespace) if dynamic else None,
         )
 
     def build_manifest(self, context: Context) -> dict[str, Any]:

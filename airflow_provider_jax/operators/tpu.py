@@ -18,11 +18,14 @@ class JaxTpuSliceOperator(JaxJobOperator):
         accelerator: str,
         num_slices: int = 1,
         chips_per_host: int | None = None,
+        dynamic_slicing: bool = False,
         **kwargs: Any,
     ) -> None:
         checked(locals(), TPU_ARGUMENTS)
         super().__init__(
-            accelerator=parse_tpu(accelerator, chips_per_host=chips_per_host),
+            accelerator=parse_tpu(
+                accelerator, chips_per_host=chips_per_host, dynamic_slicing=dynamic_slicing
+            ),
             num_slices=num_slices,
             **kwargs,
         )

@@ -84,7 +84,7 @@ def test_shapes_gke_does_not_offer_name_the_rule_and_the_closest():
     assert parse_tpu("v4-8x4x4").hosts == 32
     with pytest.raises(ValueError, match=r"multiple of 4.*Closest valid shapes: 'tpu-v5p-4x4x8'"):
         parse_tpu("v5p-4x4x10")
-    with pytest.raises(ValueError, match=r"largest slice has 8960 chips"):
+    with pytest.raises(ValueError, match=r"largest slice is 140 4x4x4 cubes \(8960 chips\)"):
         parse_tpu("v5p-16x16x64")
     with pytest.raises(ValueError, match=r"no v5p slice has 12 TensorCores"):
         parse_tpu("v5p-12")

@@ -24,7 +24,9 @@ class Accelerator:
 
     ``gpu_direct`` names the GPUDirect stack the machine type needs for fast multi-node NCCL
     (None: plain TCP). ``machine_chips`` is how many chips the machine type has, so a pod
-    that asks for fewer may share its node with another job's pod.
+    that asks for fewer may share its node with another job's pod. ``dynamic_slicing``: GKE
+    carves the slice out of a pool of 4x4x4 cubes at admission instead of one node pool
+    holding it (``manifest/dynamic_slicing.py``).
     """
 
     name: str
@@ -39,6 +41,7 @@ class Accelerator:
     resource_name: str = TPU_RESOURCE
     gpu_direct: GpuDirect | None = None
     machine_chips: int = 0
+    dynamic_slicing: bool = False
 
     @property
     def multi_host(self) -> bool:

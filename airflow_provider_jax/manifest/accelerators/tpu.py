@@ -26,6 +26,7 @@ from airflow_provider_jax.manifest.accelerators.tpu_shapes import (
     SMALL_3D,
     ShapeRule,
     chips,
+    sides,
 )
 
 _2D = ("1x1", "2x2", "2x4", "4x4", "4x8", "8x8", "8x16", "16x16")
@@ -99,6 +100,7 @@ GENERATIONS: dict[str, TpuGeneration] = {
         ShapeRule(("1x1x1", *SMALL_3D), max_cubes=144, count_defaults=COUNT_DEFAULTS["tpu7x"]),
     ),
 }
+DYNAMIC_SLICING_GENERATION = "tpu7x"  # the one GKE's slice controller carves
 ALIASES = {"v5e": "v5litepod", "v5lite": "v5litepod", "v7x": "tpu7x", "v7": "tpu7"}
 _NAME = re.compile(r"^(?:tpu-)?(?P<gen>[0-9a-z]+?)-(?P<size>\d+(?:x\d+)*)$")
 
@@ -122,13 +124,17 @@ def generation_of(value: str) -> tuple[str, str] | None:
     return (key, match["size"]) if key in GENERATIONS else None
 
 
-def parse_tpu(accelerator: str, *, chips_per_host: int | None = None) -> Accelerator:
+def parse_tpu(
+    accelerator: str, *, chips_per_host: int | None = None, dynamic_slicing: bool = False
+) -> Accelerator:
     """Parse a TPU slice name such as ``tpu-v6e-16``, ``v5litepod-4x4``, ``v5p-4x4x12`` or
     ``tpu7x-128``.
 
     :param accelerator: the slice, by chip or TensorCore count or by topology.
     :param chips_per_host: ``8`` asks for one 8-chip VM for a 2x4 v5e/v6e slice instead of
         the default two 4-chip VMs (xpk's layout, and most existing node pools').
+    :param dynamic_slicing: GKE's dynamic slicing carves the slice out of a tpu7x cube pool
+        at admission: the pods select the accelerator only, not a topology.
     """
     value = check_type(accelerator)
     found = generation_of(value)
@@ -160,11 +166,35 @@ def parse_tpu(accelerator: str, *, chips_per_host: int | None = None) -> Acceler
                 f"Closest: {', '.join(repr(name) for name in list(near)[:3])}."
             )
         topology = found_topology
-    return _slice(key, gen, topology, accelerator, chips_per_host)
+    if dynamic_slicing:
+        _check_dynamic(key, gen, topology, accelerator)
+    return _slice(key, gen, topology, accelerator, chips_per_host, dynamic_slicing)
+
+
+def _check_dynamic(key: str, gen: TpuGeneration, topology: str, asked: str) -> None:
+    """GKE's slice controller carves Ironwood only, and only the shapes below a cube that fill
+    a partition (``SMALL_3D``) or whole cubes (what ``ShapeRule`` already holds tpu7x to)."""
+    if key != DYNAMIC_SLICING_GENERATION:
+        raise ValueError(
+            f"dynamic_slicing is GKE's for Ironwood (tpu7x) only; {asked!r} is a {key} slice. "
+            f"Use a tpu7x shape such as {', '.join(repr('tpu7x-' + t) for t in SMALL_3D)}, "
+            "'tpu7x-4x4x4' or 'tpu7x-4x4x8', or leave dynamic_slicing off."
+        )
+    if topology not in SMALL_3D and any(side % 4 for side in sides(topology)):
+        raise ValueError(
+            f"dynamic_slicing cannot carve {asked!r} ({topology}): it carves the sub-slices "
+            f"{', '.join(SMALL_3D)} of a 4x4x4 cube, or super-slices of whole cubes "
+            f"(4i x 4j x 4k, i <= j <= k, at most {gen.shapes.max_cubes} cubes)."
+        )
 
 
 def _slice(
-    key: str, gen: TpuGeneration, topology: str, asked: str, chips_per_host: int | None
+    key: str,
+    gen: TpuGeneration,
+    topology: str,
+    asked: str,
+    chips_per_host: int | None,
+    dynamic_slicing: bool = False,
 ) -> Accelerator:
     layouts = gen.layouts(topology)
     per_host = layouts[0] if chips_per_host is None else chips_per_host
@@ -174,6 +204,8 @@ def _slice(
             f"valid chips_per_host for it: {layouts}."
         )
     selector = {TPU_ACCELERATOR_LABEL: gen.gke_accelerator, TPU_TOPOLOGY_LABEL: topology}
+    if dynamic_slicing:  # the cube pool's nodes carry their cube's topology, not the slice's
+        del selector[TPU_TOPOLOGY_LABEL]
     if len(layouts) > 1:
         # Both VM sizes carry the same topology label: only the machine type tells the pools
         # apart, so a pod never waits on (or lands in) a pool of the other layout.
@@ -190,6 +222,7 @@ def _slice(
         node_selector=MappingProxyType(selector),
         resource_name=TPU_RESOURCE,
         machine_chips=per_host,
+        dynamic_slicing=dynamic_slicing,
     )
 
 

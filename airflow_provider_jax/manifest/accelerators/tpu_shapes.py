@@ -89,7 +89,10 @@ class ShapeRule:
         if self.ordered and d != tuple(sorted(d)):
             return "GKE wants the sides in non-decreasing order (AxBxC with A <= B <= C)"
         if math.prod(s // SIDE_STEP for s in d) > self.max_cubes and all(s % 4 == 0 for s in d):
-            return f"the largest slice has {self.max_cubes * CUBE_CHIPS} chips"
+            return (
+                f"the largest slice is {self.max_cubes} 4x4x4 cubes "
+                f"({self.max_cubes * CUBE_CHIPS} chips)"
+            )
         return (
             f"below one 4x4x4 cube GKE offers only {', '.join(SMALL_3D)}; above it, every side "
             "is a multiple of 4 (at most 256)"
