@@ -96,6 +96,10 @@ class Kubelet:
                              "operatingSystem": "linux", "architecture": "amd64"},
             }  # fmt: skip
             await self.core.patch_node_status(node.name, {"status": status})
+            # The API server taints a new Node not-ready; the node lifecycle controller (not
+            # run here) lifts the taint once the node reports Ready. Kueue's topology-aware
+            # admission reads taints, so the kubelet lifts it itself.
+            await self.core.patch_node(node.name, {"spec": {"taints": []}})
 
     # -- the pod loop --------------------------------------------------------------------------
 

@@ -52,6 +52,32 @@ def _h100(index: int) -> Node:
     )
 
 
+# The sub-slice shapes of a cube, with the hosts (4 chips each) one partition of each holds.
+SUB_SLICE_HOSTS = {"2x4x4": 8, "2x2x4": 4, "2x2x2": 2, "2x2x1": 1}
+CUBE_HOSTS = 16
+
+
+def _tpu7x_cube(block: str, cube: str, index: int) -> Node:
+    """A tpu7x-standard-4t host of one 4x4x4 cube of a dynamic slicing pool, as GKE labels
+    it: its block, its cube's partition id and each sub-slice partition it belongs to, each
+    with its health (``-state``). The pool is a node pool of the cube's static shape."""
+    partitions = {"4x4x4": cube}
+    for shape, hosts in SUB_SLICE_HOSTS.items():
+        partitions[shape] = f"{cube}-{shape}-{index // hosts}"
+    labels = {
+        "cloud.google.com/gke-nodepool": cube,
+        "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+        "cloud.google.com/gke-tpu-topology": "4x4x4",
+        "node.kubernetes.io/instance-type": "tpu7x-standard-4t",
+        "cloud.google.com/gce-topology-block": block,
+        "kubernetes.io/hostname": f"gke-{cube}-{index}",
+    }
+    for shape, partition in partitions.items():
+        labels[f"cloud.google.com/gke-tpu-partition-{shape}-id"] = partition
+        labels[f"cloud.google.com/gke-tpu-partition-{shape}-state"] = "HEALTHY"
+    return Node(f"gke-{cube}-{index}", labels, {TPU: "4"})
+
+
 NODES: tuple[Node, ...] = (
     _tpu_v5e("tpu-v5e-a", 0),
     _tpu_v5e("tpu-v5e-a", 1),
@@ -68,6 +94,8 @@ NODES: tuple[Node, ...] = (
             "kubernetes.io/hostname": "gke-cpu-pool-0",
         },
     ),
+    # One cube of an Ironwood dynamic slicing pool (docs/ironwood.md).
+    *(_tpu7x_cube("block-a", "tpu7x-cube-a", i) for i in range(CUBE_HOSTS)),
 )
 
 

@@ -42,13 +42,14 @@ def run(
     wait: bool = True,
     **op_kwargs: Any,
 ):
-    """Start a 2-host TPU job and wait for it in a thread: (thread, {"value": outcome}).
+    """Start a TPU job (2 hosts unless ``accelerator`` says otherwise) and wait for it in a
+    thread: (thread, {"value": outcome}).
     Without ``wait``, only start it, as a worker that then dies would. Started twice for one
     task, the second start is the retried worker's: it reattaches."""
     op = JaxTpuSliceOperator(
-        task_id=name, accelerator="tpu-v5litepod-8", image="img:1", backend="kubernetes",
+        task_id=name, image="img:1", backend="kubernetes",
         # JAX outlives SIGTERM, so a deleted or restarted slice waits out its grace period.
-        **{"termination_grace_period": 5, **op_kwargs},
+        **{"accelerator": "tpu-v5litepod-8", "termination_grace_period": 5, **op_kwargs},
     )  # fmt: skip
     manifest = op.dry_run()
     backend = KubernetesBackend(
