@@ -23,12 +23,14 @@ import signal
 import time
 from datetime import datetime
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
-from harness.jobsets import matching, run_forever, succeed
+from airflow_provider_jax.runtime.messages import failure_message
+from harness.jobsets import disrupt_host, matching, run_forever, succeed
 from harness.k8s_emulator import Emulator, PodRun, PodScript
-from tests.e2e.dags.drills import TIMEOUT, TRIALS
+from tests.e2e.dags.drills import DISRUPTION_DELAY, TIMEOUT, TRIALS
 from tests.support.airflow_stack import AirflowStack, airflow_stack
 from tests.support.jobset_schema import REPO
 from tests.support.postgres import PostgresServer
@@ -41,16 +43,37 @@ GONE_WITHIN = 5.0  # seconds, from the deadline to no JobSet
 RESTARTS = 3  # kills; each new triggerer resumes the same trigger
 RESULT = {"loss": 0.5, "step": 7}
 TWO_TRIGGERERS = "drill_two_triggerers"
+RETRY_POLICY = "drill_retry_policy"
 
 
 def play(pod: PodRun) -> PodScript:
     """What each task's pods do: run until released, or forever."""
     labels = pod.labels
+    if labels["dag_id"] == RETRY_POLICY:
+        return retry_policy_play(pod)
     if labels["dag_id"] == "drill_triggerer":
         return succeed(RESULT, duration=float("inf"))(pod)
     if labels["dag_id"] == TWO_TRIGGERERS:
         return succeed({"trial": int(labels["map_index"])}, duration=float("inf"))(pod)
     return run_forever(pod)
+
+
+def retry_policy_play(pod: PodRun) -> PodScript:
+    """``programming_error``: host 1 raises a NameError on every try. ``disruption``: on the
+    first try host 1 dies by SIGKILL, as a preempted host does; the second try succeeds."""
+    if pod.labels["task_id"] == "programming_error" and pod.host_index == 1:
+        trace = (
+            "Traceback (most recent call last):\n"
+            '  File "train.py", line 9, in train\n'
+            "NameError: name 'lerning_rate' is not defined\n"
+        )
+        error = "NameError: name 'lerning_rate' is not defined"
+        types = ["NameError", "Exception", "BaseException", "object"]
+        return PodScript(exit_code=1, logs=["starting"],
+                         message=failure_message(error, trace, types=types))  # fmt: skip
+    if pod.labels["task_id"] == "disruption" and pod.labels["try_number"] == "1":
+        return disrupt_host(1)(pod)
+    return succeed(RESULT)(pod)
 
 
 @pytest.fixture(scope="module")
@@ -347,3 +370,34 @@ def still_running(log: str) -> bool:
 def followed_since(k8s: Emulator, name: str, since: float) -> bool:
     """Whether a trigger started following JobSet ``name``'s leader log after ``since``."""
     return any(r.watch and f"/pods/{name}-" in r.path and r.at > since for r in k8s.requests)
+
+
+def test_the_retry_policy_fails_a_programming_error_at_once_and_retries_a_disruption(
+    stack: AirflowStack,
+):
+    """On the running Airflow, the provider's default retry policy, and its disruption delay
+    set by the DAG: the programming error fails in one try although ``retries`` is 2, naming
+    the host and the error; the disruption is tried again after its delay, with the reason
+    Airflow stores on the try (``retry_reason``, a column Airflow 3.3 fills on a retry only
+    and its REST API does not show: read from the database), and succeeds."""
+    stack.wait_for_dag(RETRY_POLICY)
+    run_id = stack.trigger(RETRY_POLICY)
+    finished = stack.wait_for_runs(RETRY_POLICY, 1, timeout=300)
+    assert finished[0]["state"] == "failed"  # the programming error's task failed
+    path = f"/api/v2/dags/{RETRY_POLICY}/dagRuns/{quote(run_id, safe='')}/taskInstances"
+    failed = stack.api("GET", f"{path}/programming_error")
+    assert (failed["state"], failed["try_number"]) == ("failed", 1)  # retries=2 left unused
+    log = stack.task_log(RETRY_POLICY, run_id, "programming_error")
+    assert "NameError" in log and "[0/1]" in log
+    retried = stack.api("GET", f"{path}/disruption")
+    assert (retried["state"], retried["try_number"]) == ("success", 2)
+    tries = stack.api("GET", f"{path}/disruption/tries")["task_instances"]
+    assert [t["state"] for t in tries] == ["failed", "success"], tries  # a try, then the next
+    assert stack.xcoms(RETRY_POLICY, "disruption")[run_id] == RESULT
+    [(reason, delay)] = stack.query(
+        "SELECT retry_reason, retry_delay_override FROM task_instance_history "
+        "WHERE dag_id = :dag AND task_id = 'disruption' AND try_number = 1",
+        dag=RETRY_POLICY,
+    )
+    assert "disruption" in reason.lower(), reason
+    assert delay == DISRUPTION_DELAY.total_seconds(), delay

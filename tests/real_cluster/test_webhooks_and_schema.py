@@ -39,6 +39,12 @@ def gpu(task_id: str, accelerator: str, **kwargs: Any) -> JaxGpuJobOperator:
 CASES = {
     "tpu-v5e-2-hosts": lambda: tpu("plain"),
     "multislice-v6e": lambda: tpu("multislice", accelerator="tpu-v6e-16", num_slices=2),
+    "dynamic-super-slices": lambda: tpu(
+        "super", accelerator="tpu7x-4x4x8", num_slices=2, dynamic_slicing=True, queue_name="q"
+    ),
+    "dynamic-sub-slice": lambda: tpu(
+        "sub", accelerator="tpu7x-2x2x4", dynamic_slicing=True, queue_name="q"
+    ),
     "spot": lambda: tpu("spot", capacity="spot"),
     "reservation": lambda: tpu(
         "reservation", capacity="reservation:res-a", reservation_project="shared-project"

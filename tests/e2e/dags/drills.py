@@ -7,11 +7,12 @@ from datetime import timedelta
 
 from airflow.sdk import DAG
 
-from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.operators import JaxRetryPolicy, JaxTpuSliceOperator
 from tests.support.dag_tasks import tpu
 
 TIMEOUT = timedelta(seconds=20)
 TRIALS = 20  # deferred at once, over two triggerers
+DISRUPTION_DELAY = timedelta(seconds=3)
 
 
 with DAG("drill_triggerer", schedule=None, catchup=False):
@@ -30,3 +31,15 @@ with DAG("drill_two_triggerers", schedule=None, catchup=False, max_active_tasks=
         command=["python3", "-c", "print('hello')"],
         deferrable=True,
     ).expand(env=[{"TRIAL": str(i)} for i in range(TRIALS)])
+
+with DAG("drill_retry_policy", schedule=None, catchup=False):
+    # Both have tries to spare, and no restarts in place: the provider's retry policy decides
+    # which failure another try can fix.
+    tpu("programming_error", deferrable=True, retries=2, max_restarts=0)
+    tpu(
+        "disruption",
+        deferrable=True,
+        retries=2,
+        max_restarts=0,
+        retry_policy=JaxRetryPolicy(disruption_delay=DISRUPTION_DELAY),
+    )
