@@ -164,7 +164,9 @@ class KubernetesBackend:
             deferral = Deferral(trigger, {"cluster": self.cluster.to_dict()}, timeout)
         queued = KUEUE_QUEUE_LABEL in (manifest["metadata"].get("labels") or {})
         links = self._links(ref, queued)
-        return Started(ref.name, ref.namespace, links, deferral, trigger, ref.capacity_choice)
+        return Started(
+            ref.name, ref.namespace, links, deferral, trigger, ref.capacity_choice, ref.uid or ""
+        )
 
     def _fire_not_before(self) -> float | None:
         """When a deferred trigger may fire at the earliest (see ``RESUME_SETTLE_S``)."""

@@ -166,6 +166,7 @@ class Started:
     deferral: Deferral | None = None  # None: this backend can only wait in the worker
     handle: Any = None  # the backend's own state, opaque to the operator
     capacity_choice: int = 0  # the capacity list's choice it runs on (a reattach may be further)
+    uid: str = ""  # the cluster's uid of the job ("" where there is none: the local backend)
 
 
 @dataclass(frozen=True)

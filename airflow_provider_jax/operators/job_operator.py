@@ -42,7 +42,7 @@ from airflow_provider_jax.manifest.provider_keys import (
     task_instance_annotation,
 )
 from airflow_provider_jax.manifest.spec import SAFE_SECURITY_CONTEXT
-from airflow_provider_jax.operators import job_spec
+from airflow_provider_jax.operators import job_spec, task_state
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
 from airflow_provider_jax.operators.job_arguments import BY_NAME, TEMPLATED, checked, param_docs
 from airflow_provider_jax.operators.job_spec import JobRequest, airflow_labels
@@ -262,6 +262,7 @@ class JaxJobOperator(BaseOperator):
         self.capacity_choice = 0  # the choice the next manifest asks for
         self.stored_links: dict[str, str] | None = None  # see StoredLink.get_link
         self._running: Backend | None = None  # the backend execute() waits on, for on_kill
+        self._recorded: task_state.Recorded | None = None  # an earlier try's JobSet, if any
         # Fail at parse, not at run: a spec with the literal values must already be valid.
         static = self.build_spec(name=self.name if _literal(self.name) else "x", rendered=False)
         if self.pod_template_override:  # what it merges into is checked whole, mounts too
@@ -429,6 +430,7 @@ class JaxJobOperator(BaseOperator):
             from airflow_provider_jax.operators.data_staging import upload
 
             upload(self.data_inputs(True), self.gcp_conn_id, self.impersonation_chain, self.log)
+        self._recorded = task_state.recorded(context, self.log)
         return self._run_choice(context, 0)
 
     def _run_choice(self, context: Context, choice: int) -> Any:
@@ -445,6 +447,8 @@ class JaxJobOperator(BaseOperator):
         started = backend.start(manifest)
         publisher = self._publisher()
         try:
+            task_state.record(context, started, getattr(self, "_recorded", None), self.log)
+            self._recorded = None  # a further capacity choice of this try is not a reconnect
             choice = self.capacity_choice = started.capacity_choice  # a reattach: further on
             links = self.diagnostics.links(self.output_dir, started.name, context["ti"].try_number)
             publisher.announce(context, started, links)

@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote
 
+import psutil
 import pytest
 
 from airflow_provider_jax.runtime.messages import failure_message
@@ -44,6 +45,7 @@ RESTARTS = 3  # kills; each new triggerer resumes the same trigger
 RESULT = {"loss": 0.5, "step": 7}
 TWO_TRIGGERERS = "drill_two_triggerers"
 RETRY_POLICY = "drill_retry_policy"
+WORKER_LOST = "drill_worker_lost"
 
 
 def play(pod: PodRun) -> PodScript:
@@ -51,7 +53,7 @@ def play(pod: PodRun) -> PodScript:
     labels = pod.labels
     if labels["dag_id"] == RETRY_POLICY:
         return retry_policy_play(pod)
-    if labels["dag_id"] == "drill_triggerer":
+    if labels["dag_id"] in ("drill_triggerer", WORKER_LOST):
         return succeed(RESULT, duration=float("inf"))(pod)
     if labels["dag_id"] == TWO_TRIGGERERS:
         return succeed({"trial": int(labels["map_index"])}, duration=float("inf"))(pod)
@@ -401,3 +403,44 @@ def test_the_retry_policy_fails_a_programming_error_at_once_and_retries_a_disrup
     )
     assert "disruption" in reason.lower(), reason
     assert delay == DISRUPTION_DELAY.total_seconds(), delay
+
+
+def test_a_blocking_try_killed_mid_wait_is_retried_onto_the_same_jobset(
+    stack: AirflowStack, k8s_emulator: Emulator
+):
+    """A try that waits in the worker records its JobSet in Airflow's task state store; its
+    process is SIGKILLed mid-wait (no on_kill runs); the next try reads the record and
+    reconnects: one JobSet for the task, and the leader's value as its XCom."""
+    k8s, dag_id = k8s_emulator, WORKER_LOST
+    stack.wait_for_dag(dag_id)
+    run_id = stack.trigger(dag_id)
+    name = running_jobset(k8s, dag_id, "train")
+    uid = uid_of(k8s, name)
+    where = "dag_id = :dag_id AND run_id = :run_id AND task_id = 'train'"
+    recorded = stack.wait_until(
+        lambda: stack.query(f"SELECT value FROM task_state_store WHERE {where} AND key = 'jobset'",
+                            dag_id=dag_id, run_id=run_id),
+        60,
+        lambda: "the try's record in the task state store",
+    )  # fmt: skip
+    assert uid in recorded[0][0]
+    [(ti_id,)] = stack.query(f"SELECT id FROM task_instance WHERE {where}", dag_id=dag_id,
+                             run_id=run_id)  # fmt: skip
+    title = f"airflow worker -- {ti_id}"  # the task runner's process title (task_runner.py)
+    runners = [
+        p for p in psutil.process_iter(["cmdline"]) if title in " ".join(p.info["cmdline"] or [])
+    ]
+    assert len(runners) == 1, runners
+    runners[0].kill()
+    stack.wait_until(
+        lambda: "Reconnected to the JobSet of try 1" in stack.task_log(dag_id, run_id, "train", 2),
+        120,
+        lambda: f"try 2 to reconnect:\n{stack.task_log(dag_id, run_id, 'train', 2)[-3000:]}",
+    )
+    assert k8s.jobset(name)["metadata"]["uid"] == uid
+    k8s.release()
+    stack.wait_for_state(dag_id, run_id, "train", {"success", "failed"})
+    ti = stack.task_instance(dag_id, run_id, "train")
+    assert (ti["state"], ti["try_number"]) == ("success", 2)
+    assert stack.xcoms(dag_id, "train")[run_id] == RESULT
+    assert len(matching(k8s.submitted, dag_id=dag_id)) == 1

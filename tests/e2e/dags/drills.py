@@ -43,3 +43,7 @@ with DAG("drill_retry_policy", schedule=None, catchup=False):
         max_restarts=0,
         retry_policy=JaxRetryPolicy(disruption_delay=DISRUPTION_DELAY),
     )
+
+with DAG("drill_worker_lost", schedule=None, catchup=False):
+    # Waits in the worker; the test kills that try's process mid-wait, and the retry reconnects.
+    tpu("train", deferrable=False, retries=1, retry_delay=timedelta(0))
