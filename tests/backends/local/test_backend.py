@@ -59,6 +59,16 @@ def test_multi_process_jax(caplog, accelerator, num_slices, places):
     assert not any("peer ranks" in m for m in caplog.messages)  # Gloo's connection reports
 
 
+def test_a_dynamically_sliced_job_runs_locally_as_its_hosts():
+    """The local backend runs what GKE would carve (a tpu7x sub-slice here) as that many
+    hosts; the Kueue queue it names is Kubernetes' to honour."""
+    result, _ = run(
+        "collective", timeout_s=60, accelerator="tpu7x-2x2x2", dynamic_slicing=True,
+        queue_name="tpu7x",
+    )  # fmt: skip
+    assert (result["process_count"], result["places"]) == (2, [[0, 0, 0], [1, 0, 1]])
+
+
 def test_a_failed_run_leaves_no_result_json(tmp_path):
     """The leader returned, but host 1 failed: nothing may read its value as the result."""
     with pytest.raises(JaxJobFailed, match="late boom from process 1"):
