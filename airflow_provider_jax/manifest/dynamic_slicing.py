@@ -40,7 +40,6 @@ SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
 BLOCK_LABEL = TOPOLOGY_LEVELS["block"]
 CUBE_PARTITION_LABEL = "cloud.google.com/gke-tpu-partition-4x4x4-id"
 SLICE_ADMISSION_CONTROLLER = "accelerator.gke.io/slice"  # the AdmissionCheck's controllerName
-MIN_KUEUE_VERSION = "0.15.2"  # xpk's floor for super-slicing (core/scheduling.py)
 # The keys this module writes on the pods: another argument may not set them.
 POD_KEYS = (SLICE_TOPOLOGY_ANNOTATION, REQUIRED_TOPOLOGY, SLICE_REQUIRED_TOPOLOGY, SLICE_SIZE)
 # GCE's 63-character names, less what Kueue and GKE add around a workload's name: the
@@ -57,11 +56,6 @@ def partition_label(accelerator: Accelerator) -> str:
     if is_sub_slice(accelerator):
         return f"cloud.google.com/gke-tpu-partition-{accelerator.topology}-id"
     return CUBE_PARTITION_LABEL
-
-
-def health_label(accelerator: Accelerator) -> str:
-    """The node label GKE keeps each partition's health in (the webhook's affinity)."""
-    return partition_label(accelerator).removesuffix("-id") + "-state"
 
 
 def slice_size(accelerator: Accelerator) -> int:
@@ -145,12 +139,14 @@ def check(spec: JaxJobSpec) -> None:
             )
 
 
-def tpus_per_pod(pod_template: Mapping[str, Any], resource: str) -> int:
-    """The chips one pod asks for: the sum of its containers' limits, as the webhook counts."""
+def tpus_per_pod(pod_template: Mapping[str, Any], resource: str) -> int | None:
+    """The chips one pod asks for: the sum of its containers' limits, as the webhook counts
+    them; None when a limit is not a whole number of chips."""
     containers = (pod_template.get("spec") or {}).get("containers") or []
-    return sum(
-        int((c.get("resources") or {}).get("limits", {}).get(resource, 0)) for c in containers
-    )
+    limits = [
+        str((c.get("resources") or {}).get("limits", {}).get(resource, 0)) for c in containers
+    ]
+    return sum(int(n) for n in limits) if all(n.isdigit() for n in limits) else None
 
 
 def check_fill(pod_template: Mapping[str, Any], accelerator: Accelerator) -> None:
@@ -159,10 +155,15 @@ def check_fill(pod_template: Mapping[str, Any], accelerator: Accelerator) -> Non
     per_pod = tpus_per_pod(pod_template, accelerator.resource_name)
     wanted = accelerator.chips if is_sub_slice(accelerator) else CUBE_CHIPS
     pods = slice_size(accelerator)
-    if per_pod * pods != wanted:
-        raise ValueError(
-            f"dynamic_slicing: each pod asks for {per_pod} {accelerator.resource_name}, so the "
-            f"{pods} pods of a partition ask for {per_pod * pods} chips; a {accelerator.topology} "
-            f"slice needs exactly {wanted} there (GKE's slice controller refuses anything else). "
-            "Leave the TPU resources to the provider (pod_template_override included)."
-        )
+    if per_pod is not None and per_pod * pods == wanted:
+        return
+    asks = (
+        f"each pod asks for {per_pod}, so the {pods} pods of a partition ask for {per_pod * pods}"
+        if per_pod is not None
+        else "a container's limit is not a whole number of chips"
+    )
+    raise ValueError(
+        f"dynamic_slicing: {accelerator.resource_name}: {asks}; a {accelerator.topology} slice "
+        f"needs exactly {wanted} chips per partition (GKE's slice controller refuses anything "
+        "else). Leave the TPU resources to the provider (pod_template_override included)."
+    )

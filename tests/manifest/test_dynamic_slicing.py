@@ -171,7 +171,10 @@ BASE = {"task_id": "t", "queue_name": "q", "image": "img", "entrypoint": "m:f"}
          "needs all 4 chips of each host"),
         ("tpu7x-2x2x4", {"pod_template_override": {"spec": {"containers": [
             {"name": "jax", "resources": {"limits": {"google.com/tpu": "1"}}}]}}},
-         "a 2x2x4 slice needs exactly 16 there"),
+         "a 2x2x4 slice needs exactly 16 chips per partition"),
+        ("tpu7x-2x2x1", {"pod_template_override": {"spec": {"containers": [
+            {"name": "jax", "resources": {"limits": {"google.com/tpu": "4k"}}}]}}},
+         "a container's limit is not a whole number of chips"),
         # What Kueue and the slice controller need, and what they write themselves.
         ("tpu7x-4x4x4", {"queue_name": None}, "set queue_name to a LocalQueue"),
         ("tpu7x-4x4x4", {"num_slices": 2, "placement": "compact"},
