@@ -95,9 +95,21 @@ class Collector:
                         points = found.setdefault(metric["name"], [])
                         for kind in ("sum", "gauge", "histogram", "exponentialHistogram"):
                             for point in (metric.get(kind) or {}).get("dataPoints", []):
-                                attributes = {
-                                    a["key"]: next(iter(a["value"].values()))
-                                    for a in point.get("attributes", [])
-                                }
+                                attributes = _attributes(point)
                                 points.append({**point, "kind": kind, "attributes": attributes})
         return found
+
+    def spans(self) -> list[dict[str, Any]]:
+        """Every span received so far (ids as OTLP's JSON spells them: hex)."""
+        return [
+            {**span, "attributes": _attributes(span)}
+            for request in self.requests()
+            for resource in request.get("resourceSpans", [])
+            for scope in resource.get("scopeSpans", [])
+            for span in scope.get("spans", [])
+        ]
+
+
+def _attributes(item: dict[str, Any]) -> dict[str, Any]:
+    """OTLP's key/typed-value attribute list as a plain dict."""
+    return {a["key"]: next(iter(a["value"].values())) for a in item.get("attributes", [])}

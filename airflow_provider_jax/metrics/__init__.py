@@ -1,2 +1,3 @@
 """What the provider tells Airflow's metrics (StatsD, Datadog or OpenTelemetry, as the
-deployment configures ``[metrics]``): the names, declared once, and how they are sent."""
+deployment configures ``[metrics]``) and traces (``[traces]``): the names, declared once, how
+they are sent, and a try's phases as spans."""

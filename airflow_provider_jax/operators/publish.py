@@ -13,6 +13,7 @@ from airflow_provider_jax import settings
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.links.tensorboard import TensorBoardLink, tensorboard_url
 from airflow_provider_jax.metrics.send import send_job
+from airflow_provider_jax.metrics.spans import send_phases
 from airflow_provider_jax.operators.checkpoint_asset import announce_checkpoint
 from airflow_provider_jax.reporting.goodput import GOODPUT_XCOM_KEY, summary_line
 
@@ -113,6 +114,7 @@ class OutcomePublisher:
         ti = context["ti"]
         tags = {"dag_id": ti.dag_id, "task_id": ti.task_id, "accelerator": self.accelerator_name}
         send_job(ledger, self.hosts, tags)
+        send_phases(ledger, tags)
         ti.xcom_push(key=GOODPUT_XCOM_KEY, value=ledger)
         if admission := ledger.get("admission"):
             ti.xcom_push(key=ADMISSION_XCOM_KEY, value=admission)

@@ -13,7 +13,8 @@ wall time (``created`` to the end) into:
 - ``lost_s``: from that step (or the attempt's first report, if nothing was kept) to the
   restart: the work redone and the time the slice was down.
 
-``goodput`` is ``productive_s / wall_s`` (Google's ``ml-goodput-measurement`` idea, per task);
+``phases`` lists these stretches in order, with their epoch seconds and restart attempt, for
+the spans a try's trace gets (``metrics/spans.py``). ``goodput`` is ``productive_s / wall_s`` (Google's ``ml-goodput-measurement`` idea, per task);
 ``chip_hours`` is chips times the time the chips were held (wall less queue). A program that
 never calls ``report()`` has its attempts' start-up end at its call, and its work start there;
 an older runtime that prints no call line leaves it no start-up to tell apart.
@@ -32,6 +33,7 @@ from airflow_provider_jax.runtime.messages import is_calling_line, parse_resumed
 
 CHIP_RESOURCES = ("google.com/tpu", "nvidia.com/gpu")
 MAX_STEP_MARKS = 2048  # step times kept per attempt; thinned beyond, so memory stays bounded
+MAX_PHASES = 64  # the newest phases the ledger keeps (queued, then 3 per restart attempt)
 GOODPUT_XCOM_KEY = "goodput"
 
 
@@ -129,7 +131,16 @@ class GoodputClock:
         wall = max(ended - self.created, 0.0)
         order = sorted(self.attempts)
         queued = min(self.attempts[order[0]].started - self.created, wall) if order else wall
-        startup = productive = lost = 0.0
+        totals: Counter[str] = Counter()
+        phases: list[dict[str, Any]] = []
+        if order:
+            phases.append(_phase("queued", None, self.created, self.created + queued))
+
+        def add(phase: str, attempt: int, start: float, end: float) -> None:
+            totals[phase] += _span(start, end)
+            if end > start:
+                phases.append(_phase(phase, attempt, start, end))
+
         restarts: Counter[str] = Counter()
         for i, number in enumerate(order):
             now = self.attempts[number]
@@ -139,22 +150,23 @@ class GoodputClock:
             begun = now.first_report if now.first_report is not None else now.called
             if begun is None:  # no report, no call line: nothing to tell start-up from work
                 if now.failure is None:
-                    productive += _span(now.started, stop)
+                    add("productive", number, now.started, stop)
                 else:
-                    startup += _span(now.started, stop)
-                    lost += _span(stop, restart)
+                    add("startup", number, now.started, stop)
+                    add("lost", number, stop, restart)
             elif now.failure is None:
-                startup += _span(now.started, begun)
-                productive += _span(begun, stop)
+                add("startup", number, now.started, begun)
+                add("productive", number, begun, stop)
             else:
                 kept = after.resumed_from if after else None
                 fresh = kept is not None and (now.resumed_from is None or kept > now.resumed_from)
                 saved = (now.reached(kept) if fresh and kept is not None else None) or begun
-                startup += _span(now.started, begun)
-                productive += _span(begun, saved)
-                lost += _span(saved, restart)
+                add("startup", number, now.started, begun)
+                add("productive", number, begun, saved)
+                add("lost", number, saved, restart)
             if now.failure is not None and after is not None:
                 restarts[now.failure] += 1
+        startup, productive, lost = totals["startup"], totals["productive"], totals["lost"]
         last = self.attempts[order[-1]] if order else None
         held = max(wall - queued, 0.0)
         return {
@@ -168,7 +180,13 @@ class GoodputClock:
             "chips": self.chips,
             "chip_hours": round(self.chips * held / 3600, 4),
             "goodput": round(productive / wall, 3) if wall else 0.0,
+            "phases": phases[-MAX_PHASES:],
         }
+
+
+def _phase(phase: str, attempt: int | None, start: float, end: float) -> dict[str, Any]:
+    """One stretch of the wall time: its kind, its restart attempt, its epoch seconds."""
+    return {"phase": phase, "attempt": attempt, "start": round(start, 3), "end": round(end, 3)}
 
 
 def _span(start: float, end: float) -> float:

@@ -34,6 +34,15 @@ def test_a_disruption_splits_the_failed_attempt_at_the_step_the_next_resumed_fro
         "chips": 8,
         "chip_hours": round(8 * 81 / 3600, 4),
         "goodput": round(29 / 91, 3),
+        # The same stretches in order, for the try's trace (metrics/spans.py).
+        "phases": [
+            {"phase": "queued", "attempt": None, "start": 0.0, "end": 10.0},
+            {"phase": "startup", "attempt": 0, "start": 10.0, "end": 21.0},
+            {"phase": "productive", "attempt": 0, "start": 21.0, "end": 40.0},
+            {"phase": "lost", "attempt": 0, "start": 40.0, "end": 70.0},
+            {"phase": "startup", "attempt": 1, "start": 70.0, "end": 80.0},
+            {"phase": "productive", "attempt": 1, "start": 80.0, "end": 90.0},
+        ],
     }
     assert "1 disruption" in summary_line(ledger) and "resumed from step 20" in summary_line(ledger)
 
