@@ -20,7 +20,7 @@ setting of the controller). ``docs/ironwood.md`` has the platform team's side.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.manifest.accelerators import TPU_TOPOLOGY_LABEL, Accelerator
@@ -33,8 +33,23 @@ from airflow_provider_jax.manifest.kueue_keys import (
     SLICE_SIZE,
 )
 
-if TYPE_CHECKING:
-    from airflow_provider_jax.manifest.spec import JaxJobSpec
+
+class _Spec(Protocol):
+    """What ``check`` reads of a ``JaxJobSpec`` (which calls it: no import back)."""
+
+    name: str
+    namespace: str
+    accelerator: Accelerator
+    queue_name: str | None
+    placement: str | None
+    pathways: object | None
+    capacity: Any
+    node_selector: Mapping[str, str]
+    annotations: Mapping[str, str]
+    labels: Mapping[str, str]
+    resources: Mapping[str, Mapping[str, str]]
+    unrendered: bool
+
 
 SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
 BLOCK_LABEL = TOPOLOGY_LEVELS["block"]
@@ -80,7 +95,7 @@ def max_name_length(namespace: str) -> int:
     return _GCE_NAME - len(namespace) - _AROUND_NAME
 
 
-def check(spec: JaxJobSpec) -> None:
+def check(spec: _Spec) -> None:
     """Refuse, naming the argument, what dynamic slicing cannot admit or carve."""
     acc = spec.accelerator
 
