@@ -12,8 +12,7 @@ import json
 import os
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,16 +20,7 @@ import pytest
 from airflow_provider_jax.metrics import send
 from harness.otel_collector import Collector
 from tests.metrics.test_send import LEDGER, TAGS
-
-
-def eventually(what: str, check: Callable[[], Any], timeout: float = 60) -> Any:
-    """Wait for a state (``check`` truthy), not for a time."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"not within {timeout}s: {what}")
+from tests.support.waiting import eventually
 
 
 @pytest.fixture

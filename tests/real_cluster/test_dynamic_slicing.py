@@ -9,8 +9,7 @@ leader's result, and nothing is left behind."""
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.slice_controller import GROUP, PLURAL, VERSION, SliceController
 from tests.support.docs_pages import REPO
 from tests.support.real_cluster_jobs import logger, run
+from tests.support.waiting import eventually
 
 KUEUE = ("kueue.x-k8s.io", "v1beta2")
 PLURALS = {
@@ -39,16 +39,6 @@ def platform_objects() -> list[dict[str, Any]]:
     page = (REPO / "docs" / "ironwood.md").read_text()
     blocks = re.findall(r"^```yaml\n(.*?)^```", page, re.S | re.M)
     return [doc for block in blocks for doc in yaml.safe_load_all(block) if doc]
-
-
-def eventually(what: str, check: Callable[[], Any], timeout: float = 120) -> Any:
-    """Wait for a state (``check`` returns something truthy), not for a time."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if found := check():
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"not within {timeout}s: {what}")
 
 
 @pytest.fixture(scope="module")
@@ -121,7 +111,7 @@ def _carve(
     assert not isinstance(outcome, BaseException), outcome
     # Nothing left: the JobSet is deleted at the end, its Workload with it, and the Slices
     # with their Workload (owner references, the real garbage collector).
-    eventually("no Slice left", lambda: not _slices(api))
+    eventually("no Slice left", lambda: not _slices(api), 120)
     return nodes, slices, outcome.result
 
 
