@@ -57,5 +57,21 @@ class NoCapacity(JaxJobFailed):
     operator submits the next choice of the list."""
 
 
+class SlicesChanged(AirflowException):
+    """The backend stopped an elastic job (``min_slices``) to run it at another size: slices
+    lost for longer than ``shrink_after``, or capacity for every slice back and a checkpoint
+    taken since. The operator submits the JobSet again at ``slices``; only it catches this.
+
+    :param slices: the size to go on with.
+    :param reason: ``shrunk`` or ``grew`` (the runtime's ``start_reason()``).
+    :param line: what happened, for the task log.
+    :param clock: the try's goodput clock, carried on to the next JobSet's run.
+    """
+
+    def __init__(self, slices: int, reason: str, line: str, clock: Any = None) -> None:
+        self.slices, self.reason, self.line, self.clock = slices, reason, line, clock
+        super().__init__(line)
+
+
 class JobSetConflict(AirflowException):
     """A JobSet of the task instance's name exists but was not made for it."""

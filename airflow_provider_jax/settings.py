@@ -86,6 +86,11 @@ def url_template(placeholders: tuple[str, ...]) -> Callable[[str], None]:
     return check
 
 
+def absolute_path(raw: str) -> None:
+    if not raw.startswith("/"):
+        raise ValueError(f"{raw!r} is not an absolute path.")
+
+
 STATSD_NAME = re.compile(r"[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*")  # StatsD's, dot-separated
 
 
@@ -136,6 +141,16 @@ SETTINGS: dict[str, Setting] = {
         "TPU jobs always run on the CPU locally.",
         "cpu",
         choices=("auto", "cpu"),
+    ),
+    "local_capacity_file": Setting(
+        "string",
+        "",
+        "A JSON file the local backend reads as its TPU capacity, for drills and benches of "
+        "elastic slices (min_slices): {\"slices\": 1} takes every slice from the second on "
+        "away (their processes are killed, and they do not start again) until the file gives "
+        "them back. Unset: every slice has capacity.",
+        "/tmp/jax-capacity.json",
+        check=absolute_path,
     ),
     "resume_settle_seconds": Setting(
         "float",

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import one_of
+from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.contract.watch_options import WatchOptions
 
 if TYPE_CHECKING:
@@ -44,12 +45,14 @@ class BackendTraits:
     :param needs_image: its pods run a container image (``image=`` or ``[jax] default_image``).
     :param reads_connection: it reads the Kubernetes connection's extras (the in-place restart
         agent's image, multi-tier checkpointing, Pathways' images).
+    :param elastic: it changes an elastic job's size (``min_slices``, ``contract/elastic.py``).
     """
 
     module: str
     remote: bool
     needs_image: bool
     reads_connection: bool
+    elastic: bool = False
 
 
 BACKEND_TRAITS = {
@@ -64,6 +67,7 @@ BACKEND_TRAITS = {
         remote=False,
         needs_image=False,
         reads_connection=False,
+        elastic=True,
     ),
 }
 BACKENDS = tuple(BACKEND_TRAITS)
@@ -125,6 +129,10 @@ class JobSettings:
         GPU job on this machine's GPUs, if it has them) or ``cpu``.
     :param expects_result: the program is a function whose return value is the result, so a
         result that cannot be read fails the task (``command=`` programs return none).
+    :param elastic: an elastic job's size policy and its size now (``min_slices``), or None.
+    :param local_capacity_file: the local backend's stand-in for TPU capacity (drills).
+    :param goodput_clock: the try's goodput clock so far, when an elastic job runs again at
+        another size: its ledger goes on across the sizes.
     :param log: the task's logger.
     """
 
@@ -144,6 +152,9 @@ class JobSettings:
     resume_settle_s: float = RESUME_SETTLE_S
     local_accelerators: str = "auto"
     expects_result: bool = False
+    elastic: ElasticSlices | None = None
+    goodput_clock: Any = None
+    local_capacity_file: str | None = None
 
 
 @dataclass(frozen=True)

@@ -180,6 +180,14 @@ JOB_ARGUMENTS = _arguments(
              "``app.run`` gives ``main``.", templated=True),
     Argument("num_slices", whole(1), "TPU slices (multislice over DCN); 1 for GPU jobs.",
              spec=True),
+    Argument("min_slices", whole(1).or_none(), "elastic slices: when whole slices lose their "
+             "capacity for longer than ``shrink_after``, go on with the slices left, as long as "
+             "there are this many, from the newest checkpoint in ``output_dir``; grow back to "
+             "``num_slices`` at the first checkpoint after their capacity returns "
+             "(``docs/elastic.md``). Unset: wait for every slice."),
+    Argument("shrink_after", DURATION.or_none(), "with ``min_slices``: how long a lost slice's "
+             "capacity may take to come back before the job goes on without it (default 10 "
+             "minutes)."),
     Argument("env", ENV.or_none(), "extra environment variables, strings only.",
              templated=True),
     Argument("output_dir", PATH.or_none(), "``gs://`` or an absolute path for checkpoints and "

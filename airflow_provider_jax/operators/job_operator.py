@@ -24,7 +24,8 @@ from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.contract.backend import BACKEND_TRAITS, get_backend, resolve_backend
 from airflow_provider_jax.contract.watch_options import WatchOptions
-from airflow_provider_jax.exceptions import NoCapacity
+from airflow_provider_jax.contract.elastic import ElasticSlices
+from airflow_provider_jax.exceptions import NoCapacity, SlicesChanged
 from airflow_provider_jax.links.diagnostics import DebugDumpLink, ProfileLink
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
@@ -127,6 +128,8 @@ class JaxJobOperator(BaseOperator):
         entrypoint_kwargs: Mapping[str, Any] | None = None,
         argv: Sequence[str] | None = None,
         num_slices: int = 1,
+        min_slices: int | None = None,
+        shrink_after: datetime.timedelta | float | None = None,
         env: Mapping[str, str] | None = None,
         output_dir: str | None = None,
         checkpoint_asset: Asset | None = None,
@@ -235,6 +238,18 @@ class JaxJobOperator(BaseOperator):
             compute_class=compute_class,
             queue_name=queue_name,
         )
+        values["elastic"] = ElasticSlices.of(
+            num_slices,
+            values["min_slices"],
+            values["shrink_after"],
+            output_dir=output_dir,
+            pathways=values["pathways"],
+        )
+        if values["elastic"] is not None and not BACKEND_TRAITS[resolve_backend(backend)].elastic:
+            raise ValueError(
+                f"{self.task_id}: min_slices runs on the local backend in this release; on "
+                f"{resolve_backend(backend)} a job waits for every slice (docs/elastic.md)."
+            )
         timeout = self.execution_timeout
         values["capacity"].check_waits(
             values["queue_timeout"], timeout.total_seconds() if timeout is not None else None
@@ -260,6 +275,9 @@ class JaxJobOperator(BaseOperator):
         )
         self.jobset_manifest: str | None = None  # filled when the templates are rendered
         self.capacity_choice = 0  # the choice the next manifest asks for
+        self.slices_now = num_slices  # the size it asks for (fewer: an elastic job shrunk)
+        self.resized: str | None = None  # why it asks for that size (contract/elastic.py)
+        self.goodput_clock: Any = None  # the try's goodput so far, across an elastic job's sizes
         self.stored_links: dict[str, str] | None = None  # see StoredLink.get_link
         self._running: Backend | None = None  # the backend execute() waits on, for on_kill
         self._recorded: task_state.Recorded | None = None  # an earlier try's JobSet, if any
@@ -299,6 +317,8 @@ class JaxJobOperator(BaseOperator):
             rendered=rendered,
             execution_timeout=self.execution_timeout,
             capacity_choice=self.capacity_choice,
+            slices=self.slices_now if self.slices_now != self.num_slices else None,
+            resized=self.resized,
             try_number=try_number,
             connection_extras=lambda: job_spec.connection_extras(
                 self.cluster_name, self.kubernetes_conn_id
@@ -431,6 +451,7 @@ class JaxJobOperator(BaseOperator):
 
             upload(self.data_inputs(True), self.gcp_conn_id, self.impersonation_chain, self.log)
         self._recorded = task_state.recorded(context, self.log)
+        self.slices_now, self.resized, self.goodput_clock = self.num_slices, None, None
         return self._run_choice(context, 0)
 
     def _run_choice(self, context: Context, choice: int) -> Any:
@@ -471,8 +492,16 @@ class JaxJobOperator(BaseOperator):
                 outcome = backend.wait(started)
         except NoCapacity as err:
             return self._next_choice(context, choice, err)
+        except SlicesChanged as move:
+            return self._resize(context, choice, move)
         self._running = None
         return publisher.publish(context, outcome)
+
+    def _resize(self, context: Context, choice: int, move: SlicesChanged) -> Any:
+        """Submit the JobSet again at the size the backend chose; the old one is gone."""
+        self.log.warning("%s", move.line)
+        self.slices_now, self.resized, self.goodput_clock = move.slices, move.reason, move.clock
+        return self._run_choice(context, choice)
 
     def _abandon(self, backend: Backend, started: Started, err: BaseException) -> None:
         """Delete the job this try started, when the try fails before it waits on it."""

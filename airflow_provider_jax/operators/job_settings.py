@@ -17,6 +17,7 @@ from airflow_provider_jax.contract.backend import (
     JobSettings,
     try_deadline,
 )
+from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.runtime.output_paths import checkpoints_uri
 
@@ -42,6 +43,10 @@ class JaxJobFields(Protocol):
     gcp_conn_id: str
     impersonation_chain: str | Sequence[str] | None
     dag: Any
+    num_slices: int
+    slices_now: int
+    elastic: ElasticSlices | None
+    goodput_clock: Any
 
     def jobset_name_for(self, context: Context) -> str: ...
 
@@ -74,11 +79,21 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         ),
         pythonpath=tuple(dag_pythonpath(op)),
         local_secrets_dir=settings.get("local_secrets_dir") or None,
-        watch=with_checkpoints(op.watch, op.output_dir),
+        watch=with_checkpoints(sized(op.watch, op.slices_now, op.num_slices), op.output_dir),
         resume_settle_s=settings.get("resume_settle_seconds"),
         local_accelerators=settings.get("local_accelerators"),
         expects_result=op.command is None,
+        elastic=op.elastic.at(op.slices_now) if op.elastic is not None else None,
+        goodput_clock=op.goodput_clock,
+        local_capacity_file=settings.get("local_capacity_file") or None,
     )
+
+
+def sized(watch: WatchOptions, slices: int, num_slices: int) -> WatchOptions:
+    """``watch`` for a JobSet of ``slices`` (an elastic job's size now) of ``num_slices``."""
+    if slices == num_slices:
+        return watch
+    return dataclasses.replace(watch, hosts=watch.hosts // num_slices * slices)
 
 
 def with_checkpoints(watch: WatchOptions, output_dir: str | None) -> WatchOptions:

@@ -13,6 +13,7 @@ from typing import Any
 from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.contract.backend import BackendTraits, cluster_deadline_seconds
+from airflow_provider_jax.contract.elastic import resize_env
 from airflow_provider_jax.manifest import data_inputs as data_inputs_module
 from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
 from airflow_provider_jax.manifest.data_inputs import Data
@@ -57,6 +58,8 @@ class JobRequest:
     rendered: bool
     execution_timeout: datetime.timedelta | None = None
     capacity_choice: int = 0  # which of capacity.choices this build renders
+    slices: int | None = None  # an elastic job's size now, when not num_slices
+    resized: str | None = None  # why it was made at that size (contract/elastic.py)
     try_number: int = 0  # 0 at parse and in a dry run
     # The Kubernetes connection's extras, read only when a rendered build needs them.
     connection_extras: Callable[[], Mapping[str, Any]] = dict
@@ -104,12 +107,15 @@ def build_spec(
         choice[CAPACITY_CHOICE_ANNOTATION] = str(request.capacity_choice)
         if (wait := capacity.wait_for(request.capacity_choice)) is not None:
             choice[CAPACITY_WAIT_ANNOTATION] = f"{wait:g}"
+    fields = {field: values[field] for field in SPEC_FIELDS}
+    if request.slices is not None:  # an elastic job, made again at another size
+        fields["num_slices"] = request.slices
     spec = JaxJobSpec(
-        **{field: values[field] for field in SPEC_FIELDS},
+        **fields,
         name=name,
         image=image,
         command=command,
-        env={**request.mapping("env"), **env},
+        env={**request.mapping("env"), **env, **resize_env(request.resized)},
         resources=values["container_resources"],
         labels={**request.mapping("labels"), **(labels or {})},
         annotations={**request.mapping("annotations"), **choice},

@@ -13,6 +13,11 @@ wall time (``created`` to the end) into:
 - ``lost_s``: from that step (or the attempt's first report, if nothing was kept) to the
   restart: the work redone and the time the slice was down.
 
+An elastic job (``min_slices``) that runs on fewer slices than it asked for is productive at
+its fraction: of a stretch of work on 1 of 2 slices, half counts as ``productive_s`` and half
+as ``reduced_s``. ``by_slices`` says how long each size ran (each attempt's start to the next
+one's), and ``chip_hours`` counts the chips each size held.
+
 ``phases`` lists these stretches in order, with their epoch seconds and restart attempt, for
 the spans a try's trace gets (``metrics/spans.py``). ``goodput`` is ``productive_s / wall_s`` (Google's ``ml-goodput-measurement`` idea, per task);
 ``chip_hours`` is chips times the time the chips were held (wall less queue). A program that
@@ -46,6 +51,8 @@ class AttemptClock:
     called: float | None = None  # when the runtime called the user's function
     ended: float | None = None
     failure: str | None = None  # the class of the failure that ended it
+    slices: int | None = None  # an elastic job's size in this attempt
+    share: float = 1.0  # its slices over the slices asked for
     resumed_from: int | None = None
     marks: list[tuple[int, float]] = field(default_factory=list)  # (step, when reported)
 
@@ -83,11 +90,22 @@ class GoodputClock:
     created: float
     chips: int
     attempts: dict[int, AttemptClock] = field(default_factory=dict)
+    slices: int | None = None  # an elastic job's size now (attempts begun from here on)
+    full_slices: int | None = None  # ... and the size it asked for
+
+    def resize(self, slices: int, full_slices: int) -> None:
+        """The attempts from here on run on ``slices`` of ``full_slices``."""
+        self.slices, self.full_slices = slices, full_slices
+
+    def next_attempt(self) -> int:
+        """The number the next JobSet's first attempt goes on with in this clock."""
+        return max(self.attempts, default=-1) + 1
 
     def begin(self, attempt: int, at: float) -> AttemptClock:
         """Attempt ``attempt`` has all its pods running (once; later calls change nothing)."""
         if attempt not in self.attempts:
-            self.attempts[attempt] = AttemptClock(started=at)
+            share = self.slices / self.full_slices if self.slices and self.full_slices else 1.0
+            self.attempts[attempt] = AttemptClock(started=at, slices=self.slices, share=share)
         return self.attempts[attempt]
 
     def report(self, attempt: int, step: int | None, at: float) -> None:
@@ -136,8 +154,14 @@ class GoodputClock:
         if order:
             phases.append(_phase("queued", None, self.created, self.created + queued))
 
+        sizes: Counter[int] = Counter()
+        unheld = 0.0  # chip time of slices an elastic job ran without
+
         def add(phase: str, attempt: int, start: float, end: float) -> None:
-            totals[phase] += _span(start, end)
+            share = self.attempts[attempt].share
+            if phase == "productive" and share < 1.0:
+                totals["reduced"] += _span(start, end) * (1.0 - share)
+            totals[phase] += _span(start, end) * (share if phase == "productive" else 1.0)
             if end > start:
                 phases.append(_phase(phase, attempt, start, end))
 
@@ -147,6 +171,9 @@ class GoodputClock:
             after = self.attempts[order[i + 1]] if i + 1 < len(order) else None
             stop = now.ended or (after.started if after else ended)
             restart = after.started if after else stop
+            if now.slices is not None:
+                sizes[now.slices] += _span(now.started, restart)
+                unheld += _span(now.started, restart) * (1.0 - now.share)
             begun = now.first_report if now.first_report is not None else now.called
             if begun is None:  # no report, no call line: nothing to tell start-up from work
                 if now.failure is None:
@@ -168,8 +195,8 @@ class GoodputClock:
                 restarts[now.failure] += 1
         startup, productive, lost = totals["startup"], totals["productive"], totals["lost"]
         last = self.attempts[order[-1]] if order else None
-        held = max(wall - queued, 0.0)
-        return {
+        held = max(wall - queued - unheld, 0.0)
+        ledger = {
             "wall_s": round(wall, 2),
             "queued_s": round(max(queued, 0.0), 2),
             "startup_s": round(startup, 2),
@@ -182,6 +209,11 @@ class GoodputClock:
             "goodput": round(productive / wall, 3) if wall else 0.0,
             "phases": phases[-MAX_PHASES:],
         }
+        if sizes:  # an elastic job: how long it ran at each size, and the work it ran without
+            ledger["reduced_s"] = round(totals["reduced"], 2)
+            ledger["by_slices"] = {str(n): round(t, 2) for n, t in sorted(sizes.items())}
+            ledger["full_slices"] = self.full_slices
+        return ledger
 
 
 def _phase(phase: str, attempt: int | None, start: float, end: float) -> dict[str, Any]:
@@ -201,11 +233,20 @@ def summary_line(ledger: Mapping[str, Any]) -> str:
     return (
         f"goodput {ledger['goodput']:.1%}: {ledger['wall_s']:.1f}s wall = "
         f"{ledger['queued_s']:.1f}s queued + {ledger['startup_s']:.1f}s start-up + "
-        f"{ledger['productive_s']:.1f}s productive + {ledger['lost_s']:.1f}s lost (+ teardown); "
-        f"restarts: {restarts or 'none'}"
+        f"{ledger['productive_s']:.1f}s productive + {ledger['lost_s']:.1f}s lost"
+        + (f" + {ledger['reduced_s']:.1f}s without lost slices" if "reduced_s" in ledger else "")
+        + f" (+ teardown); restarts: {restarts or 'none'}"
+        + (f"; slices: {_sizes(ledger)}" if "by_slices" in ledger else "")
         + (f"; resumed from step {resumed}" if resumed is not None else "")
         + f"; {ledger['chips']} chips, {ledger['chip_hours']:.4f} chip-hours"
     )
+
+
+def _sizes(ledger: Mapping[str, Any]) -> str:
+    """``2 for 40.1s, 1 for 31.0s``: how long an elastic job ran at each size."""
+    full = ledger.get("full_slices")
+    parts = [f"{n}{f'/{full}' if full else ''} for {t:.1f}s" for n, t in ledger["by_slices"].items()]
+    return ", ".join(reversed(parts))
 
 
 def chips(jobset: Mapping[str, Any]) -> int:

@@ -18,10 +18,13 @@ from typing import Any
 
 from airflow_provider_jax.runtime import preemption, reports
 from airflow_provider_jax.runtime.env import (
+    HOSTS_PER_SLICE_ENV,
     IN_PLACE_ATTEMPT_ENV,
     LOCAL_CHECKPOINT_DIR_ENV,
+    NUM_PROCESSES_ENV,
     OUTPUT_DIR_ENV,
     PROCESS_ID_ENV,
+    RESIZE_REASON_ENV,
     RESTART_ATTEMPT_ENV,
 )
 from airflow_provider_jax.runtime.location import Location
@@ -42,6 +45,7 @@ from airflow_provider_jax.runtime.preemption import on_preemption
 __all__ = [
     "checkpoint_dir",
     "local_checkpoint_dir",
+    "num_slices",
     "on_preemption",
     "output_dir",
     "process_index",
@@ -49,6 +53,7 @@ __all__ = [
     "report",
     "restart_attempt",
     "resumed_from",
+    "start_reason",
 ]
 
 _last_report: dict[str, Any] | None = None
@@ -166,6 +171,24 @@ def restart_attempt() -> int:
     a fresh start."""
     in_place = os.environ.get(IN_PLACE_ATTEMPT_ENV) or "0"
     return int(os.environ.get(RESTART_ATTEMPT_ENV) or "0") + int(in_place)
+
+
+def num_slices() -> int:
+    """How many slices this JobSet has now: fewer than ``num_slices`` while an elastic job
+    (``min_slices``) runs without the slices it lost. ``jax.devices()`` and a mesh built from
+    them already see it; this is for a program that sizes its batches before JAX starts."""
+    hosts = int(os.environ.get(HOSTS_PER_SLICE_ENV) or "1")
+    return max(int(os.environ.get(NUM_PROCESSES_ENV) or "1") // max(hosts, 1), 1)
+
+
+def start_reason() -> str | None:
+    """Why this process started: None on a fresh start (a new task try included);
+    ``"restart"`` when the JobSet restarted after a failure at the same size; ``"shrunk"`` or
+    ``"grew"`` when an elastic job (``min_slices``) was made again at another size, from its
+    newest checkpoint."""
+    if restart_attempt() > 0:
+        return "restart"
+    return os.environ.get(RESIZE_REASON_ENV) or None
 
 
 def checkpoint_dir() -> str | None:

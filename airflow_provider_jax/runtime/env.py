@@ -25,6 +25,9 @@ IN_PLACE_ATTEMPT_ENV = "AIRFLOW_JAX_IN_PLACE_ATTEMPT"  # ... and its in-place re
 RESTART_STRATEGY_ENV = "AIRFLOW_JAX_RESTART_STRATEGY"
 # The host-local checkpoint tier's folder (local_checkpoint_size), when the job has one.
 LOCAL_CHECKPOINT_DIR_ENV = "AIRFLOW_JAX_LOCAL_CHECKPOINT_DIR"
+# Why a JobSet was made at its size (min_slices): "shrunk" or "grew", for runtime.start_reason().
+RESIZE_REASON_ENV = "AIRFLOW_JAX_RESIZED"
+SHRUNK, GREW = "shrunk", "grew"
 # Where a pod sits, from the downward API; not JAX_*: jax reads JAX_SLICE_INDEX itself.
 HOSTS_PER_SLICE_ENV = "AIRFLOW_JAX_HOSTS_PER_SLICE"
 SLICE_INDEX_ENV = "AIRFLOW_JAX_SLICE_INDEX"

@@ -400,3 +400,47 @@ def raise_connection_error() -> None:
 def raise_value_error() -> None:
     """Neither, by its class alone."""
     raise ValueError("a value the code did not expect")
+
+
+def elastic_train(drill: bool = False, **kwargs: Any) -> dict[str, Any]:
+    """The elastic example's training code (``dags/elastic_train.py``), as its DAG runs it.
+
+    With ``drill``, the run waits at two points for the drill's moves, so that a busy machine
+    cannot finish the job before the drill acts: on its first start, at step 13 once the step
+    10 checkpoint is final (``<output_dir>/drill-lose``, then until it is killed); on one
+    slice, at step 23 (``<output_dir>/drill-return``, then until the capacity file gives the
+    slices back)."""
+    import json
+    import sys
+    import time
+
+    from airflow_provider_jax import runtime
+    from airflow_provider_jax.runtime import orbax_steps
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "dags"))
+    from elastic_train import train
+
+    report = runtime.report
+
+    def mark(name: str) -> None:
+        if runtime.process_index() == 0:
+            Path(runtime.output_dir(), name).touch()
+
+    def gated(step: int | None = None, **metrics: Any) -> None:
+        report(step, **metrics)
+        if step == 13 and runtime.start_reason() is None:
+            names = orbax_steps.StepNameFormat(None, None)
+            while orbax_steps.find_newest_local(runtime.checkpoint_dir(), names) is None:
+                time.sleep(0.05)
+            mark("drill-lose")
+            while True:  # until the slice's loss stops the job
+                time.sleep(1)
+        if step == 23 and runtime.num_slices() == 1:
+            mark("drill-return")
+            capacity = Path(os.environ["AIRFLOW__JAX__LOCAL_CAPACITY_FILE"])
+            while json.loads(capacity.read_text())["slices"] < 2:
+                time.sleep(0.05)
+
+    if drill:
+        runtime.report = gated  # type: ignore[assignment]
+    return train(**kwargs)

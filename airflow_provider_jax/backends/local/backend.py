@@ -12,6 +12,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_jax.backends.local.capacity import LocalCapacity
+from airflow_provider_jax.backends.local.elastic_look import ElasticLook
 from airflow_provider_jax.backends.local.runner import LocalJobSet
 from airflow_provider_jax.backends.result import ResultReader
 from airflow_provider_jax.backends.timeout_alarm import postpone_airflows_alarm
@@ -19,6 +21,7 @@ from airflow_provider_jax.contract.backend import JobSettings, Outcome, Started,
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.manifest.capacity import described
 from airflow_provider_jax.runtime.messages import resumed_step
+from airflow_provider_jax.runtime.output_paths import checkpoints_uri
 
 
 class LocalBackend:
@@ -38,11 +41,27 @@ class LocalBackend:
             secrets_dir=self.settings.local_secrets_dir,
             watch=self.settings.watch,
             accelerators=self.settings.local_accelerators,
+            capacity=LocalCapacity(self.settings.local_capacity_file, self.settings.log),
+            elastic=self._elastic(manifest),
+            clock=self.settings.goodput_clock,
         )
         if asked := described(manifest):
             self.settings.log.info("The local backend ignores capacity and placement (%s).", asked)
         meta = manifest["metadata"]
         return Started(meta["name"], meta["namespace"], handle=self._jobset)
+
+    def _elastic(self, manifest: Mapping[str, Any]) -> ElasticLook | None:
+        """An elastic job's size decisions, from its checkpoints in ``output_dir``."""
+        settings = self.settings
+        if settings.elastic is None or settings.output_dir is None:
+            return None
+        return ElasticLook(
+            manifest["metadata"]["name"],
+            settings.elastic,
+            checkpoints_uri(settings.output_dir),
+            settings.cluster.gcp_conn_id,
+            settings.log,
+        )
 
     def wait(self, started: Started) -> Outcome:
         jobset: LocalJobSet = started.handle

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.sdk.exceptions import AirflowTaskTimeout
 
+from airflow_provider_jax.backends.local.capacity import LocalCapacity
 from airflow_provider_jax.backends.local.checkpoint_look import CheckpointLook
+from airflow_provider_jax.backends.local.elastic_look import ElasticLook
 from airflow_provider_jax.backends.local.devices import AUTO, place
 from airflow_provider_jax.backends.local.local_tiers import local_tiers, with_tier
 from airflow_provider_jax.backends.local.localize import free_ports, localize
@@ -31,7 +33,7 @@ from airflow_provider_jax.backends.local.secret_files import check_runs_locally,
 from airflow_provider_jax.backends.local.storage_links import linked_storage
 from airflow_provider_jax.backends.timeout_alarm import disarm_airflows_alarm
 from airflow_provider_jax.contract.watch_options import WatchOptions
-from airflow_provider_jax.exceptions import JaxJobFailed
+from airflow_provider_jax.exceptions import JaxJobFailed, SlicesChanged
 from airflow_provider_jax.manifest.failure_policy import on_failure, restartable_in
 from airflow_provider_jax.manifest.status import restarts_in_place
 from airflow_provider_jax.reporting import host_logs
@@ -72,6 +74,9 @@ class LocalJobSet:
         secrets_dir: str | None = None,
         watch: WatchOptions | None = None,
         accelerators: str = AUTO,
+        capacity: LocalCapacity | None = None,
+        elastic: ElasticLook | None = None,
+        clock: GoodputClock | None = None,
     ) -> None:
         self.secrets = secret_files(secrets_dir)
         self.manifest = manifest
@@ -97,7 +102,13 @@ class LocalJobSet:
         self._processes: list[PodProcess] = []
         self._killed = False
         self._deadline: float | None = None
-        self.clock = GoodputClock(created=time.time(), chips=chips(manifest))
+        # An elastic job made again at another size goes on with the try's clock.
+        self.clock = clock or GoodputClock(created=time.time(), chips=chips(manifest))
+        self.first_attempt = self.clock.next_attempt()  # this JobSet's attempt 0, in the clock
+        self.capacity = capacity or LocalCapacity(None, log)
+        self.elastic = elastic
+        if elastic is not None:
+            self.clock.resize(elastic.elastic.now, elastic.elastic.full)
         self.restarts: list[str] = []  # one line per restart, as logged
         self.tiers: str | None = None  # the folder of the processes' local tiers, if any
         self.freshness = (
@@ -118,8 +129,13 @@ class LocalJobSet:
         restarts = self.restarts
         for attempt in range(self.max_restarts + 1):
             outcome = _Attempt(self, attempt)
-            failures = outcome.run()
-            self.clock.end(attempt, time.time(), failures[0].kind if failures else None)
+            try:
+                failures = outcome.run()
+            except SlicesChanged as move:  # the operator makes the job again at that size
+                self.clock.end(outcome.clock_attempt, time.time(), "resize")
+                move.clock = self.clock
+                raise
+            self.clock.end(outcome.clock_attempt, time.time(), failures[0].kind if failures else None)
             if self._killed:
                 raise JaxJobFailed(f"JAX job {self.name} was killed; all its processes stopped.")
             if not failures:
@@ -176,6 +192,9 @@ class _Attempt:
         self.leader = next(p for p in self.plans if (p.slice_index, p.host_index) == (0, 0))
         self.lines: queue.SimpleQueue[tuple[PodPlan, str, str, float]] = queue.SimpleQueue()
         self.attempt = attempt
+        self.clock_attempt = jobset.first_attempt + attempt  # its number in the try's clock
+        self.pending: list[PodPlan] = []  # pods of slices without capacity, not started
+        self.pending_since: float | None = None  # since when (monotonic)
         self.progress = Progress()  # the leader's reports, paced, with a rate and ETA
         self.tails: dict[str, deque[str]] = {
             p.name: deque(maxlen=LOG_TAIL_LINES) for p in self.plans
@@ -197,12 +216,8 @@ class _Attempt:
         )
         processes = jobset._processes = []
         try:
-            for plan in self.plans:
-                if jobset._killed:
-                    break
-                gpus = jobset.placement.of(plan)
-                processes.append(PodProcess.start(plan, self._on_line, jobset.pythonpath, gpus))
-            jobset.clock.begin(self.attempt, time.time())
+            self.pending = list(self.plans)
+            self._start_pending(processes)
             failed = self._wait(processes)
         finally:
             for process in processes:
@@ -229,6 +244,57 @@ class _Attempt:
             ]
         )
 
+    def _start_pending(self, processes: list[PodProcess]) -> None:
+        """Start the pods whose slices have capacity; once none waits, the attempt runs."""
+        jobset = self.jobset
+        available = jobset.capacity.slices()
+        waiting = []
+        for plan in self.pending:
+            if jobset._killed:
+                return
+            if plan.slice_index >= available:
+                waiting.append(plan)
+                continue
+            gpus = jobset.placement.of(plan)
+            processes.append(PodProcess.start(plan, self._on_line, jobset.pythonpath, gpus))
+        if waiting and not self.pending_since:
+            lost = sorted({p.slice_index for p in waiting})
+            jobset.log.warning(
+                "%s: slice(s) %s have no capacity ([jax] local_capacity_file): their pods "
+                "wait, as Pending pods do.",
+                jobset.name,
+                lost,
+            )
+            self.pending_since = time.monotonic()
+        self.pending = waiting
+        if not waiting:
+            self.pending_since = None
+            jobset.clock.begin(self.clock_attempt, time.time())
+
+    def _follow_capacity(self, processes: list[PodProcess]) -> None:
+        """Slices that lost their capacity lose their processes, as a preempted node pool's
+        pods do; waiting ones start once it is back; an elastic job changes size."""
+        jobset = self.jobset
+        available = jobset.capacity.slices()
+        gone = [p for p in processes if p.plan.slice_index >= available and p.poll() is None]
+        if gone:
+            jobset.log.warning(
+                "%s: slice(s) %s lost their capacity ([jax] local_capacity_file): stopping "
+                "their processes.",
+                jobset.name,
+                sorted({p.plan.slice_index for p in gone}),
+            )
+            for process in gone:
+                process.kill()
+        if self.pending:
+            self._start_pending(processes)
+        if jobset.elastic is None:
+            return
+        if self.pending:
+            jobset.elastic.pending(self.pending_since, available)
+        else:
+            jobset.elastic.running(available)
+
     def _wait(self, processes: list[PodProcess]) -> list[PodProcess]:
         """Until all exit 0, one fails, or the job is killed or times out."""
         jobset = self.jobset
@@ -236,12 +302,13 @@ class _Attempt:
             if self.lines.empty():
                 wait_any_exit(processes, _TICK_S)  # a line waits for the tick
             self._log_lines()
+            self._follow_capacity(processes)
             if jobset.freshness is not None:
-                jobset.freshness.tick(self.attempt, jobset.log)
+                jobset.freshness.tick(self.clock_attempt, jobset.log)
             codes = {p: p.poll() for p in processes}
             if failed := [p for p, code in codes.items() if code not in (None, 0)]:
                 return failed
-            if all(code == 0 for code in codes.values()):
+            if all(code == 0 for code in codes.values()) and not self.pending:
                 return []
             if jobset._deadline is not None and time.monotonic() > jobset._deadline:
                 disarm_airflows_alarm()  # before the clean-up in ``finally``
@@ -270,10 +337,10 @@ class _Attempt:
                     elif kept is not None:
                         self.unshown.add(plan.name)
                     if plan is self.leader:
-                        self.jobset.clock.leader_line(self.attempt, line, at)
+                        self.jobset.clock.leader_line(self.clock_attempt, line, at)
                 elif plan is self.leader:
                     self.last_report = report
-                    self.jobset.clock.report(self.attempt, report.get("step"), at)
+                    self.jobset.clock.report(self.clock_attempt, report.get("step"), at)
                     shown = self.progress.line(report, at)
                     if shown is not None and self.jobset.watch.shows_progress:
                         log.info("%s %s", plan.tag, shown)

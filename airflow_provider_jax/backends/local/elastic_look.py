@@ -1,0 +1,108 @@
+"""When a local elastic job (``min_slices``) changes size: the decisions, made from the
+backend's waiting loop with the capacity it reads (``capacity.py``).
+
+- Shrink: an attempt whose slices have had no capacity for ``shrink_after`` goes on with the
+  slices that have, if that is at least ``min_slices``.
+- Grow: while the job runs smaller, capacity for every slice is back, and a checkpoint newer
+  than the newest at that moment is finalized: the job is made again at full size from it, so
+  no more than the steps since that checkpoint are redone.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from airflow_provider_jax.checkpoints import CheckpointQuery, find_newest_finalized
+from airflow_provider_jax.contract.elastic import ElasticSlices
+from airflow_provider_jax.exceptions import SlicesChanged
+from airflow_provider_jax.runtime.env import GREW, SHRUNK
+
+LOOK_INTERVAL_S = 1.0  # between listings of the checkpoints while capacity is back
+
+
+class ElasticLook:
+    """One JobSet's size decisions.
+
+    :param name: the JobSet's name, for the task log.
+    :param elastic: the job's size policy and its size now.
+    :param checkpoint_dir: ``<output_dir>/checkpoints``, where the job resumes and grows from.
+    :param gcp_conn_id: the connection that lists ``gs://`` checkpoints.
+    :param log: the task log.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        elastic: ElasticSlices,
+        checkpoint_dir: str,
+        gcp_conn_id: str,
+        log: Any,
+    ) -> None:
+        self.name, self.elastic, self.log = name, elastic, log
+        self.query = CheckpointQuery(checkpoint_dir, gcp_conn_id=gcp_conn_id)
+        self._back: tuple[float, int | None] | None = None  # capacity back: when, newest step
+        self._next_look = 0.0
+
+    def newest_step(self) -> int | None:
+        """The newest finalized step, or None (none yet, or the listing failed: the next
+        look tries again)."""
+        try:
+            found = find_newest_finalized(self.query)
+        except Exception as err:
+            self.log.debug("Elastic slices: %s could not be listed: %s", self.query, err)
+            return None
+        return None if found is None else found.step
+
+    def pending(self, since: float | None, available: float) -> None:
+        """Raise :class:`SlicesChanged` when slices have waited for capacity since ``since``
+        (monotonic) for ``shrink_after``, and the slices that have capacity are enough."""
+        elastic = self.elastic
+        if since is None or time.monotonic() - since < elastic.shrink_after:
+            return
+        to = elastic.shrinks_to(int(min(available, elastic.now)))
+        if to is None:
+            return
+        step = self.newest_step()
+        where = f"checkpoint step {step}" if step is not None else "the start (no checkpoint yet)"
+        raise SlicesChanged(
+            to,
+            SHRUNK,
+            f"{self.name}: {elastic.now - to} of {elastic.now} slices have had no capacity for "
+            f"{elastic.shrink_after:g} s: shrinking from {elastic.now} to {to} of "
+            f"{elastic.full} slices (min_slices={elastic.minimum}), from {where}.",
+        )
+
+    def running(self, available: float) -> None:
+        """While every pod runs: raise :class:`SlicesChanged` once a smaller job has capacity
+        for every slice again and a newer checkpoint is finalized since."""
+        elastic = self.elastic
+        if not elastic.grows(int(min(available, elastic.full))):
+            if self._back is not None:
+                self.log.info("%s: the capacity for every slice is gone again.", self.name)
+            self._back = None
+            return
+        now = time.monotonic()
+        if now < self._next_look:
+            return
+        self._next_look = now + LOOK_INTERVAL_S
+        step = self.newest_step()
+        if self._back is None:
+            self._back = (now, step)
+            self.log.info(
+                "%s: capacity for all %d slices is back; growing from %d at the next "
+                "checkpoint (newest now: %s).",
+                self.name,
+                elastic.full,
+                elastic.now,
+                f"step {step}" if step is not None else "none",
+            )
+            return
+        if step is not None and (self._back[1] is None or step > self._back[1]):
+            raise SlicesChanged(
+                elastic.full,
+                GREW,
+                f"{self.name}: capacity for all {elastic.full} slices is back and checkpoint "
+                f"step {step} is saved: growing from {elastic.now} to {elastic.full} slices, "
+                "from it.",
+            )

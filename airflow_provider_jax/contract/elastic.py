@@ -1,0 +1,115 @@
+"""Elastic slices (``min_slices``): a multislice job that loses whole slices goes on with the
+slices it has, from its newest checkpoint, and grows back when capacity for every slice returns.
+
+JobSet cannot change how many slices (replicated Jobs) a running JobSet has, and every process
+is told the slice count in its environment, so a change of size is a new JobSet of the same
+name at the new size, made once the old one is gone: a try never has two. The backend decides
+when (it sees the capacity), stops the job and raises :class:`SlicesChanged`; the operator
+submits the next size. This module holds the plain values both read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_provider_jax.arguments import positive_seconds, whole_number
+from airflow_provider_jax.runtime.env import RESIZE_REASON_ENV
+
+DEFAULT_SHRINK_AFTER_S = 600.0  # a lost slice's capacity may take this long to come back
+
+
+@dataclass(frozen=True)
+class ElasticSlices:
+    """A job's elastic size, as a backend watches it.
+
+    :param full: the slices the job asks for (``num_slices``).
+    :param minimum: the fewest it goes on with (``min_slices``).
+    :param shrink_after: seconds a lost slice's capacity may stay away before the job goes on
+        without it.
+    :param now: the slices of the JobSet that runs now.
+    """
+
+    full: int
+    minimum: int
+    shrink_after: float = DEFAULT_SHRINK_AFTER_S
+    now: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.now:
+            object.__setattr__(self, "now", self.full)
+
+    @classmethod
+    def of(
+        cls,
+        num_slices: int,
+        min_slices: int | None,
+        shrink_after: float | None,
+        *,
+        output_dir: object,
+        pathways: object,
+    ) -> ElasticSlices | None:
+        """The operator's ``min_slices`` and ``shrink_after``, checked with the arguments
+        they meet, or a ValueError that names them; None for a job of fixed size."""
+        if min_slices is None:
+            if shrink_after is not None:
+                raise ValueError(
+                    "shrink_after is how long a lost slice may stay away before the job goes "
+                    "on without it: it needs min_slices= too."
+                )
+            return None
+        whole_number("min_slices", min_slices, minimum=1)
+        if num_slices < 2:
+            raise ValueError(
+                f"min_slices needs a multislice job (num_slices >= 2), got num_slices="
+                f"{num_slices}: a job of one slice has none to lose and go on without."
+            )
+        if min_slices >= num_slices:
+            raise ValueError(
+                f"min_slices must be below num_slices ({num_slices}), got {min_slices}: "
+                f"1 to {num_slices - 1} lets the job go on with fewer slices; leave it unset "
+                "for a job that waits for every slice."
+            )
+        if pathways is not None:
+            raise ValueError(
+                "min_slices does not go with pathways=: Pathways keeps its own elastic "
+                "slices (Pathways(elastic_slices=...), docs/pathways.md)."
+            )
+        if output_dir is None:
+            raise ValueError(
+                "min_slices needs output_dir: a job that changes size restarts from its newest "
+                "checkpoint in <output_dir>/checkpoints, and grows back at its next one."
+            )
+        wait = DEFAULT_SHRINK_AFTER_S
+        if shrink_after is not None:
+            wait = positive_seconds("shrink_after", shrink_after, timedelta_ok=True)
+        return cls(full=num_slices, minimum=min_slices, shrink_after=wait)
+
+    def at(self, slices: int) -> ElasticSlices:
+        """The same policy for a JobSet of ``slices``."""
+        return ElasticSlices(self.full, self.minimum, self.shrink_after, slices)
+
+    def shrinks_to(self, available: int) -> int | None:
+        """The size to go on with when only ``available`` slices have capacity, or None when
+        the job must wait (too few for ``minimum``, or nothing lost)."""
+        if self.minimum <= available < self.now:
+            return available
+        return None
+
+    def grows(self, available: int) -> bool:
+        """Whether capacity for every slice is there while the job runs smaller."""
+        return self.now < self.full <= available
+
+    def as_row(self) -> dict[str, Any]:
+        """Plain JSON, for a trigger row."""
+        return {
+            "full": self.full,
+            "minimum": self.minimum,
+            "shrink_after": self.shrink_after,
+            "now": self.now,
+        }
+
+
+def resize_env(reason: str | None) -> dict[str, str]:
+    """The env of a JobSet made at a new size: why, for ``runtime.start_reason()``."""
+    return {RESIZE_REASON_ENV: reason} if reason else {}
