@@ -146,7 +146,7 @@ SETTINGS: dict[str, Setting] = {
         "string",
         "",
         "A JSON file the local backend reads as its TPU capacity, for drills and benches of "
-        "elastic slices (min_slices): {\"slices\": 1} takes every slice from the second on "
+        'elastic slices (min_slices): {"slices": 1} takes every slice from the second on '
         "away (their processes are killed, and they do not start again) until the file gives "
         "them back. Unset: every slice has capacity.",
         "/tmp/jax-capacity.json",

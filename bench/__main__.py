@@ -20,6 +20,7 @@ BENCHES = [
     # the machine with it instead of leaving it alone at the end.
     "real_apiserver_watch",  # the shared watch on the real kube-apiserver vs the emulator
     "recovery",  # a lost host: recreate vs in place + a host-local checkpoint tier
+    "elastic",  # a lost slice: waiting for it vs going on without it (min_slices)
     "startup",  # execute() to the first step: ours vs KubernetesJobOperator, real cluster
     "multikueue",  # waiting through a MultiKueue manager of two real workers
     "parse_cost",  # DAG import time vs KubernetesPodOperator

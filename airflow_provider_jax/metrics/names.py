@@ -46,6 +46,12 @@ METRICS = (
         JOB_TAGS,
         "hosts x seconds of work redone or waited for after failures",
     ),
+    Metric(
+        "job.time_at_slices.<slices>",
+        TIMER,
+        JOB_TAGS,
+        "an elastic job's (min_slices) wall time at each size, by its slice count",
+    ),
     Metric("triggerer.waiting_jobsets", GAUGE, HOST, "JobSet triggers running in this triggerer"),
     Metric("triggerer.watch_relists", COUNTER, HOST, "lists of JobSets the shared watch made"),
     Metric("triggerer.log_streams", GAUGE, HOST, "pod log streams open in this triggerer"),
@@ -64,7 +70,9 @@ def check_prefix(value: object) -> str:
 
 
 def full_name(prefix: str, name: str, cause: str | None = None) -> str:
-    """``<prefix>.<name>``, a restart's cause in place of ``<cause>`` (as a StatsD part)."""
+    """``<prefix>.<name>``, a value (a restart's cause, a slice count) in place of its
+    ``<placeholder>`` (as a StatsD part)."""
     if cause is not None:
-        name = name.replace("<cause>", re.sub(r"[^A-Za-z0-9_-]+", "_", cause.strip()))
+        part = re.sub(r"[^A-Za-z0-9_-]+", "_", cause.strip())
+        name = re.sub(r"<[a-z]+>", lambda _: part, name)
     return f"{prefix}.{name}"

@@ -66,6 +66,9 @@ def send_job(ledger: Mapping[str, Any], hosts: int, tags: Mapping[str, str]) -> 
     for cause, count in (ledger.get("restarts") or {}).items():
         _send(WORKER, "incr", full_name(prefix, "job.restarts.<cause>", cause), count, tags)
     _send(WORKER, "gauge", full_name(prefix, "job.goodput"), ledger["goodput"], tags)
+    for slices, seconds in (ledger.get("by_slices") or {}).items():
+        name = full_name(prefix, "job.time_at_slices.<slices>", slices)
+        _send(WORKER, "timing", name, seconds * 1000, tags)
     lost = round(ledger["lost_s"] * hosts)
     _send(WORKER, "incr", full_name(prefix, "job.host_seconds_lost"), lost, tags)
 

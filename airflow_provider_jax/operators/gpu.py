@@ -22,8 +22,12 @@ class JaxGpuJobOperator(JaxJobOperator):
         num_nodes: int = 1,
         **kwargs: Any,
     ) -> None:
-        if given := [name for name in ("num_slices", "min_slices", "shrink_after") if name in kwargs]:
-            raise ValueError(f"JaxGpuJobOperator has no slices ({', '.join(given)}); use num_nodes.")
+        if given := [
+            name for name in ("num_slices", "min_slices", "shrink_after") if name in kwargs
+        ]:
+            raise ValueError(
+                f"JaxGpuJobOperator has no slices ({', '.join(given)}); use num_nodes."
+            )
         checked(locals(), GPU_ARGUMENTS)
         super().__init__(
             accelerator=parse_gpu(accelerator, gpus_per_node=gpus_per_node, num_nodes=num_nodes),

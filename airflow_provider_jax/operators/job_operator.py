@@ -23,8 +23,8 @@ from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.contract.backend import BACKEND_TRAITS, get_backend, resolve_backend
-from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.contract.elastic import ElasticSlices
+from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.exceptions import NoCapacity, SlicesChanged
 from airflow_provider_jax.links.diagnostics import DebugDumpLink, ProfileLink
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink

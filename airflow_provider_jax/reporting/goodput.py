@@ -245,7 +245,9 @@ def summary_line(ledger: Mapping[str, Any]) -> str:
 def _sizes(ledger: Mapping[str, Any]) -> str:
     """``2 for 40.1s, 1 for 31.0s``: how long an elastic job ran at each size."""
     full = ledger.get("full_slices")
-    parts = [f"{n}{f'/{full}' if full else ''} for {t:.1f}s" for n, t in ledger["by_slices"].items()]
+    parts = [
+        f"{n}{f'/{full}' if full else ''} for {t:.1f}s" for n, t in ledger["by_slices"].items()
+    ]
     return ", ".join(reversed(parts))
 
 

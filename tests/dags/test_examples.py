@@ -45,6 +45,7 @@ def test_parameterised_run_takes_conf(airflow_home, tmp_path):
     ("dag_id", "line"),
     [
         ("multislice_tpu", r"2 slices, 16 devices: loss \d"),
+        ("elastic_training", r"elastic: 2 slices at the end, 16 devices, loss \d"),
         ("multinode_gpu", r"2 nodes, 16 GPUs: loss \d"),
         ("capacity_choices", r"train loss \d\.\d+; best sweep lr 0\.0\d"),
         # the single controller: one process sees both slices' 32 chips

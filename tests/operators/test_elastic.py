@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import threading
+from datetime import timedelta
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,9 @@ def reference_w(steps: int, learning_rate: float = 0.1) -> np.ndarray:
         ({"min_slices": 1, "shrink_after": float("inf")}, r"shrink_after must be"),
         ({"min_slices": 1, "shrink_after": True}, r"shrink_after must be"),
         ({"min_slices": 1, "shrink_after": "60"}, r"shrink_after must be"),
+        ({"min_slices": 1, "shrink_after": "60\n"}, r"shrink_after must be"),
+        ({"min_slices": 1, "shrink_after": timedelta(0)}, r"shrink_after must be"),
+        ({"min_slices": 1, "env": {"AIRFLOW_JAX_RESIZED": "grew"}}, r"the provider's own"),
         ({"min_slices": 1, "backend": "kubernetes", "image": "i"}, r"min_slices runs on the local"),
     ],
 )
@@ -132,7 +136,11 @@ class Drill:
 
     def reached(self, what: str, check: Callable[[], Any]) -> None:
         """Wait for ``check`` while the job runs; a job that ended first fails with its log."""
-        eventually(what, lambda: check() or self.proc.poll() is not None, timeout=240)
+        try:
+            eventually(what, lambda: check() or self.proc.poll() is not None, timeout=240)
+        except AssertionError:
+            stop(self.proc)
+            raise AssertionError(f"not within 240 s: {what}:\n{self.log[-8000:]}") from None
         assert self.proc.poll() is None, f"the job ended before {what}:\n{self.log[-8000:]}"
 
     def marked(self, name: str) -> None:
@@ -142,15 +150,23 @@ class Drill:
         try:
             self.proc.wait(timeout=240)
         finally:
-            self.proc.kill()
+            stop(self.proc)
             self.reader.join()
         return self.log
 
 
+def stop(proc: subprocess.Popen[str]) -> None:
+    """SIGTERM, as a worker is stopped: the task's on_kill stops its local processes."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 @pytest.mark.slow
-def test_a_job_with_min_slices_shrinks_when_a_slice_is_lost_and_grows_back(
-    airflow_home, tmp_path
-):
+def test_a_job_with_min_slices_shrinks_when_a_slice_is_lost_and_grows_back(airflow_home, tmp_path):
     """Slice 1's capacity goes after step 12: the job restarts, slice 1's pods wait, and
     after shrink_after it goes on with 1 slice from its checkpoint; capacity returns once it
     trains there, and it grows back at its next checkpoint. The result is the one a job that

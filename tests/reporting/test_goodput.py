@@ -111,3 +111,34 @@ def test_chips_and_times_come_from_the_api_objects():
     assert epoch("2026-11-23T10:00:00.123456789Z") == epoch("2026-11-23T10:00:00.123456Z")
     assert epoch("2026-11-23T10:00:00Z") % 60 == 0
     assert epoch("not a time") is None and epoch(None) is None
+
+
+def test_an_elastic_job_is_productive_at_its_fraction_and_tells_each_size():
+    """2 slices, then 1 while slice 1's capacity is away, then 2 again (min_slices)."""
+    clock = GoodputClock(created=0.0, chips=16)
+    clock.resize(2, 2)
+    clock.begin(0, 0.0)
+    clock.report(0, 1, 10.0)
+    clock.report(0, 10, 20.0)
+    clock.end(0, 30.0, "resize")  # shrunk: the next JobSet resumes from step 10
+    clock.resize(1, 2)
+    clock.begin(1, 30.0)
+    clock.resumed(1, 10, 32.0)
+    clock.report(1, 11, 40.0)
+    clock.report(1, 20, 60.0)
+    clock.end(1, 60.0, "resize")  # grew from step 20
+    clock.resize(2, 2)
+    clock.begin(2, 60.0)
+    clock.resumed(2, 20, 62.0)
+    clock.report(2, 21, 70.0)
+    clock.end(2, 80.0)
+    ledger = clock.ledger(80.0)
+    # Work: 10 s at 2 slices (10-20 s), 20 s at 1 (40-60 s: half productive), 10 s at 2.
+    assert ledger["productive_s"] == 10.0 + 20.0 / 2 + 10.0
+    assert ledger["reduced_s"] == 10.0
+    assert ledger["lost_s"] == 10.0  # step 20 at 20 s to the shrink at 30 s
+    assert ledger["by_slices"] == {"1": 30.0, "2": 50.0} and ledger["full_slices"] == 2
+    assert ledger["restarts"] == {"resize": 2}
+    assert ledger["chip_hours"] == round(16 * (80 - 30 / 2) / 3600, 4)  # half the chips for 30 s
+    line = summary_line(ledger)
+    assert "10.0s without lost slices" in line and "slices: 2/2 for 50.0s, 1/2 for 30.0s" in line

@@ -18,7 +18,7 @@ from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.exceptions import SlicesChanged
 from airflow_provider_jax.runtime.env import GREW, SHRUNK
 
-LOOK_INTERVAL_S = 1.0  # between listings of the checkpoints while capacity is back
+LOOK_INTERVAL_S = 2.0  # between listings of the checkpoints while capacity is back
 
 
 class ElasticLook:

@@ -22,8 +22,8 @@ from airflow.sdk.exceptions import AirflowTaskTimeout
 
 from airflow_provider_jax.backends.local.capacity import LocalCapacity
 from airflow_provider_jax.backends.local.checkpoint_look import CheckpointLook
-from airflow_provider_jax.backends.local.elastic_look import ElasticLook
 from airflow_provider_jax.backends.local.devices import AUTO, place
+from airflow_provider_jax.backends.local.elastic_look import ElasticLook
 from airflow_provider_jax.backends.local.local_tiers import local_tiers, with_tier
 from airflow_provider_jax.backends.local.localize import free_ports, localize
 from airflow_provider_jax.backends.local.pathways import is_pathways, single_controller
@@ -135,7 +135,9 @@ class LocalJobSet:
                 self.clock.end(outcome.clock_attempt, time.time(), "resize")
                 move.clock = self.clock
                 raise
-            self.clock.end(outcome.clock_attempt, time.time(), failures[0].kind if failures else None)
+            self.clock.end(
+                outcome.clock_attempt, time.time(), failures[0].kind if failures else None
+            )
             if self._killed:
                 raise JaxJobFailed(f"JAX job {self.name} was killed; all its processes stopped.")
             if not failures:
@@ -195,6 +197,7 @@ class _Attempt:
         self.clock_attempt = jobset.first_attempt + attempt  # its number in the try's clock
         self.pending: list[PodPlan] = []  # pods of slices without capacity, not started
         self.pending_since: float | None = None  # since when (monotonic)
+        self.stopped: set[PodProcess] = set()  # killed as their slice lost its capacity
         self.progress = Progress()  # the leader's reports, paced, with a rate and ETA
         self.tails: dict[str, deque[str]] = {
             p.name: deque(maxlen=LOG_TAIL_LINES) for p in self.plans
@@ -276,8 +279,13 @@ class _Attempt:
         pods do; waiting ones start once it is back; an elastic job changes size."""
         jobset = self.jobset
         available = jobset.capacity.slices()
-        gone = [p for p in processes if p.plan.slice_index >= available and p.poll() is None]
+        gone = [
+            p
+            for p in processes
+            if p.plan.slice_index >= available and p.poll() is None and p not in self.stopped
+        ]
         if gone:
+            self.stopped.update(gone)
             jobset.log.warning(
                 "%s: slice(s) %s lost their capacity ([jax] local_capacity_file): stopping "
                 "their processes.",

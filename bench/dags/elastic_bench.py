@@ -1,0 +1,37 @@
+"""``bench.elastic``'s two jobs: the same 2-slice training, waiting for a lost slice as today
+and with ``min_slices=1``. Both end at the same fixed deadline (their ``execution_timeout``,
+``BENCH_ELASTIC_DEADLINE`` seconds) with steps left to run."""
+
+from __future__ import annotations
+
+import os
+from datetime import timedelta
+from typing import Any
+
+from airflow.sdk import DAG
+
+from airflow_provider_jax.operators import JaxTpuSliceOperator
+
+DEADLINE = timedelta(seconds=float(os.environ.get("BENCH_ELASTIC_DEADLINE", "120")))
+# About 0.1 s of "compute" a step on 2 slices (16 rows a device), twice that on one.
+TRAIN = {"steps": 100_000, "checkpoint_every": 10, "row_seconds": 0.1 / 16}
+
+
+def job(dag_id: str, **kwargs: Any) -> None:
+    with DAG(dag_id, schedule=None, catchup=False):
+        JaxTpuSliceOperator(
+            task_id="train",
+            accelerator="tpu-v5litepod-8",
+            num_slices=2,
+            backend="local",
+            output_dir=f"{os.environ.get('BENCH_ELASTIC_OUT', '/tmp')}/{dag_id}",
+            entrypoint="bench.pods.elastic_steps:train",
+            entrypoint_kwargs=TRAIN,
+            max_restarts=5,
+            execution_timeout=DEADLINE,
+            **kwargs,
+        )
+
+
+job("bench_elastic_wait")
+job("bench_elastic_min_slices", min_slices=1, shrink_after=2)
