@@ -10,8 +10,8 @@ import os
 import re
 import subprocess
 import threading
-from datetime import timedelta
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
