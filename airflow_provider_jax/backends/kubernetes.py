@@ -36,7 +36,12 @@ from airflow_provider_jax.contract.backend import (
     Started,
     log_deadline,
 )
-from airflow_provider_jax.exceptions import JaxJobFailed, JobSetConflict, NoCapacity
+from airflow_provider_jax.exceptions import (
+    JaxJobFailed,
+    JobSetConflict,
+    NoCapacity,
+    SlicesChanged,
+)
 from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from
 from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
 from airflow_provider_jax.hooks.multikueue import check_before_submit, unreadable_result
@@ -54,10 +59,18 @@ from airflow_provider_jax.manifest.provider_keys import (
     DEFERRED_BY_TRY_ANNOTATION,
     annotation,
     capacity_choice,
+    slices_annotated,
 )
+from airflow_provider_jax.runtime.env import GREW, SHRUNK
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
-from airflow_provider_jax.triggers.watch.events import FAILED, SUCCESS, TIMEOUT, JobSetEvent
+from airflow_provider_jax.triggers.watch.events import (
+    FAILED,
+    RESIZE,
+    SUCCESS,
+    TIMEOUT,
+    JobSetEvent,
+)
 from airflow_provider_jax.triggers.watch.queue_wait import NO_CAPACITY, QUEUE_REASONS
 
 GONE_TIMEOUT_S = 600  # longest wait for an earlier try's JobSet to be deleted
@@ -73,6 +86,7 @@ class JobSetRef:
     uid: str | None
     deferred_by: str | None = field(default=None, compare=False)  # its annotation, as found
     capacity_choice: int = field(default=0, compare=False)  # its annotation, as found
+    slices: int | None = field(default=None, compare=False)  # an elastic job's, as found
     managed_by: str | None = field(default=None, compare=False)  # spec.managedBy (MultiKueue)
 
     @property
@@ -150,6 +164,7 @@ class KubernetesBackend:
             cluster=self.cluster.to_dict(),
             deadline=deadline,
             fire_not_before=self._fire_not_before(),
+            elastic=self._elastic(ref),
             **self.settings.watch.as_row(),
         )
         deferral = None
@@ -167,6 +182,14 @@ class KubernetesBackend:
         return Started(
             ref.name, ref.namespace, links, deferral, trigger, ref.capacity_choice, ref.uid or ""
         )
+
+    def _elastic(self, ref: JobSetRef) -> dict[str, Any] | None:
+        """An elastic job's policy for its trigger, at the size of the JobSet it waits on (a
+        reattached one may be smaller than this try asked for)."""
+        elastic = self.settings.elastic
+        if elastic is None:
+            return None
+        return elastic.at(ref.slices or elastic.full).as_row()
 
     def _fire_not_before(self) -> float | None:
         """When a deferred trigger may fire at the earliest (see ``RESUME_SETTLE_S``)."""
@@ -224,6 +247,10 @@ class KubernetesBackend:
             if resumed is None and ended.goodput:
                 resumed = ended.goodput.get("resumed_from")
             return replace(outcome, resumed_from=resumed, goodput=ended.goodput)
+        if ended.status == RESIZE:  # the trigger deleted it; the operator submits the next
+            now = self.settings.elastic.now if self.settings.elastic else 0
+            reason = SHRUNK if (ended.slices or 0) < now else GREW
+            raise SlicesChanged(ended.slices or now, reason, ended.message, ended.goodput)
         if ended.status == TIMEOUT:
             disarm_airflows_alarm()
             _delete(hook, ref, self.log)
@@ -393,6 +420,7 @@ def _ref(cluster: KubernetesCluster, jobset: Mapping[str, Any]) -> JobSetRef:
         status.uid(jobset),
         _deferred_by(jobset),
         capacity_choice(jobset),
+        slices_annotated(jobset),
         (jobset.get("spec") or {}).get("managedBy"),
     )
 

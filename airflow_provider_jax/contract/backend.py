@@ -45,14 +45,12 @@ class BackendTraits:
     :param needs_image: its pods run a container image (``image=`` or ``[jax] default_image``).
     :param reads_connection: it reads the Kubernetes connection's extras (the in-place restart
         agent's image, multi-tier checkpointing, Pathways' images).
-    :param elastic: it changes an elastic job's size (``min_slices``, ``contract/elastic.py``).
     """
 
     module: str
     remote: bool
     needs_image: bool
     reads_connection: bool
-    elastic: bool = False
 
 
 BACKEND_TRAITS = {
@@ -67,7 +65,6 @@ BACKEND_TRAITS = {
         remote=False,
         needs_image=False,
         reads_connection=False,
-        elastic=True,
     ),
 }
 BACKENDS = tuple(BACKEND_TRAITS)

@@ -28,12 +28,14 @@ class ElasticSlices:
     :param shrink_after: seconds a lost slice's capacity may stay away before the job goes on
         without it.
     :param now: the slices of the JobSet that runs now.
+    :param checkpoint_dir: the rendered ``<output_dir>/checkpoints``, where it grows from.
     """
 
     full: int
     minimum: int
     shrink_after: float = DEFAULT_SHRINK_AFTER_S
     now: int = 0
+    checkpoint_dir: str | None = None
 
     def __post_init__(self) -> None:
         if not self.now:
@@ -85,9 +87,10 @@ class ElasticSlices:
             wait = positive_seconds("shrink_after", shrink_after, timedelta_ok=True)
         return cls(full=num_slices, minimum=min_slices, shrink_after=wait)
 
-    def at(self, slices: int) -> ElasticSlices:
-        """The same policy for a JobSet of ``slices``."""
-        return ElasticSlices(self.full, self.minimum, self.shrink_after, slices)
+    def at(self, slices: int, checkpoint_dir: str | None = None) -> ElasticSlices:
+        """The same policy for a JobSet of ``slices`` (checkpointing to ``checkpoint_dir``)."""
+        where = checkpoint_dir or self.checkpoint_dir
+        return ElasticSlices(self.full, self.minimum, self.shrink_after, slices, where)
 
     def shrinks_to(self, available: int) -> int | None:
         """The size to go on with when only ``available`` slices have capacity, or None when
@@ -101,12 +104,13 @@ class ElasticSlices:
         return self.now < self.full <= available
 
     def as_row(self) -> dict[str, Any]:
-        """Plain JSON, for a trigger row."""
+        """Plain JSON, for a trigger row (``ElasticSlices(**row)`` reads it back)."""
         return {
             "full": self.full,
             "minimum": self.minimum,
             "shrink_after": self.shrink_after,
             "now": self.now,
+            "checkpoint_dir": self.checkpoint_dir,
         }
 
 

@@ -305,6 +305,16 @@ class AsyncJobSetOperations:
             return json.loads(await response.read())["items"]
 
     @api_retry()
+    async def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
+        """The cluster's Nodes with these labels (cluster-scoped: a ClusterRole's ``list``)."""
+        async with self.api() as api:
+            response = await async_client.CoreV1Api(api).list_node(
+                label_selector=label_selector, _preload_content=False
+            )
+            await raise_for_status(response)
+            return json.loads(await response.read())["items"]
+
+    @api_retry()
     async def list_events(self, namespace: str, reason: str) -> list[dict[str, Any]]:
         """The namespace's Events with this ``reason`` (a field the API server selects on)."""
         async with self.api() as api:

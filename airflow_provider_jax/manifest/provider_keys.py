@@ -26,6 +26,9 @@ TASK_INSTANCE_ANNOTATION = "jax.airflow.apache.org/task-instance"
 # Which choice of a capacity list the JobSet asks for (0 first): a reattaching try goes on
 # down the list from there.
 CAPACITY_CHOICE_ANNOTATION = "jax.airflow.apache.org/capacity-choice"
+# On an elastic job's JobSet made at fewer slices than it asks for (min_slices): its size, so a
+# reattaching try's trigger watches it at that size.
+SLICES_ANNOTATION = "jax.airflow.apache.org/slices"
 # On every choice of a list but the last: seconds from creation to every pod running, past
 # which the trigger deletes it for the next choice. On the JobSet, so a reattaching try's
 # trigger waits as the choice it finds asks, whichever choice its own try started from.
@@ -40,6 +43,7 @@ MANAGED_ANNOTATIONS = (
     CAPACITY_CHOICE_ANNOTATION,
     CAPACITY_WAIT_ANNOTATION,
     EXCLUSIVE_TOPOLOGY_ANNOTATION,
+    SLICES_ANNOTATION,
 )
 # Every environment variable of this prefix is the provider's (the call, the runtime, where
 # the process sits, output_dir); a user's env may set none.
@@ -68,6 +72,12 @@ def task_instance(obj: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     map_index = ti.get(index)
     return ti if isinstance(map_index, int) and not isinstance(map_index, bool) else None
+
+
+def slices_annotated(obj: Mapping[str, Any]) -> int | None:
+    """The size an elastic job's JobSet was made at (its annotation), or None."""
+    value = annotation(obj, SLICES_ANNOTATION)
+    return int(value) if isinstance(value, str) and value.isdigit() and int(value) else None
 
 
 def capacity_choice(obj: Mapping[str, Any]) -> int:

@@ -245,11 +245,6 @@ class JaxJobOperator(BaseOperator):
             output_dir=output_dir,
             pathways=values["pathways"],
         )
-        if values["elastic"] is not None and not BACKEND_TRAITS[resolve_backend(backend)].elastic:
-            raise ValueError(
-                f"{self.task_id}: min_slices runs on the local backend in this release; on "
-                f"{resolve_backend(backend)} a job waits for every slice (docs/elastic.md)."
-            )
         timeout = self.execution_timeout
         values["capacity"].check_waits(
             values["queue_timeout"], timeout.total_seconds() if timeout is not None else None
@@ -277,7 +272,10 @@ class JaxJobOperator(BaseOperator):
         self.capacity_choice = 0  # the choice the next manifest asks for
         self.slices_now = num_slices  # the size it asks for (fewer: an elastic job shrunk)
         self.resized: str | None = None  # why it asks for that size (contract/elastic.py)
-        self.goodput_clock: Any = None  # the try's goodput so far, across an elastic job's sizes
+        # An elastic job's goodput so far, across its sizes: the local backend's clock, or the
+        # Kubernetes ledgers of the earlier JobSets.
+        self.goodput_clock: Any = None
+        self.goodput_before: dict[str, Any] | None = None
         self.stored_links: dict[str, str] | None = None  # see StoredLink.get_link
         self._running: Backend | None = None  # the backend execute() waits on, for on_kill
         self._recorded: task_state.Recorded | None = None  # an earlier try's JobSet, if any
@@ -437,6 +435,7 @@ class JaxJobOperator(BaseOperator):
             impersonation_chain=self.impersonation_chain,
             link_keys=[link.xcom_key for link in self.operator_extra_links],
             stored_links=self.stored_links,
+            goodput_before=self.goodput_before,
         )
 
     def _backend(self, context: Context) -> Backend:
@@ -451,7 +450,8 @@ class JaxJobOperator(BaseOperator):
 
             upload(self.data_inputs(True), self.gcp_conn_id, self.impersonation_chain, self.log)
         self._recorded = task_state.recorded(context, self.log)
-        self.slices_now, self.resized, self.goodput_clock = self.num_slices, None, None
+        self.slices_now, self.resized = self.num_slices, None
+        self.goodput_clock = self.goodput_before = None
         return self._run_choice(context, 0)
 
     def _run_choice(self, context: Context, choice: int) -> Any:
@@ -478,7 +478,11 @@ class JaxJobOperator(BaseOperator):
                 self.defer(
                     trigger=deferral.trigger,
                     method_name="execute_complete",
-                    kwargs={**deferral.kwargs, **({"capacity_choice": choice} if choice else {})},
+                    kwargs={
+                        **deferral.kwargs,
+                        **({"capacity_choice": choice} if choice else {}),
+                        **self._size_kwargs(),
+                    },
                     timeout=deferral.timeout,
                 )
         except TaskDeferred:
@@ -498,9 +502,16 @@ class JaxJobOperator(BaseOperator):
         return publisher.publish(context, outcome)
 
     def _resize(self, context: Context, choice: int, move: SlicesChanged) -> Any:
-        """Submit the JobSet again at the size the backend chose; the old one is gone."""
+        """Submit the JobSet again at the size the backend chose (the old one is deleted;
+        ``submit`` waits until it is gone)."""
         self.log.warning("%s", move.line)
-        self.slices_now, self.resized, self.goodput_clock = move.slices, move.reason, move.clock
+        self.slices_now, self.resized = move.slices, move.reason
+        if isinstance(move.clock, dict):  # a Kubernetes run's ledger: the next one adds to it
+            from airflow_provider_jax.reporting.goodput import merged
+
+            self.goodput_before = merged(self.goodput_before, move.clock)
+        else:
+            self.goodput_clock = move.clock
         return self._run_choice(context, choice)
 
     def _abandon(self, backend: Backend, started: Started, err: BaseException) -> None:
@@ -526,17 +537,34 @@ class JaxJobOperator(BaseOperator):
         event: dict[str, Any],
         cluster: dict[str, Any] | None = None,
         capacity_choice: int = 0,
+        slices: int | None = None,
+        resized: str | None = None,
+        goodput_before: dict[str, Any] | None = None,
     ) -> Any:
-        """Resume after the JobSet trigger fired: the leader's result, the failure, or the
-        next capacity choice."""
+        """Resume after the JobSet trigger fired: the leader's result, the failure, the next
+        capacity choice, or an elastic job's next size."""
         self.capacity_choice = capacity_choice
+        self.slices_now, self.resized = slices or self.num_slices, resized
+        self.goodput_clock, self.goodput_before = None, goodput_before
         publisher = self._publisher()
         try:
             with publisher.failures(context):
                 outcome: Outcome = self._backend(context).complete(event, cluster)
         except NoCapacity as err:
             return self._next_choice(context, capacity_choice, err)
+        except SlicesChanged as move:
+            return self._resize(context, capacity_choice, move)
         return publisher.publish(context, outcome)
+
+    def _size_kwargs(self) -> dict[str, Any]:
+        """What a deferred elastic job resumes with: its size now, why, its goodput so far."""
+        if self.slices_now == self.num_slices and self.goodput_before is None:
+            return {}
+        return {
+            "slices": self.slices_now,
+            "resized": self.resized,
+            "goodput_before": self.goodput_before,
+        }
 
     def _next_choice(self, context: Context, choice: int, err: NoCapacity) -> Any:
         choices = self.capacity.choices

@@ -83,7 +83,11 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         resume_settle_s=settings.get("resume_settle_seconds"),
         local_accelerators=settings.get("local_accelerators"),
         expects_result=op.command is None,
-        elastic=op.elastic.at(op.slices_now) if op.elastic is not None else None,
+        elastic=(
+            op.elastic.at(op.slices_now, checkpoints_uri(op.output_dir))
+            if op.elastic is not None and op.output_dir
+            else None
+        ),
         goodput_clock=op.goodput_clock,
         local_capacity_file=settings.get("local_capacity_file") or None,
     )

@@ -31,6 +31,7 @@ from airflow_provider_jax.manifest.provider_keys import (
     CAPACITY_WAIT_ANNOTATION,
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    SLICES_ANNOTATION,
     refuse_managed,
 )
 from airflow_provider_jax.manifest.spec import JaxJobSpec
@@ -110,6 +111,7 @@ def build_spec(
     fields = {field: values[field] for field in SPEC_FIELDS}
     if request.slices is not None:  # an elastic job, made again at another size
         fields["num_slices"] = request.slices
+        choice[SLICES_ANNOTATION] = str(request.slices)
     spec = JaxJobSpec(
         **fields,
         name=name,

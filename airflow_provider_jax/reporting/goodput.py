@@ -242,6 +242,31 @@ def summary_line(ledger: Mapping[str, Any]) -> str:
     )
 
 
+SUMMED = ("wall_s", "queued_s", "startup_s", "productive_s", "lost_s", "reduced_s")
+
+
+def merged(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> dict[str, Any]:
+    """The ledger of two JobSets of one try, one after the other (an elastic job on
+    Kubernetes, made again at another size; the local backend goes on with one clock): their
+    sums, the sizes, and one ``resize`` restart between them."""
+    if not before:
+        return dict(after)
+    out = dict(after)
+    for key in SUMMED:
+        if key in before or key in after:
+            out[key] = round(before.get(key, 0.0) + after.get(key, 0.0), 2)
+    out["chip_hours"] = round(before.get("chip_hours", 0.0) + after.get("chip_hours", 0.0), 4)
+    restarts = Counter(before.get("restarts") or {}) + Counter(after.get("restarts") or {})
+    restarts["resize"] += 1
+    out["restarts"] = dict(sorted(restarts.items()))
+    sizes = Counter(before.get("by_slices") or {}) + Counter(after.get("by_slices") or {})
+    if sizes:
+        out["by_slices"] = {n: round(t, 2) for n, t in sorted(sizes.items())}
+    out["phases"] = [*(before.get("phases") or ()), *(after.get("phases") or ())][-MAX_PHASES:]
+    out["goodput"] = round(out["productive_s"] / out["wall_s"], 3) if out["wall_s"] else 0.0
+    return out
+
+
 def _sizes(ledger: Mapping[str, Any]) -> str:
     """``2 for 40.1s, 1 for 31.0s``: how long an elastic job ran at each size."""
     full = ledger.get("full_slices")

@@ -14,6 +14,7 @@ from airflow import __version__ as airflow_version
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 from packaging.version import Version
 
+from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.metrics.send import WAITING_JOBSETS
@@ -75,6 +76,10 @@ class JobSetTrigger(BaseTrigger):
     (``queue_until="running"``) or Kueue's admission (``"admitted"``), or when Kueue gives
     up on it, the JobSet is deleted and the task fails.
 
+    An elastic job's trigger (``elastic``: ``ElasticSlices.as_row()``) also ends its wait
+    with a ``resize`` event when the job changes size (``watch/elastic_slices.py``), the
+    JobSet deleted first.
+
     The event is a :class:`~airflow_provider_jax.triggers.watch.events.JobSetEvent` as a dict,
     fired no earlier than ``fire_not_before`` (epoch seconds; see
     :data:`~airflow_provider_jax.backends.RESUME_SETTLE_S`).
@@ -89,6 +94,7 @@ class JobSetTrigger(BaseTrigger):
         cluster: dict[str, Any],
         deadline: float | None = None,
         fire_not_before: float | None = None,
+        elastic: dict[str, Any] | None = None,
         **watch: Any,
     ) -> None:
         super().__init__()
@@ -98,6 +104,7 @@ class JobSetTrigger(BaseTrigger):
         self.cluster = dict(cluster)
         self.deadline = deadline
         self.fire_not_before = fire_not_before
+        self.elastic = dict(elastic) if elastic else None  # ElasticSlices.as_row()
         self.watch = WatchOptions(**watch)  # its fields are this trigger's row's other kwargs
         self.clock = RunClock()  # in memory only: the goodput ledger of what this run sees
         self._fired = False
@@ -117,6 +124,7 @@ class JobSetTrigger(BaseTrigger):
                     if self.fire_not_before is not None
                     else {}
                 ),
+                **({"elastic": self.elastic} if self.elastic else {}),
             },
         )
 
@@ -157,6 +165,7 @@ class JobSetTrigger(BaseTrigger):
             options=self.watch,
             log=self.log,
             clock=self.clock,
+            elastic=ElasticSlices(**self.elastic) if self.elastic else None,
         )
 
     async def on_kill(self) -> None:

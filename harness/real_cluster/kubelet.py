@@ -59,6 +59,8 @@ class Kubelet:
         # this machine's network, where on GKE each host has an address of its own, so two
         # slices at the same default port would join each other's coordination service.
         self.ports: dict[tuple[str, str], list[int]] = {}
+        self.gone: set[str] = set()  # Nodes of ours deleted (a drill), until created again
+        self.port = 0
 
     async def run(self, kubeconfig: str, port: int, cert_dir: Path) -> None:
         await config.load_kube_config(kubeconfig)
@@ -75,31 +77,102 @@ class Kubelet:
         runner = web.AppRunner(app)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port, ssl_context=context).start()
-        await self._watch_pods()
+        self.port = port
+        await asyncio.gather(self._watch_pods(), self._watch_nodes())
 
     async def _register(self, port: int) -> None:
         for node in NODES:
             body = {"metadata": {"name": node.name, "labels": dict(node.labels)}}
             with contextlib.suppress(client.ApiException):
                 await self.core.create_node(body)
-            capacity = {"cpu": "64", "memory": "256Gi", "pods": "110", **node.capacity}
-            status = {
-                "capacity": capacity,
-                "allocatable": capacity,
-                "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
-                              {"type": "Hostname", "address": node.name}],
-                "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
-                "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                "message": "fake kubelet is posting ready status",
-                                "lastHeartbeatTime": now(), "lastTransitionTime": now()}],
-                "nodeInfo": {"kubeletVersion": "fake", "containerRuntimeVersion": "processes://",
-                             "operatingSystem": "linux", "architecture": "amd64"},
-            }  # fmt: skip
-            await self.core.patch_node_status(node.name, {"status": status})
-            # The API server taints a new Node not-ready; the node lifecycle controller (not
-            # run here) lifts the taint once the node reports Ready. Kueue's topology-aware
-            # admission reads taints, so the kubelet lifts it itself.
-            await self.core.patch_node(node.name, {"spec": {"taints": []}})
+            await self._node_ready(node, port)
+
+    async def _node_ready(self, node: Any, port: int) -> None:
+        """Report ``node`` Ready with its capacity, as a kubelet does once it registered."""
+        capacity = {"cpu": "64", "memory": "256Gi", "pods": "110", **node.capacity}
+        status = {
+            "capacity": capacity,
+            "allocatable": capacity,
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                          {"type": "Hostname", "address": node.name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                            "message": "fake kubelet is posting ready status",
+                            "lastHeartbeatTime": now(), "lastTransitionTime": now()}],
+            "nodeInfo": {"kubeletVersion": "fake", "containerRuntimeVersion": "processes://",
+                         "operatingSystem": "linux", "architecture": "amd64"},
+        }  # fmt: skip
+        await self.core.patch_node_status(node.name, {"status": status})
+        # The API server taints a new Node not-ready; the node lifecycle controller (not
+        # run here) lifts the taint once the node reports Ready. Kueue's topology-aware
+        # admission reads taints, so the kubelet lifts it itself.
+        await self.core.patch_node(node.name, {"spec": {"taints": []}})
+
+    # -- nodes that go and come back (a drill: a Spot slice's VMs preempted, then back) --------
+
+    async def _watch_nodes(self) -> None:
+        """A Node of ours deleted is a machine gone: its pods fail as disrupted and go, and
+        nothing is bound to it. Created again, it registers, and waiting pods are bound."""
+        ours = {n.name: n for n in NODES}
+        version = None
+        while True:
+            try:
+                if version is None:
+                    listed = await self.core.list_node(_preload_content=False)
+                    body = await listed.json()
+                    version = body["metadata"]["resourceVersion"]
+                    present = {item["metadata"]["name"] for item in body["items"]}
+                    self.gone = {name for name in ours if name not in present}
+                async with watch.Watch().stream(
+                    self.core.list_node,
+                    resource_version=version,
+                    allow_watch_bookmarks=True,
+                    timeout_seconds=300,
+                    _preload_content=False,
+                ) as stream:
+                    async for event in stream:
+                        obj = event["raw_object"]
+                        if event["type"] == "ERROR":
+                            version = None
+                            break
+                        version = obj["metadata"]["resourceVersion"]
+                        name = obj["metadata"]["name"]
+                        if name not in ours or event["type"] == "BOOKMARK":
+                            continue
+                        if event["type"] == "DELETED" and name not in self.gone:
+                            self.gone.add(name)
+                            await self._lost(name)
+                        elif event["type"] == "ADDED" and name in self.gone:
+                            self.gone.discard(name)
+                            await self._node_ready(ours[name], self.port)
+                            for pod in list(self.pods.values()):
+                                if not pod["spec"].get("nodeName"):
+                                    await self.bind(pod)
+            except (TimeoutError, client.ApiException, aiohttp.ClientError, OSError) as err:
+                log.warning("node watch ended (%s); listing again", err)
+                version = None
+                await asyncio.sleep(0.5)
+
+    async def _lost(self, node: str) -> None:
+        """Node ``node`` is gone: its pods fail as PodGC fails them (``DisruptionTarget``),
+        their processes are killed, and they are deleted."""
+        for uid, bound in list(self.bound.items()):
+            pod = self.pods.get(uid)
+            if (
+                bound != node
+                or pod is None
+                or pod["status"].get("phase") in ("Succeeded", "Failed")
+            ):
+                continue
+            meta = pod["metadata"]
+            condition = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
+                         "message": f"PodGC: node {node} no longer exists",
+                         "lastTransitionTime": now()}  # fmt: skip
+            run = self.running.get((meta["namespace"], meta["name"]))
+            if run is not None and not run.deleting:
+                await run.delete(0)
+            await self._patch(meta, {"phase": "Failed", "conditions": [condition]})
+            self._spawn(self.delete(pod))
 
     # -- the pod loop --------------------------------------------------------------------------
 
@@ -173,7 +246,8 @@ class Kubelet:
         candidates = [
             n
             for n in NODES
-            if selector_matches(n, pod)
+            if n.name not in self.gone
+            and selector_matches(n, pod)
             and fits(n, pod, used.get(n.name, []))
             and affinity_allows(n, pod, used)
         ]

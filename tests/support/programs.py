@@ -408,9 +408,8 @@ def elastic_train(drill: bool = False, **kwargs: Any) -> dict[str, Any]:
     With ``drill``, the run waits at two points for the drill's moves, so that a busy machine
     cannot finish the job before the drill acts: on its first start, at step 13 once the step
     10 checkpoint is final (``<output_dir>/drill-lose``, then until it is killed); on one
-    slice, at step 23 (``<output_dir>/drill-return``, then until the capacity file gives the
-    slices back)."""
-    import json
+    slice, at step 23 (``<output_dir>/drill-return``, then until the drill says the slice's
+    capacity is back: ``<output_dir>/drill-returned``)."""
     import sys
     import time
 
@@ -437,8 +436,7 @@ def elastic_train(drill: bool = False, **kwargs: Any) -> dict[str, Any]:
                 time.sleep(1)
         if step == 23 and runtime.num_slices() == 1:
             mark("drill-return")
-            capacity = Path(os.environ["AIRFLOW__JAX__LOCAL_CAPACITY_FILE"])
-            while json.loads(capacity.read_text())["slices"] < 2:
+            while not Path(runtime.output_dir(), "drill-returned").exists():
                 time.sleep(0.05)
 
     if drill:

@@ -21,7 +21,6 @@ from airflow_provider_jax.contract.backend import JobSettings, Outcome, Started,
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.manifest.capacity import described
 from airflow_provider_jax.runtime.messages import resumed_step
-from airflow_provider_jax.runtime.output_paths import checkpoints_uri
 
 
 class LocalBackend:
@@ -53,12 +52,12 @@ class LocalBackend:
     def _elastic(self, manifest: Mapping[str, Any]) -> ElasticLook | None:
         """An elastic job's size decisions, from its checkpoints in ``output_dir``."""
         settings = self.settings
-        if settings.elastic is None or settings.output_dir is None:
+        if settings.elastic is None or settings.elastic.checkpoint_dir is None:
             return None
         return ElasticLook(
             manifest["metadata"]["name"],
             settings.elastic,
-            checkpoints_uri(settings.output_dir),
+            settings.elastic.checkpoint_dir,
             settings.cluster.gcp_conn_id,
             settings.log,
         )

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 SUCCESS, FAILED, TIMEOUT, ERROR = "success", "failed", "timeout", "error"
-OUTCOMES = (SUCCESS, FAILED, TIMEOUT, ERROR)
+RESIZE = "resize"  # an elastic job (min_slices) changes size: the trigger deleted the JobSet
+OUTCOMES = (SUCCESS, FAILED, TIMEOUT, ERROR, RESIZE)
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,8 @@ class JobSetEvent:
     """How JobSet ``namespace/name`` (``uid``) ended, as the trigger saw it.
 
     :param status: ``success``, ``failed``, ``timeout`` (the task's deadline passed; the
-        trigger already deleted the JobSet) or ``error`` (the API could not be used).
+        trigger already deleted the JobSet), ``error`` (the API could not be used) or
+        ``resize`` (an elastic job goes on at ``slices``; the trigger deleted the JobSet).
     :param name: the JobSet's name.
     :param namespace: its namespace.
     :param uid: its uid: what the worker reads and deletes is that object, never a successor.
@@ -32,6 +34,7 @@ class JobSetEvent:
     :param goodput: the run's goodput ledger (``goodput.py``), as far as the trigger saw it.
     :param leader_message: the leader's termination message, read by the trigger where the
         worker will not keep the pod (a MultiKueue worker cluster).
+    :param slices: with ``resize``, the size the job goes on at.
     """
 
     status: str
@@ -44,6 +47,7 @@ class JobSetEvent:
     restarts: list[str] = field(default_factory=list)
     goodput: dict[str, Any] | None = None
     leader_message: str | None = None
+    slices: int | None = None
 
     def __post_init__(self) -> None:
         if self.status not in OUTCOMES:

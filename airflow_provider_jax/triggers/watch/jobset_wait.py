@@ -14,15 +14,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.hooks.api_errors import api_status, explain
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.triggers.watch.checkpoint_freshness import CheckpointFreshness
+from airflow_provider_jax.triggers.watch.elastic_slices import ElasticWatch, Resize
 from airflow_provider_jax.triggers.watch.events import (
     ERROR,
     FAILED,
+    RESIZE,
     SUCCESS,
     TIMEOUT,
     JobSetEvent,
@@ -53,6 +56,7 @@ class WatchedJobSet:
     :param log: the task log.
     :param clock: the goodput ledger of what this wait sees (in memory only).
     :param restarts: a line per restart this wait saw (in memory only).
+    :param elastic: an elastic job's size policy and its size now (``min_slices``), or None.
     """
 
     name: str
@@ -64,6 +68,7 @@ class WatchedJobSet:
     log: Any
     clock: RunClock = field(default_factory=RunClock)
     restarts: list[str] = field(default_factory=list)
+    elastic: ElasticSlices | None = None
 
     @property
     def where(self) -> str:
@@ -100,6 +105,12 @@ async def _until_deadline(
         return job.event(TIMEOUT, "ExecutionTimeout", "the task's execution_timeout passed")
     except PodsCannotStart as err:
         return job.event(FAILED, CANNOT_START, str(err))
+    except Resize as move:
+        # Its work goes on at the next size, from its checkpoint: a new JobSet of this name,
+        # once this one is gone (the operator's submit waits for that).
+        job.clock.finish(None)
+        await delete(job, connection_extras)
+        return replace(job.event(RESIZE, "resize", move.line), slices=move.slices)
     except QueueFailed as err:
         await delete(job, connection_extras)  # queued, it holds quota; admitted, nodes
         return job.event(FAILED, err.reason, str(err))
@@ -174,6 +185,18 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
             if options.watches_checkpoints
             else None
         )
+        elastic = None
+        if job.elastic is not None:
+            job.clock.size = (job.elastic.now, job.elastic.full)
+            elastic = ElasticWatch(
+                hook,
+                job.name,
+                job.namespace,
+                job.elastic,
+                on_resize=changes.put,
+                log=log,
+                gcp_conn_id=job.cluster.gcp_conn_id,
+            )
         try:
             while True:
                 change = await changes.next()
@@ -193,6 +216,8 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
                     if pod_logs is not None:
                         pod_logs.update(change.obj)
                     workers.update(change.obj)
+                    if elastic is not None:
+                        elastic.update(change.obj)
                 if (event := _verdict(job, change)) is not None:
                     if event.status == SUCCESS and workers.hook is not None:
                         event = replace(event, leader_message=await workers.leader_message())
@@ -201,6 +226,8 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
                     await workers.stop(grace=LOG_GRACE)
                     return event
         finally:
+            if elastic is not None:
+                await elastic.stop()
             if freshness is not None:
                 await freshness.stop()
             await queue.stop()

@@ -28,6 +28,7 @@ class RunClock:
         # Where it runs: the capacity its pods select, Kueue's flavor and ClusterQueue, the
         # MultiKueue worker cluster; in the ledger as "admission".
         self.admission: dict[str, str] = {}
+        self.size: tuple[int, int] | None = None  # an elastic job's: (slices now, asked for)
 
     def seen(self, jobset: Mapping[str, Any]) -> None:
         """A JobSet change: note its creation, and when an attempt's pods all run."""
@@ -35,6 +36,8 @@ class RunClock:
         if self.clock is None:
             created = epoch((jobset.get("metadata") or {}).get("creationTimestamp"))
             self.clock = GoodputClock(created=min(created or now, now), chips=chips(jobset))
+            if self.size is not None:
+                self.clock.resize(*self.size)
         self.attempt = status.restarts(jobset)
         if "capacity" not in self.admission and (capacity := status.running_capacity(jobset)):
             self.admission["capacity"] = capacity

@@ -1,0 +1,50 @@
+"""Elastic slices on the real control plane (``test_elastic.py``): a 2-slice job on the two
+v5e pools whose second pool's nodes go away midway and come back; deferred, and waiting in the
+worker. The training code is the example's (``dags/elastic_train.py``), with the drill's marks
+(``tests.support.programs.elastic_train``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import DAG, task
+
+from airflow_provider_jax.operators import JaxTpuSliceOperator
+
+IMAGE = "us-docker.pkg.dev/my-project/training/jax:latest"  # what the kubelet ignores
+TRAIN = {"steps": 60, "checkpoint_every": 5, "row_seconds": 0.1 / 16, "drill": True}
+
+
+@task
+def record(name: str, **context: Any) -> None:
+    ti = context["ti"]
+    value = {
+        "result": ti.xcom_pull(task_ids=name),
+        "goodput": ti.xcom_pull(task_ids=name, key="goodput"),
+    }
+    Path(os.environ["JAX_TEST_OUT"], f"{name}.json").write_text(json.dumps(value))
+
+
+def job(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
+    return JaxTpuSliceOperator(
+        task_id=task_id,
+        accelerator="tpu-v5litepod-8",  # 2 hosts x 4 chips: pool a holds one slice, pool b one
+        num_slices=2,
+        min_slices=1,
+        shrink_after=8,
+        image=IMAGE,
+        backend="kubernetes",
+        output_dir=f"{os.environ['JAX_TEST_OUT']}/{task_id}",
+        entrypoint="tests.support.programs:elastic_train",
+        entrypoint_kwargs=TRAIN,
+        max_restarts=3,
+        termination_grace_period=5,
+        **kwargs,
+    )
+
+
+with DAG("jax_elastic_real", schedule=None, catchup=False):
+    job("deferred", deferrable=True) >> record.override(task_id="record_deferred")("deferred")
