@@ -61,7 +61,6 @@ from airflow_provider_jax.manifest.provider_keys import (
     capacity_choice,
     slices_annotated,
 )
-from airflow_provider_jax.runtime.env import GREW, SHRUNK
 from airflow_provider_jax.runtime.messages import format_report, parse_message, resumed_step
 from airflow_provider_jax.triggers.jobset import JobSetTrigger
 from airflow_provider_jax.triggers.watch.events import (
@@ -165,6 +164,7 @@ class KubernetesBackend:
             deadline=deadline,
             fire_not_before=self._fire_not_before(),
             elastic=self._elastic(ref),
+            goodput_before=self.settings.goodput_before,
             **self.settings.watch.as_row(),
         )
         deferral = None
@@ -248,9 +248,7 @@ class KubernetesBackend:
                 resumed = ended.goodput.get("resumed_from")
             return replace(outcome, resumed_from=resumed, goodput=ended.goodput)
         if ended.status == RESIZE:  # the trigger deleted it; the operator submits the next
-            now = self.settings.elastic.now if self.settings.elastic else 0
-            reason = SHRUNK if (ended.slices or 0) < now else GREW
-            raise SlicesChanged(ended.slices or now, reason, ended.message, ended.goodput)
+            raise SlicesChanged(ended.slices or 0, ended.reason, ended.message, ended.goodput)
         if ended.status == TIMEOUT:
             disarm_airflows_alarm()
             _delete(hook, ref, self.log)

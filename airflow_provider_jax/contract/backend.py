@@ -129,7 +129,9 @@ class JobSettings:
     :param elastic: an elastic job's size policy and its size now (``min_slices``), or None.
     :param local_capacity_file: the local backend's stand-in for TPU capacity (drills).
     :param goodput_clock: the try's goodput clock so far, when an elastic job runs again at
-        another size: its ledger goes on across the sizes.
+        another size on the local backend: its ledger goes on across the sizes.
+    :param goodput_before: on Kubernetes, the ledger of the try's earlier JobSets (an elastic
+        job's other sizes), which the next trigger's ledger adds to.
     :param log: the task's logger.
     """
 
@@ -151,6 +153,7 @@ class JobSettings:
     expects_result: bool = False
     elastic: ElasticSlices | None = None
     goodput_clock: Any = None
+    goodput_before: dict[str, Any] | None = None
     local_capacity_file: str | None = None
 
 

@@ -103,6 +103,30 @@ class ElasticSlices:
         """Whether capacity for every slice is there while the job runs smaller."""
         return self.now < self.full <= available
 
+    def shrink_line(self, name: str, to: int, step: int | None) -> str:
+        """The task log's line for a shrink to ``to`` slices from checkpoint ``step``."""
+        where = f"checkpoint step {step}" if step is not None else "the start (no checkpoint)"
+        return (
+            f"{name}: {self.now - to} of {self.now} slices have had no capacity for "
+            f"{self.shrink_after:g} s: shrinking from {self.now} to {to} of {self.full} slices "
+            f"(min_slices={self.minimum}), from {where}."
+        )
+
+    def back_line(self, name: str, step: int | None) -> str:
+        """The task log's line when capacity for every slice is back (newest ``step``)."""
+        newest = f"step {step}" if step is not None else "none"
+        return (
+            f"{name}: capacity for all {self.full} slices is back; growing from {self.now} at "
+            f"the next checkpoint (newest now: {newest})."
+        )
+
+    def grow_line(self, name: str, step: int) -> str:
+        """The task log's line for growing back at checkpoint ``step``."""
+        return (
+            f"{name}: capacity for all {self.full} slices is back and checkpoint step {step} "
+            f"is saved: growing from {self.now} to {self.full} slices, from it."
+        )
+
     def as_row(self) -> dict[str, Any]:
         """Plain JSON, for a trigger row (``ElasticSlices(**row)`` reads it back)."""
         return {

@@ -273,7 +273,7 @@ class JaxJobOperator(BaseOperator):
         self.slices_now = num_slices  # the size it asks for (fewer: an elastic job shrunk)
         self.resized: str | None = None  # why it asks for that size (contract/elastic.py)
         # An elastic job's goodput so far, across its sizes: the local backend's clock, or the
-        # Kubernetes ledgers of the earlier JobSets.
+        # ledger of the earlier JobSets, which the next one's trigger goes on from.
         self.goodput_clock: Any = None
         self.goodput_before: dict[str, Any] | None = None
         self.stored_links: dict[str, str] | None = None  # see StoredLink.get_link
@@ -435,7 +435,6 @@ class JaxJobOperator(BaseOperator):
             impersonation_chain=self.impersonation_chain,
             link_keys=[link.xcom_key for link in self.operator_extra_links],
             stored_links=self.stored_links,
-            goodput_before=self.goodput_before,
         )
 
     def _backend(self, context: Context) -> Backend:
@@ -478,11 +477,7 @@ class JaxJobOperator(BaseOperator):
                 self.defer(
                     trigger=deferral.trigger,
                     method_name="execute_complete",
-                    kwargs={
-                        **deferral.kwargs,
-                        **({"capacity_choice": choice} if choice else {}),
-                        **self._size_kwargs(),
-                    },
+                    kwargs={**deferral.kwargs, **({"capacity_choice": choice} if choice else {})},
                     timeout=deferral.timeout,
                 )
         except TaskDeferred:
@@ -506,11 +501,9 @@ class JaxJobOperator(BaseOperator):
         ``submit`` waits until it is gone)."""
         self.log.warning("%s", move.line)
         self.slices_now, self.resized = move.slices, move.reason
-        if isinstance(move.clock, dict):  # a Kubernetes run's ledger: the next one adds to it
-            from airflow_provider_jax.reporting.goodput import merged
-
-            self.goodput_before = merged(self.goodput_before, move.clock)
-        else:
+        if isinstance(move.clock, dict):  # a trigger's ledger, of every size so far
+            self.goodput_before = move.clock
+        else:  # the local backend's clock, which the next run goes on with
             self.goodput_clock = move.clock
         return self._run_choice(context, choice)
 
@@ -537,15 +530,11 @@ class JaxJobOperator(BaseOperator):
         event: dict[str, Any],
         cluster: dict[str, Any] | None = None,
         capacity_choice: int = 0,
-        slices: int | None = None,
-        resized: str | None = None,
-        goodput_before: dict[str, Any] | None = None,
     ) -> Any:
         """Resume after the JobSet trigger fired: the leader's result, the failure, the next
-        capacity choice, or an elastic job's next size."""
+        capacity choice, or an elastic job's next size (the event says it; the trigger's
+        ledger already holds the earlier sizes')."""
         self.capacity_choice = capacity_choice
-        self.slices_now, self.resized = slices or self.num_slices, resized
-        self.goodput_clock, self.goodput_before = None, goodput_before
         publisher = self._publisher()
         try:
             with publisher.failures(context):

@@ -47,6 +47,7 @@ class JaxJobFields(Protocol):
     slices_now: int
     elastic: ElasticSlices | None
     goodput_clock: Any
+    goodput_before: dict[str, Any] | None
 
     def jobset_name_for(self, context: Context) -> str: ...
 
@@ -89,6 +90,7 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
             else None
         ),
         goodput_clock=op.goodput_clock,
+        goodput_before=op.goodput_before,
         local_capacity_file=settings.get("local_capacity_file") or None,
     )
 

@@ -15,7 +15,7 @@ from airflow_provider_jax.links.tensorboard import TensorBoardLink, tensorboard_
 from airflow_provider_jax.metrics.send import send_job
 from airflow_provider_jax.metrics.spans import send_phases
 from airflow_provider_jax.operators.checkpoint_asset import announce_checkpoint
-from airflow_provider_jax.reporting.goodput import GOODPUT_XCOM_KEY, merged, summary_line
+from airflow_provider_jax.reporting.goodput import GOODPUT_XCOM_KEY, summary_line
 
 if TYPE_CHECKING:
     from airflow.sdk import Asset, Context
@@ -46,8 +46,6 @@ class OutcomePublisher:
     link_keys: Sequence[str]  # every declared link's XCom key
     # The links this process stored, by XCom key (see StoredLink.get_link): the operator's.
     stored_links: dict[str, str] | None = field(default=None)
-    # The goodput of this try's earlier JobSets (an elastic job on Kubernetes), if any.
-    goodput_before: dict[str, Any] | None = field(default=None)
 
     @contextlib.contextmanager
     def failures(self, context: Context) -> Iterator[None]:
@@ -112,7 +110,6 @@ class OutcomePublisher:
             self._push_link(context, TensorBoardLink().xcom_key, url)
 
     def _publish_goodput(self, context: Context, ledger: dict[str, Any]) -> None:
-        ledger = merged(self.goodput_before, ledger)
         self.log.info("%s: %s", self.task_id, summary_line(ledger))
         ti = context["ti"]
         tags = {"dag_id": ti.dag_id, "task_id": ti.task_id, "accelerator": self.accelerator_name}

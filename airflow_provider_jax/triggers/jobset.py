@@ -78,7 +78,7 @@ class JobSetTrigger(BaseTrigger):
 
     An elastic job's trigger (``elastic``: ``ElasticSlices.as_row()``) also ends its wait
     with a ``resize`` event when the job changes size (``watch/elastic_slices.py``), the
-    JobSet deleted first.
+    JobSet deleted first; its ledger goes on from ``goodput_before``, the earlier sizes'.
 
     The event is a :class:`~airflow_provider_jax.triggers.watch.events.JobSetEvent` as a dict,
     fired no earlier than ``fire_not_before`` (epoch seconds; see
@@ -95,6 +95,7 @@ class JobSetTrigger(BaseTrigger):
         deadline: float | None = None,
         fire_not_before: float | None = None,
         elastic: dict[str, Any] | None = None,
+        goodput_before: dict[str, Any] | None = None,
         **watch: Any,
     ) -> None:
         super().__init__()
@@ -105,6 +106,7 @@ class JobSetTrigger(BaseTrigger):
         self.deadline = deadline
         self.fire_not_before = fire_not_before
         self.elastic = dict(elastic) if elastic else None  # ElasticSlices.as_row()
+        self.goodput_before = goodput_before  # the ledger of the try's earlier JobSets
         self.watch = WatchOptions(**watch)  # its fields are this trigger's row's other kwargs
         self.clock = RunClock()  # in memory only: the goodput ledger of what this run sees
         self._fired = False
@@ -125,6 +127,7 @@ class JobSetTrigger(BaseTrigger):
                     else {}
                 ),
                 **({"elastic": self.elastic} if self.elastic else {}),
+                **({"goodput_before": self.goodput_before} if self.goodput_before else {}),
             },
         )
 
@@ -166,6 +169,7 @@ class JobSetTrigger(BaseTrigger):
             log=self.log,
             clock=self.clock,
             elastic=ElasticSlices(**self.elastic) if self.elastic else None,
+            goodput_before=self.goodput_before,
         )
 
     async def on_kill(self) -> None:

@@ -84,6 +84,7 @@ def test_a_job_with_min_slices_shrinks_when_a_pool_goes_and_grows_back(
         counter.join()
         reader.join()
     log = "".join(lines)
+    (tmp_path / "dags-test.log").write_text(log)
     assert proc.returncode == 0, log[-8000:]
     assert "shrinking from 2 to 1 of 2 slices (min_slices=1), from checkpoint step" in log, log[
         -8000:
@@ -94,5 +95,6 @@ def test_a_job_with_min_slices_shrinks_when_a_pool_goes_and_grows_back(
     assert (result["slices"], result["start_reason"], result["devices"]) == (2, "grew", 16)
     np.testing.assert_allclose(result["w_sum"], reference_w(60).sum(), atol=1e-3)
     assert most_jobsets[0] == 1  # never two JobSets of the task at once
-    assert set(goodput["by_slices"]) == {"1", "2"} and goodput["restarts"].get("resize") == 2
+    assert set(goodput["by_slices"]) == {"1", "2"}, (goodput, log[-8000:])
+    assert goodput["restarts"].get("resize") == 2, goodput
     assert not api.get(JOBSETS)["items"]

@@ -142,3 +142,21 @@ def test_an_elastic_job_is_productive_at_its_fraction_and_tells_each_size():
     assert ledger["chip_hours"] == round(16 * (80 - 30 / 2) / 3600, 4)  # half the chips for 30 s
     line = summary_line(ledger)
     assert "10.0s without lost slices" in line and "slices: 2/2 for 50.0s, 1/2 for 30.0s" in line
+
+
+def test_the_ledgers_of_an_elastic_jobs_jobsets_add_up_with_a_resize_between():
+    """On Kubernetes each size is its own JobSet, timed by its own trigger."""
+    from airflow_provider_jax.reporting.goodput import merged
+
+    first = {"wall_s": 40.0, "queued_s": 5.0, "startup_s": 5.0, "productive_s": 20.0,
+             "lost_s": 10.0, "restarts": {"disruption": 1}, "chips": 16, "chip_hours": 0.1,
+             "goodput": 0.5, "phases": [{"phase": "queued"}], "by_slices": {"2": 35.0},
+             "reduced_s": 0.0, "full_slices": 2, "resumed_from": None}  # fmt: skip
+    second = {**first, "wall_s": 60.0, "productive_s": 30.0, "lost_s": 0.0, "restarts": {},
+              "by_slices": {"1": 55.0}, "reduced_s": 30.0, "resumed_from": 10}  # fmt: skip
+    ledger = merged(first, second)
+    assert (ledger["wall_s"], ledger["productive_s"], ledger["reduced_s"]) == (100.0, 50.0, 30.0)
+    assert ledger["restarts"] == {"disruption": 1, "resize": 1}
+    assert ledger["by_slices"] == {"1": 55.0, "2": 35.0} and ledger["goodput"] == 0.5
+    assert ledger["resumed_from"] == 10 and len(ledger["phases"]) == 2
+    assert merged(None, second) == second

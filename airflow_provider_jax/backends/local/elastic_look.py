@@ -63,15 +63,7 @@ class ElasticLook:
         to = elastic.shrinks_to(int(min(available, elastic.now)))
         if to is None:
             return
-        step = self.newest_step()
-        where = f"checkpoint step {step}" if step is not None else "the start (no checkpoint yet)"
-        raise SlicesChanged(
-            to,
-            SHRUNK,
-            f"{self.name}: {elastic.now - to} of {elastic.now} slices have had no capacity for "
-            f"{elastic.shrink_after:g} s: shrinking from {elastic.now} to {to} of "
-            f"{elastic.full} slices (min_slices={elastic.minimum}), from {where}.",
-        )
+        raise SlicesChanged(to, SHRUNK, elastic.shrink_line(self.name, to, self.newest_step()))
 
     def running(self, available: float) -> None:
         """While every pod runs: raise :class:`SlicesChanged` once a smaller job has capacity
@@ -89,20 +81,7 @@ class ElasticLook:
         step = self.newest_step()
         if self._back is None:
             self._back = (now, step)
-            self.log.info(
-                "%s: capacity for all %d slices is back; growing from %d at the next "
-                "checkpoint (newest now: %s).",
-                self.name,
-                elastic.full,
-                elastic.now,
-                f"step {step}" if step is not None else "none",
-            )
+            self.log.info("%s", elastic.back_line(self.name, step))
             return
         if step is not None and (self._back[1] is None or step > self._back[1]):
-            raise SlicesChanged(
-                elastic.full,
-                GREW,
-                f"{self.name}: capacity for all {elastic.full} slices is back and checkpoint "
-                f"step {step} is saved: growing from {elastic.now} to {elastic.full} slices, "
-                "from it.",
-            )
+            raise SlicesChanged(elastic.full, GREW, elastic.grow_line(self.name, step))

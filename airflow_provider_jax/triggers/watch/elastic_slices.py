@@ -126,14 +126,7 @@ class ElasticWatch:
             if to is None:
                 return None
             step = await self._newest_step()
-            where = f"checkpoint step {step}" if step is not None else "the start (no checkpoint)"
-            return Resize(
-                to,
-                SHRUNK,
-                f"{self.name}: {elastic.now - to} of {elastic.now} slices have had no capacity "
-                f"for {elastic.shrink_after:g} s: shrinking from {elastic.now} to {to} of "
-                f"{elastic.full} slices (min_slices={elastic.minimum}), from {where}.",
-            )
+            return Resize(to, SHRUNK, elastic.shrink_line(self.name, to, step))
         if elastic.now >= elastic.full or not pods or len(bound) < elastic.now:
             return None
         free = await self._free_slices(pods)
@@ -145,23 +138,11 @@ class ElasticWatch:
         step = await self._newest_step()
         if self._back is False:
             self._back = step
-            self.log.info(
-                "%s: capacity for all %d slices is back (free nodes); growing from %d at the "
-                "next checkpoint (newest now: %s).",
-                self.name,
-                elastic.full,
-                elastic.now,
-                f"step {step}" if step is not None else "none",
-            )
+            self.log.info("%s", elastic.back_line(self.name, step))
             return None
         if step is None or (self._back is not None and step <= self._back):
             return None
-        return Resize(
-            elastic.full,
-            GREW,
-            f"{self.name}: capacity for all {elastic.full} slices is back and checkpoint step "
-            f"{step} is saved: growing from {elastic.now} to {elastic.full} slices, from it.",
-        )
+        return Resize(elastic.full, GREW, elastic.grow_line(self.name, step))
 
     async def _newest_step(self) -> int | None:
         if self.query is None:

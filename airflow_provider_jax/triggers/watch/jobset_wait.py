@@ -20,6 +20,7 @@ from airflow_provider_jax.hooks.api_errors import api_status, explain
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.manifest import status
+from airflow_provider_jax.reporting.goodput import merged
 from airflow_provider_jax.triggers.watch.checkpoint_freshness import CheckpointFreshness
 from airflow_provider_jax.triggers.watch.elastic_slices import ElasticWatch, Resize
 from airflow_provider_jax.triggers.watch.events import (
@@ -57,6 +58,8 @@ class WatchedJobSet:
     :param clock: the goodput ledger of what this wait sees (in memory only).
     :param restarts: a line per restart this wait saw (in memory only).
     :param elastic: an elastic job's size policy and its size now (``min_slices``), or None.
+    :param goodput_before: the ledger of the try's earlier JobSets (an elastic job's other
+        sizes), which this one's adds to.
     """
 
     name: str
@@ -69,6 +72,7 @@ class WatchedJobSet:
     clock: RunClock = field(default_factory=RunClock)
     restarts: list[str] = field(default_factory=list)
     elastic: ElasticSlices | None = None
+    goodput_before: dict[str, Any] | None = None
 
     @property
     def where(self) -> str:
@@ -86,7 +90,10 @@ async def wait(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -> 
     """The event ``job``'s wait ends with: its end, or why the wait itself ended, with the
     restarts it saw and its goodput ledger."""
     event = await _until_deadline(job, connection_extras)
-    return replace(event, restarts=list(job.restarts), goodput=job.clock.ledger())
+    ledger = job.clock.ledger()
+    if ledger is not None and job.goodput_before:
+        ledger = merged(job.goodput_before, ledger)
+    return replace(event, restarts=list(job.restarts), goodput=ledger or job.goodput_before)
 
 
 async def _until_deadline(
@@ -110,7 +117,7 @@ async def _until_deadline(
         # once this one is gone (the operator's submit waits for that).
         job.clock.finish(None)
         await delete(job, connection_extras)
-        return replace(job.event(RESIZE, "resize", move.line), slices=move.slices)
+        return replace(job.event(RESIZE, move.reason, move.line), slices=move.slices)
     except QueueFailed as err:
         await delete(job, connection_extras)  # queued, it holds quota; admitted, nodes
         return job.event(FAILED, err.reason, str(err))
