@@ -136,8 +136,8 @@ class Kubelet:
                             version = None
                             break
                         version = obj["metadata"]["resourceVersion"]
-                        name = obj["metadata"]["name"]
-                        if name not in ours or event["type"] == "BOOKMARK":
+                        name = obj["metadata"].get("name")  # a BOOKMARK has none
+                        if event["type"] == "BOOKMARK" or name not in ours:
                             continue
                         if event["type"] == "DELETED" and name not in self.gone:
                             self.gone.add(name)

@@ -9,6 +9,7 @@ import json
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -27,74 +28,120 @@ POOL_B = [n for n in NODES if n.labels.get("cloud.google.com/gke-nodepool") == "
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
 
 
-@pytest.mark.timeout(600)
-def test_a_job_with_min_slices_shrinks_when_a_pool_goes_and_grows_back(
-    real_cluster: ControlPlane, airflow_home: AirflowHome, tmp_path
-):
-    core = client.CoreV1Api(config.new_client_from_config(str(real_cluster.kubeconfig())))
-    api = real_cluster.api()
-    env = airflow_home.env(
-        DAGS,
-        JAX_TEST_OUT=str(tmp_path),
-        AIRFLOW_CONN_KUBERNETES_DEFAULT=connection(real_cluster.kubeconfig()),
-    )
-    env["PYTHONPATH"] = f"{REPO}:{DAGS}"
-    lines: list[str] = []
-    most_jobsets = [0]
-    proc = subprocess.Popen(
-        [*AIRFLOW, "dags", "test", "jax_elastic_real", "2024-01-01"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
-    reader.start()
-    done = threading.Event()
+class Drill:
+    """``airflow dags test`` of one task of ``dags/elastic_dags.py`` on the real control
+    plane, counting the task's JobSets all along."""
 
-    def count_jobsets() -> None:  # the most JobSets there were at once, while it runs
-        while not done.wait(0.2):
-            most_jobsets[0] = max(most_jobsets[0], len(api.get(JOBSETS)["items"]))
+    def __init__(self, plane: ControlPlane, home: AirflowHome, out: Path, task_id: str) -> None:
+        self.core = client.CoreV1Api(config.new_client_from_config(str(plane.kubeconfig())))
+        self.api, self.out = plane.api(), out / task_id
+        env = home.env(DAGS, JAX_TEST_OUT=str(out),
+                       AIRFLOW_CONN_KUBERNETES_DEFAULT=connection(plane.kubeconfig()))  # fmt: skip
+        env["PYTHONPATH"] = f"{REPO}:{DAGS}"
+        self.lines: list[str] = []
+        self.most_jobsets = 0
+        self.proc = subprocess.Popen(
+            [*AIRFLOW, "dags", "test", f"jax_elastic_real_{task_id}", "2024-01-01"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )  # fmt: skip
+        self.done = threading.Event()
+        self.threads = [
+            threading.Thread(target=lambda: self.lines.extend(self.proc.stdout), daemon=True),
+            threading.Thread(target=self._count_jobsets, daemon=True),
+        ]
+        for thread in self.threads:
+            thread.start()
 
-    counter = threading.Thread(target=count_jobsets, daemon=True)
-    counter.start()
-    out = tmp_path / "deferred"
+    def _count_jobsets(self) -> None:  # the most JobSets there were at once, while it runs
+        while not self.done.wait(0.2):
+            self.most_jobsets = max(self.most_jobsets, len(self.api.get(JOBSETS)["items"]))
 
-    def reached(name: str) -> bool:
-        assert proc.poll() is None, "".join(lines)[-8000:]
-        return (out / name).exists()
+    @property
+    def log(self) -> str:
+        return "".join(self.lines)
 
-    try:
-        eventually("the step 10 checkpoint, then step 13", lambda: reached("drill-lose"), 240)
-        for node in POOL_B:  # the Spot pool's VMs are preempted: its Nodes go
-            core.delete_node(node.name)
-        eventually("1 slice training at step 23", lambda: reached("drill-return"), 240)
-        for node in POOL_B:  # ... and come back
-            core.create_node({"metadata": {"name": node.name, "labels": dict(node.labels)}})
-        (out / "drill-returned").touch()
-        proc.wait(timeout=300)
-    finally:
+    def reached(self, what: str, check: Any) -> None:
+        def holds() -> bool:
+            assert self.proc.poll() is None, f"ended before {what}:\n{self.log[-8000:]}"
+            return bool(check())
+
+        eventually(what, holds, 240)
+
+    def pool_b(self, present: bool) -> None:
+        """The Spot pool's VMs preempted (its Nodes go), or back."""
         for node in POOL_B:
             try:
-                core.create_node({"metadata": {"name": node.name, "labels": dict(node.labels)}})
+                if present:
+                    body = {"metadata": {"name": node.name, "labels": dict(node.labels)}}
+                    self.core.create_node(body)
+                else:
+                    self.core.delete_node(node.name)
             except client.ApiException as err:
-                if err.status != 409:
+                if err.status not in (404, 409):
                     raise
-        if proc.poll() is None:
-            proc.terminate()
-            proc.wait(timeout=60)
-        done.set()
-        counter.join()
-        reader.join()
-    log = "".join(lines)
-    (tmp_path / "dags-test.log").write_text(log)
-    assert proc.returncode == 0, log[-8000:]
+
+    def finish(self) -> str:
+        try:
+            self.proc.wait(timeout=300)
+        finally:
+            self.pool_b(present=True)
+            if self.proc.poll() is None:
+                self.proc.terminate()
+                self.proc.wait(timeout=60)
+            self.done.set()
+            for thread in self.threads:
+                thread.join()
+        (self.out.parent / "dags-test.log").write_text(self.log)
+        assert self.proc.returncode == 0, self.log[-8000:]
+        return self.log
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("task_id", ["deferred", "in_worker"])
+def test_a_job_with_min_slices_shrinks_when_a_pool_goes_and_grows_back(
+    real_cluster: ControlPlane, airflow_home: AirflowHome, tmp_path, task_id
+):
+    drill = Drill(real_cluster, airflow_home, tmp_path, task_id)
+    try:
+        drill.reached("the step 10 checkpoint, then step 13", (drill.out / "drill-lose").exists)
+        drill.pool_b(present=False)
+        drill.reached("1 slice training at step 23", (drill.out / "drill-return").exists)
+        drill.pool_b(present=True)
+        (drill.out / "drill-returned").touch()
+    finally:
+        log = drill.finish()
     assert "shrinking from 2 to 1 of 2 slices (min_slices=1), from checkpoint step" in log, log[
         -8000:
     ]
     assert "growing from 1 to 2 slices" in log, log[-8000:]
-    recorded = json.loads((tmp_path / "deferred.json").read_text())
+    recorded = json.loads((tmp_path / f"{task_id}.json").read_text())
     result, goodput = recorded["result"], recorded["goodput"]
     assert (result["slices"], result["start_reason"], result["devices"]) == (2, "grew", 16)
     np.testing.assert_allclose(result["w_sum"], reference_w(60).sum(), atol=1e-3)
-    assert most_jobsets[0] == 1  # never two JobSets of the task at once
-    assert set(goodput["by_slices"]) == {"1", "2"}, (goodput, log[-8000:])
+    assert drill.most_jobsets == 1  # never two JobSets of the task at once
+    assert set(goodput["by_slices"]) == {"1", "2"}, goodput
     assert goodput["restarts"].get("resize") == 2, goodput
-    assert not api.get(JOBSETS)["items"]
+    assert not drill.api.get(JOBSETS)["items"]
+
+
+@pytest.mark.timeout(600)
+def test_without_min_slices_the_job_waits_for_the_pool(
+    real_cluster: ControlPlane, airflow_home: AirflowHome, tmp_path
+):
+    """The same loss without min_slices: slice 1's pods wait unschedulable and slice 0 waits
+    for them, as a multislice job does today; when the nodes return, they bind and the job
+    goes on at its size from its checkpoint."""
+    drill = Drill(real_cluster, airflow_home, tmp_path, "fixed_size")
+    try:
+        drill.reached("the step 10 checkpoint, then step 13", (drill.out / "drill-lose").exists)
+        drill.pool_b(present=False)
+        drill.reached("slice 1's pods unschedulable", lambda: "[1/0] unschedulable" in drill.log)
+        drill.pool_b(present=True)
+    finally:
+        log = drill.finish()
+    assert "shrinking" not in log and "growing" not in log
+    result = json.loads((tmp_path / "fixed_size.json").read_text())["result"]
+    assert (result["slices"], result["start_reason"]) == (2, "restart")
+    assert result["resumed_from"] >= 10
+    np.testing.assert_allclose(result["w_sum"], reference_w(60).sum(), atol=1e-3)
+    assert drill.most_jobsets == 1

@@ -1,6 +1,6 @@
 """Elastic slices on the real control plane (``test_elastic.py``): a 2-slice job on the two
 v5e pools whose second pool's nodes go away midway and come back; deferred, and waiting in the
-worker. The training code is the example's (``dags/elastic_train.py``), with the drill's marks
+worker, and without ``min_slices`` (it waits for the pool). The training code is the example's (``dags/elastic_train.py``), with the drill's marks
 (``tests.support.programs.elastic_train``)."""
 
 from __future__ import annotations
@@ -33,8 +33,6 @@ def job(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
         task_id=task_id,
         accelerator="tpu-v5litepod-8",  # 2 hosts x 4 chips: pool a holds one slice, pool b one
         num_slices=2,
-        min_slices=1,
-        shrink_after=8,
         image=IMAGE,
         backend="kubernetes",
         output_dir=f"{os.environ['JAX_TEST_OUT']}/{task_id}",
@@ -46,5 +44,11 @@ def job(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
     )
 
 
-with DAG("jax_elastic_real", schedule=None, catchup=False):
-    job("deferred", deferrable=True) >> record.override(task_id="record_deferred")("deferred")
+ELASTIC = {"min_slices": 1, "shrink_after": 8}
+for task_id, kwargs in {
+    "deferred": {**ELASTIC, "deferrable": True},
+    "in_worker": {**ELASTIC, "deferrable": False},
+    "fixed_size": {"deferrable": True},  # no min_slices: it waits for the lost slice
+}.items():
+    with DAG(f"jax_elastic_real_{task_id}", schedule=None, catchup=False):
+        job(task_id, **kwargs) >> record.override(task_id=f"record_{task_id}")(task_id)
