@@ -65,7 +65,8 @@ class SlicesChanged(AirflowException):
     :param slices: the size to go on with.
     :param reason: ``shrunk`` or ``grew`` (the runtime's ``start_reason()``).
     :param line: what happened, for the task log.
-    :param clock: the try's goodput clock, carried on to the next JobSet's run.
+    :param clock: the try's goodput so far, carried on to the next JobSet's run: the local
+        backend's clock, or a trigger's ledger (plain JSON).
     """
 
     def __init__(self, slices: int, reason: str, line: str, clock: Any = None) -> None:

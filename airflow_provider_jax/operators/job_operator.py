@@ -545,16 +545,6 @@ class JaxJobOperator(BaseOperator):
             return self._resize(context, capacity_choice, move)
         return publisher.publish(context, outcome)
 
-    def _size_kwargs(self) -> dict[str, Any]:
-        """What a deferred elastic job resumes with: its size now, why, its goodput so far."""
-        if self.slices_now == self.num_slices and self.goodput_before is None:
-            return {}
-        return {
-            "slices": self.slices_now,
-            "resized": self.resized,
-            "goodput_before": self.goodput_before,
-        }
-
     def _next_choice(self, context: Context, choice: int, err: NoCapacity) -> Any:
         choices = self.capacity.choices
         if choice + 1 >= len(choices):  # the last choice waits as a plain capacity: not here

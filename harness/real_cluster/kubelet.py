@@ -29,6 +29,7 @@ import logging
 import os
 import ssl
 import urllib.parse
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -114,44 +115,26 @@ class Kubelet:
         """A Node of ours deleted is a machine gone: its pods fail as disrupted and go, and
         nothing is bound to it. Created again, it registers, and waiting pods are bound."""
         ours = {n.name: n for n in NODES}
-        version = None
-        while True:
-            try:
-                if version is None:
-                    listed = await self.core.list_node(_preload_content=False)
-                    body = await listed.json()
-                    version = body["metadata"]["resourceVersion"]
-                    present = {item["metadata"]["name"] for item in body["items"]}
-                    self.gone = {name for name in ours if name not in present}
-                async with watch.Watch().stream(
-                    self.core.list_node,
-                    resource_version=version,
-                    allow_watch_bookmarks=True,
-                    timeout_seconds=300,
-                    _preload_content=False,
-                ) as stream:
-                    async for event in stream:
-                        obj = event["raw_object"]
-                        if event["type"] == "ERROR":
-                            version = None
-                            break
-                        version = obj["metadata"]["resourceVersion"]
-                        name = obj["metadata"].get("name")  # a BOOKMARK has none
-                        if event["type"] == "BOOKMARK" or name not in ours:
-                            continue
-                        if event["type"] == "DELETED" and name not in self.gone:
-                            self.gone.add(name)
-                            await self._lost(name)
-                        elif event["type"] == "ADDED" and name in self.gone:
-                            self.gone.discard(name)
-                            await self._node_ready(ours[name], self.port)
-                            for pod in list(self.pods.values()):
-                                if not pod["spec"].get("nodeName"):
-                                    await self.bind(pod)
-            except (TimeoutError, client.ApiException, aiohttp.ClientError, OSError) as err:
-                log.warning("node watch ended (%s); listing again", err)
-                version = None
-                await asyncio.sleep(0.5)
+
+        async def listed(items: list[dict[str, Any]]) -> None:
+            present = {item["metadata"]["name"] for item in items}
+            self.gone = {name for name in ours if name not in present}
+
+        async def changed(kind: str, obj: dict[str, Any]) -> None:
+            name = obj["metadata"]["name"]
+            if name not in ours:
+                return
+            if kind == "DELETED" and name not in self.gone:
+                self.gone.add(name)
+                await self._lost(name)
+            elif kind == "ADDED" and name in self.gone:
+                self.gone.discard(name)
+                await self._node_ready(ours[name], self.port)
+                for pod in list(self.pods.values()):
+                    if not pod["spec"].get("nodeName"):
+                        await self.bind(pod)
+
+        await _list_and_watch("node", self.core.list_node, listed, changed)
 
     async def _lost(self, node: str) -> None:
         """Node ``node`` is gone: its pods fail as PodGC fails them (``DisruptionTarget``),
@@ -177,34 +160,11 @@ class Kubelet:
     # -- the pod loop --------------------------------------------------------------------------
 
     async def _watch_pods(self) -> None:
-        version = None
-        while True:
-            try:
-                if version is None:
-                    listed = await self.core.list_pod_for_all_namespaces(_preload_content=False)
-                    body = await listed.json()
-                    version = body["metadata"]["resourceVersion"]
-                    for pod in body["items"]:
-                        await self.changed("ADDED", pod)
-                async with watch.Watch().stream(
-                    self.core.list_pod_for_all_namespaces,
-                    resource_version=version,
-                    allow_watch_bookmarks=True,
-                    timeout_seconds=300,
-                    _preload_content=False,
-                ) as stream:
-                    async for event in stream:
-                        obj = event["raw_object"]
-                        if event["type"] == "ERROR":
-                            version = None  # 410 Gone: list again
-                            break
-                        version = obj["metadata"]["resourceVersion"]
-                        if event["type"] != "BOOKMARK":
-                            await self.changed(event["type"], obj)
-            except (TimeoutError, client.ApiException, aiohttp.ClientError, OSError) as err:
-                log.warning("pod watch ended (%s); listing again", err)
-                version = None
-                await asyncio.sleep(0.5)
+        async def listed(items: list[dict[str, Any]]) -> None:
+            for pod in items:
+                await self.changed("ADDED", pod)
+
+        await _list_and_watch("pod", self.core.list_pod_for_all_namespaces, listed, self.changed)
 
     async def changed(self, kind: str, pod: dict[str, Any]) -> None:
         meta, spec = pod["metadata"], pod["spec"]
@@ -371,6 +331,43 @@ class Kubelet:
         if instance is None:
             raise web.HTTPNotFound(text=f"pod {key[0]}/{key[1]} is not on this kubelet")
         return await serve_log(request, instance.log_file, instance.exited)
+
+
+async def _list_and_watch(
+    kind: str,
+    list_call: Any,
+    listed: Callable[[list[dict[str, Any]]], Awaitable[None]],
+    changed: Callable[[str, dict[str, Any]], Awaitable[None]],
+) -> None:
+    """List ``kind`` (every namespace), then watch it from there for good; listed again
+    after a 410 or a dropped connection, as an informer does."""
+    version = None
+    while True:
+        try:
+            if version is None:
+                response = await list_call(_preload_content=False)
+                body = await response.json()
+                version = body["metadata"]["resourceVersion"]
+                await listed(body["items"])
+            async with watch.Watch().stream(
+                list_call,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=300,
+                _preload_content=False,
+            ) as stream:
+                async for event in stream:
+                    obj = event["raw_object"]
+                    if event["type"] == "ERROR":
+                        version = None  # 410 Gone: list again
+                        break
+                    version = obj["metadata"]["resourceVersion"]
+                    if event["type"] != "BOOKMARK":  # a bookmark carries no object
+                        await changed(event["type"], obj)
+        except (TimeoutError, client.ApiException, aiohttp.ClientError, OSError) as err:
+            log.warning("%s watch ended (%s); listing again", kind, err)
+            version = None
+            await asyncio.sleep(0.5)
 
 
 def main() -> None:

@@ -30,10 +30,10 @@ from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.manifest import status
+from airflow_provider_jax.manifest.jobset_api import NODEPOOL_LABEL
 from airflow_provider_jax.reporting.goodput import epoch
 from airflow_provider_jax.runtime.env import GREW, SHRUNK
 
-NODE_POOL_LABEL = "cloud.google.com/gke-nodepool"
 MAX_LOOK_S = 5.0  # between looks; less for a short shrink_after
 
 
@@ -179,6 +179,6 @@ class ElasticWatch:
                 continue
             if status.condition(node, "Ready", status="True") is None:
                 continue
-            pools[(node["metadata"].get("labels") or {}).get(NODE_POOL_LABEL, name)] += 1
+            pools[(node["metadata"].get("labels") or {}).get(NODEPOOL_LABEL, name)] += 1
         hosts = len(pods) // max(self.elastic.now, 1) or 1  # the pods of one slice
         return sum(count // hosts for count in pools.values())
