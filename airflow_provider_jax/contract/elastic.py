@@ -120,6 +120,10 @@ class ElasticSlices:
             f"the next checkpoint (newest now: {newest})."
         )
 
+    def gone_line(self, name: str) -> str:
+        """The task log's line when that capacity went again before the next checkpoint."""
+        return f"{name}: the capacity for every slice is gone again; staying at {self.now}."
+
     def grow_line(self, name: str, step: int) -> str:
         """The task log's line for growing back at checkpoint ``step``."""
         return (

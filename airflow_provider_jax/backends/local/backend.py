@@ -57,7 +57,6 @@ class LocalBackend:
         return ElasticLook(
             manifest["metadata"]["name"],
             settings.elastic,
-            settings.elastic.checkpoint_dir,
             settings.cluster.gcp_conn_id,
             settings.log,
         )

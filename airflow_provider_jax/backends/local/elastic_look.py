@@ -25,8 +25,7 @@ class ElasticLook:
     """One JobSet's size decisions.
 
     :param name: the JobSet's name, for the task log.
-    :param elastic: the job's size policy and its size now.
-    :param checkpoint_dir: ``<output_dir>/checkpoints``, where the job resumes and grows from.
+    :param elastic: the job's size policy, its size now and where it checkpoints.
     :param gcp_conn_id: the connection that lists ``gs://`` checkpoints.
     :param log: the task log.
     """
@@ -35,12 +34,12 @@ class ElasticLook:
         self,
         name: str,
         elastic: ElasticSlices,
-        checkpoint_dir: str,
         gcp_conn_id: str,
         log: Any,
     ) -> None:
         self.name, self.elastic, self.log = name, elastic, log
-        self.query = CheckpointQuery(checkpoint_dir, gcp_conn_id=gcp_conn_id)
+        assert elastic.checkpoint_dir is not None
+        self.query = CheckpointQuery(elastic.checkpoint_dir, gcp_conn_id=gcp_conn_id)
         self._back: tuple[float, int | None] | None = None  # capacity back: when, newest step
         self._next_look = 0.0
 
@@ -71,7 +70,7 @@ class ElasticLook:
         elastic = self.elastic
         if not elastic.grows(int(min(available, elastic.full))):
             if self._back is not None:
-                self.log.info("%s: the capacity for every slice is gone again.", self.name)
+                self.log.info("%s", elastic.gone_line(self.name))
             self._back = None
             return
         now = time.monotonic()

@@ -132,7 +132,7 @@ class ElasticWatch:
         free = await self._free_slices(pods)
         if free is None or not elastic.grows(elastic.now + free):
             if self._back is not False:
-                self.log.info("%s: the capacity for every slice is gone again.", self.name)
+                self.log.info("%s", elastic.gone_line(self.name))
             self._back = False
             return None
         step = await self._newest_step()
