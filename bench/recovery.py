@@ -14,14 +14,18 @@ and the JobSet's status, per run:
 - detection: the kill until the JobSet records the restart (``status.restarts`` for a
   recreation; ``previousInPlaceRestartAttempt`` in place, which the killed pod's agent
   triggers once its containers restarted);
-- restart: until the first process of the new attempt runs (old pods torn down, new ones
-  created and started, or containers restarted in place behind the agents' barrier);
-- start spread: until the last one runs; JAX init: until every process has joined
-  ``jax.distributed`` and built its checkpoint manager; restore: until every one restored;
-- redo: until every process is back at step 15.
+- restart: until the first process of the new attempt begins (old pods torn down, new ones
+  created and started; or containers restarted in place, behind the agents' barrier). The
+  issue's "restart phase" is these two together: the kill until that first process;
+- start spread: until the last one begins; runtime start: until every process has joined
+  ``jax.distributed`` and the runtime called the function (Python and JAX imported);
+- JAX init: until every process has its mesh and its checkpoint manager (Orbax imported);
+- restore: until every one restored; redo: until every process is back at step 15.
 
 Host-seconds lost are the seconds from the kill until training is back at step 15, times the
-four hosts. Runs alternate between the two strategies; the table gives medians.
+four hosts. Runs alternate between the two strategies; the table gives medians, and the target
+holds in every pair of runs (in place against the recreation run beside it), not only in the
+medians: a recreation whose survivors exit at once is the case in place must still halve.
 
     python -m bench.recovery [--pairs 3]
 """
@@ -41,8 +45,9 @@ from typing import Any
 from bench.targets import Targets, quick
 
 HOSTS, KILL_AT, STEP_S = 4, 15, 0.3
-PHASES = ("detection", "restart", "start spread", "JAX init", "restore", "redo")
+PHASES = ("detection", "restart", "start spread", "runtime start", "JAX init", "restore", "redo")
 TARGET_RATIO = 0.5  # in place + local tier: at most half the host-seconds of recreate
+KILL_TO_PROCESS = "kill -> first process"  # the issue's restart phase: detection + restart
 
 
 def run_once(plane: Any, strategy: str, work: Path, run: int) -> dict[str, float]:
@@ -100,12 +105,13 @@ def _phases(events: list[dict[str, Any]], detected: float, result: Any) -> dict[
         assert len(hits) == HOSTS, (kind, hits)
         return max(hits.values())
 
-    first_start = min(e["t"] for e in after if e["event"] == "start")
+    began = [e["began"] for e in after if e["event"] == "start"]  # when each process began
     started, joined, restored = last("start"), last("jax_init"), last("restored")
     resumed = result["resumed_from"]
     back = restored if resumed is not None and resumed >= KILL_AT else last("step", step=KILL_AT)
-    marks = [kill, detected, first_start, started, joined, restored, back]
+    marks = [kill, detected, min(began), max(began), started, joined, restored, back]
     phases = {p: marks[i + 1] - marks[i] for i, p in enumerate(PHASES)}
+    phases[KILL_TO_PROCESS] = min(began) - kill
     phases["total"] = back - kill
     phases["steps redone"] = KILL_AT - (resumed if resumed is not None else -1)
     phases["host-seconds lost"] = phases["total"] * HOSTS
@@ -143,7 +149,7 @@ def main() -> None:
 
 
 def report(runs: dict[str, list[dict[str, float]]]) -> None:
-    rows = [*PHASES, "total", "steps redone", "host-seconds lost"]
+    rows = [*PHASES, KILL_TO_PROCESS, "total", "steps redone", "host-seconds lost"]
     median = {s: {r: statistics.median(x[r] for x in v) for r in rows} for s, v in runs.items()}
     n = len(runs["recreate"])
     print(f"recovery from one lost host of 2 slices x 2 hosts, median of {n} interleaved runs")
@@ -155,9 +161,17 @@ def report(runs: dict[str, list[dict[str, float]]]) -> None:
     for strategy, each in runs.items():
         totals = ", ".join(f"{r['total']:.1f}" for r in each)
         print(f"  {strategy}: seconds from the kill to step {KILL_AT} again, each run: {totals}")
+    lost = "host-seconds lost"
+    pairs = [i[lost] / r[lost] for r, i in zip(runs["recreate"], runs["in_place"], strict=True)]
+    print(f"  in_place / recreate, {lost}, each pair: {', '.join(f'{x:.2f}' for x in pairs)}")
     targets = Targets()
-    ratio = median["in_place"]["host-seconds lost"] / median["recreate"]["host-seconds lost"]
-    targets.at_most("in_place + local tier / recreate, host-seconds lost", ratio, TARGET_RATIO)
+    ratio = median["in_place"][lost] / median["recreate"][lost]
+    targets.at_most(f"in_place + local tier / recreate, {lost} (median)", ratio, TARGET_RATIO)
+    targets.at_most(f"in_place + local tier / recreate, {lost} (worst pair)", max(pairs),
+                    TARGET_RATIO)  # fmt: skip
+    restart = {s: median[s][KILL_TO_PROCESS] for s in median}
+    targets.at_most(f"in_place restart phase ({KILL_TO_PROCESS}), median", restart["in_place"],
+                    restart["recreate"], " s")  # fmt: skip
     targets.exit()
 
 

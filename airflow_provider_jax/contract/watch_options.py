@@ -9,10 +9,12 @@ both backends, the trigger's kwargs and its serialized row) carry the dataclass 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
 from airflow_provider_jax.arguments import one_of, positive_seconds
+from airflow_provider_jax.reporting.deadlines import Deadline, DeadlineWatch
 from airflow_provider_jax.reporting.host_logs import (
     STREAM_ALL,
     STREAM_LEADER,
@@ -41,6 +43,8 @@ class WatchOptions:
         ``<output_dir>/checkpoints``), or None.
     :param hosts: the job's hosts, every slice's.
     :param checkpoints_expected: the job is known to checkpoint before a first step is seen.
+    :param deadlines: the try's evaluated deadlines (``reporting/deadlines.py`` rows), which
+        the live ETA is held against.
     """
 
     poll_interval: float = 10.0
@@ -53,8 +57,10 @@ class WatchOptions:
     checkpoint_dir: str | None = None
     hosts: int = 1
     checkpoints_expected: bool = False
+    deadlines: tuple[Mapping[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "deadlines", tuple(dict(d) for d in self.deadlines))
         positive_seconds("poll_interval", self.poll_interval)
         positive_seconds("retry_budget", self.retry_budget)
         one_of("stream_logs", self.stream_logs, STREAM_LOGS)
@@ -96,8 +102,15 @@ class WatchOptions:
     def as_row(self) -> dict[str, Any]:
         """The trigger kwargs that carry these options (plain JSON values)."""
         default = WatchOptions()
-        return {
+        row = {
             f.name: getattr(self, f.name)
             for f in fields(self)
             if f.name in ALWAYS_SERIALIZED or getattr(self, f.name) != getattr(default, f.name)
         }
+        if "deadlines" in row:
+            row["deadlines"] = [dict(d) for d in self.deadlines]
+        return row
+
+    def deadline_watch(self) -> DeadlineWatch:
+        """The deadlines, each to be told once when the ETA passes it."""
+        return DeadlineWatch(Deadline.of_row(d) for d in self.deadlines)

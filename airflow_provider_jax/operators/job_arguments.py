@@ -36,6 +36,7 @@ from airflow_provider_jax.manifest.pod_command import check_python, step_count
 from airflow_provider_jax.manifest.pod_override import check_override
 from airflow_provider_jax.manifest.secret_refs import as_secret_refs
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
+from airflow_provider_jax.operators.deadline_alerts import check_alerts
 from airflow_provider_jax.reporting.host_logs import STREAM_LOGS
 from airflow_provider_jax.runtime.output_paths import check_storage_path
 from airflow_provider_jax.runtime.profiling import check_profile_steps
@@ -135,6 +136,7 @@ def _argv(name: str, value: object) -> list[str]:
 
 
 ARGV = Kind("list of strings", _argv)
+DEADLINE = Kind("DeadlineAlert | [DeadlineAlert, ...]", check_alerts)
 
 
 @dataclass(frozen=True)
@@ -249,6 +251,11 @@ JOB_ARGUMENTS = _arguments(
              "and the slice restarts. Armed at the first report. Off (None) by default."),
     Argument("total_steps", STEP_COUNT.or_none(), "the run's length in steps, so the task log "
              "shows ``step 1200/10000 (12%) · 3.1 steps/s · ETA 47m``.", templated=True),
+    Argument("deadline", DEADLINE.or_none(), "Airflow ``DeadlineAlert``s for this task, as "
+             "the DAG's own ``deadline=`` takes them. When the live ETA (which needs "
+             "``total_steps``) passes one, the task log says so and the alert's callback "
+             "runs then, not once the time has passed. The DAG's alerts are held against the "
+             "ETA too (``docs/deadlines.md``)."),
     Argument("profile_steps", STEPS.or_none(), "every host captures a JAX profiler trace of "
              "these steps, as its ``report(step=...)`` calls count them, into "
              "``<output_dir>/profiles/try-<n>/host-<i>/``. At most 100 steps."),

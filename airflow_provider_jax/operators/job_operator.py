@@ -51,13 +51,13 @@ from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, sho
 from airflow_provider_jax.operators.retry_policy import JaxRetryPolicy
 from airflow_provider_jax.operators.run_diagnostics import Diagnostics
 from airflow_provider_jax.reporting.checkpoint_freshness import DEFAULT_WARN_AFTER
-from airflow_provider_jax.reporting.host_logs import STREAM_LEADER
+from airflow_provider_jax.reporting.host_logs import STREAM_LEADER, STREAM_NONE
 
 if TYPE_CHECKING:
     import datetime
 
     from airflow.providers.openlineage.extractors import OperatorLineage
-    from airflow.sdk import Asset, Context
+    from airflow.sdk import Asset, Context, DeadlineAlert
 
     from airflow_provider_jax.contract import Backend, BackendTraits, Outcome, Started
     from airflow_provider_jax.manifest.accelerators import Accelerator
@@ -157,6 +157,7 @@ class JaxJobOperator(BaseOperator):
         retry_on_code_error: bool | None = None,
         progress_timeout: float | None = None,
         total_steps: int | str | None = None,
+        deadline: DeadlineAlert | Sequence[DeadlineAlert] | None = None,
         profile_steps: tuple[int, int] | None = None,
         debug_dump: bool = False,
         checkpoint_warn_after: datetime.timedelta | float | None = DEFAULT_WARN_AFTER,
@@ -214,6 +215,11 @@ class JaxJobOperator(BaseOperator):
                 "entrypoint or a decorated function the runtime joins jax.distributed itself."
             )
         # Rules between arguments, checked where their values meet.
+        if values["deadline"] and stream_logs == STREAM_NONE:
+            raise ValueError(
+                f"{self.task_id}: deadline= is held against the ETA of the leader's reports, "
+                "which stream_logs='none' does not read; use stream_logs='leader' or 'all'."
+            )
         values["pathways"], values["initialize_distributed"] = _controller(
             pathways, values["initialize_distributed"]
         )

@@ -19,6 +19,7 @@ from airflow_provider_jax.contract.backend import (
 )
 from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.contract.watch_options import WatchOptions
+from airflow_provider_jax.operators.deadline_alerts import evaluate
 from airflow_provider_jax.runtime.output_paths import checkpoints_uri
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ class JaxJobFields(Protocol):
     elastic: ElasticSlices | None
     goodput_clock: Any
     goodput_before: dict[str, Any] | None
+    deadline: tuple[Any, ...] | None
 
     def jobset_name_for(self, context: Context) -> str: ...
 
@@ -80,7 +82,11 @@ def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
         ),
         pythonpath=tuple(dag_pythonpath(op)),
         local_secrets_dir=settings.get("local_secrets_dir") or None,
-        watch=with_checkpoints(sized(op.watch, op.slices_now, op.num_slices), op.output_dir),
+        watch=with_deadlines(
+            with_checkpoints(sized(op.watch, op.slices_now, op.num_slices), op.output_dir),
+            op,
+            context,
+        ),
         resume_settle_s=settings.get("resume_settle_seconds"),
         local_accelerators=settings.get("local_accelerators"),
         expects_result=op.command is None,
@@ -107,6 +113,15 @@ def with_checkpoints(watch: WatchOptions, output_dir: str | None) -> WatchOption
     if not watch.checkpoint_warn_after or not output_dir:
         return watch
     return dataclasses.replace(watch, checkpoint_dir=checkpoints_uri(output_dir))
+
+
+def with_deadlines(watch: WatchOptions, op: JaxJobFields, context: Context) -> WatchOptions:
+    """``watch`` with the DAG's and the task's deadlines, evaluated for this run."""
+    dag_alerts = (op.dag.deadline or []) if op.has_dag() else []
+    alerts = [*dag_alerts, *(op.deadline or ())]
+    if not alerts:
+        return watch
+    return dataclasses.replace(watch, deadlines=evaluate(alerts, context["dag_run"], op.log))
 
 
 def dag_pythonpath(op: JaxJobFields) -> list[str]:

@@ -75,6 +75,7 @@ class Progress:
         self._shown_at: float | None = None
         self._shown_tenth = -1
         self._held: Mapping[str, Any] | None = None  # the newest report not shown yet
+        self._total: int | None = None  # the run's length in steps, once a report gave it
 
     def line(self, report: Mapping[str, Any], at: float) -> str | None:
         """The line to log for ``report`` made at ``at`` (epoch seconds), or None to skip it."""
@@ -84,6 +85,7 @@ class Progress:
         if self._seen and step < self._seen[-1][1]:
             self._seen.clear()  # a restart resumed from an earlier step
         self._seen.append((at, step))
+        self._total = total if is_count(total) else self._total
         while len(self._seen) > 2 and self._seen[1][0] <= at - self.window:
             self._seen.popleft()  # keeps one report from before the window: a rate spans it
         tenth = tenth_of(step, total)
@@ -108,6 +110,24 @@ class Progress:
         if t1 - t0 <= 0 or s1 <= s0:
             return None
         return (s1 - s0) / (t1 - t0)
+
+    def finish_at(self) -> float | None:
+        """When the run will reach its last step at the rate of now (epoch seconds), once
+        the rate and the total are known: the ETA that deadlines are held against."""
+        rate = self.rate()
+        if rate is None or self._total is None:
+            return None
+        at, step = self._seen[-1]
+        return at + max(self._total - step, 0) / rate
+
+    @property
+    def step(self) -> int | None:
+        """The newest step reported."""
+        return self._seen[-1][1] if self._seen else None
+
+    @property
+    def total(self) -> int | None:
+        return self._total
 
     def describe(self, report: Mapping[str, Any]) -> str:
         """The report, with its total, percentage, rate and ETA where they are known."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 import signal
 import sys
@@ -71,6 +72,7 @@ class PodRun:
     deleting: bool = False
     started_at: str | None = None
     probe_ports: dict[str, int] = field(default_factory=dict)  # by container name
+    probe_epochs: dict[str, float] = field(default_factory=dict)  # its prober's first tick
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -182,17 +184,24 @@ class PodRun:
 
     async def _probe(self, container: dict[str, Any], instance: Instance) -> bool:
         """The startup probe: True once it answers, False when it fails for good (or the
-        container exits or the pod is deleted first)."""
+        container exits or the pod is deleted first). As the kubelet's prober, it ticks every
+        ``periodSeconds`` from when the pod's first container started, not from each restart
+        of the container: after an in-place restart the first probe comes at the pod's next
+        tick, anywhere in the period."""
         probe = self._http_probe(container)
         settings = container["startupProbe"]
         period = float(settings.get("periodSeconds", 10))
+        loop = asyncio.get_running_loop()
+        epoch = self.probe_epochs.setdefault(container["name"], loop.time())
+        tick = epoch + math.ceil((loop.time() - epoch) / period) * period
         for _ in range(int(settings.get("failureThreshold", 3))):
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(instance.exited.wait(), max(tick - loop.time(), 0.0))
             if self.deleting or not instance.running:
                 return False
             if probe is not None and await asyncio.to_thread(_answers, probe):
                 return True
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(instance.exited.wait(), period)
+            tick += period
         await self.stop(instance, grace=0)
         return False
 

@@ -207,6 +207,14 @@ def preempted_without_jax(marker: str) -> dict[str, Any]:
     return {"restart_attempt": restart_attempt()}
 
 
+def steady_steps(steps: int, step_s: float) -> int:
+    """Report ``steps`` steps at a steady rate: the ETA of a run of ``total_steps``."""
+    for step in range(1, steps + 1):
+        time.sleep(step_s)
+        report(step=step)
+    return steps
+
+
 def sleep_forever() -> None:
     time.sleep(3600)
 

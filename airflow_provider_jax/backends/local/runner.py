@@ -99,6 +99,7 @@ class LocalJobSet:
         self.watch = watch or WatchOptions()
         # As in the triggerer: bounded per process per try, across restarts.
         self.budget = LineBudget(self.watch.log_lines, LOCAL_NOTICE)
+        self.deadlines = self.watch.deadline_watch()  # each told once per try, across restarts
         self._processes: list[PodProcess] = []
         self._killed = False
         self._deadline: float | None = None
@@ -352,6 +353,8 @@ class _Attempt:
                     shown = self.progress.line(report, at)
                     if shown is not None and self.jobset.watch.shows_progress:
                         log.info("%s %s", plan.tag, shown)
+                    for call in self.jobset.deadlines.check(self.progress, log, time.time()):
+                        call()  # here, in the worker: the reader waits for it
                 else:  # every process reports the same; the leader speaks for them
                     log.debug("%s %s", plan.tag, format_report(report))
                 item = self.lines.get_nowait()

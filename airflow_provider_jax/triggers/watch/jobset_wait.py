@@ -257,6 +257,7 @@ def _pod_logs(job: WatchedJobSet, hook: AsyncJobSetHook) -> PodLogs | None:
         max_lines=options.log_lines,
         log=job.log,
         on_line=job.clock.leader_line,
+        deadlines=options.deadline_watch(),
     )
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.manifest import status
+from airflow_provider_jax.reporting.deadlines import DeadlineWatch
 from airflow_provider_jax.reporting.host_logs import GlooFilter
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress, kubelet_time
@@ -76,6 +77,8 @@ class PodLogs:
     :param max_lines: the most log lines per host, and the most progress lines, per try.
     :param on_line: called with (the pod's restart attempt, kubelet's timestamp, text, its
         report) of each new line of the leader.
+    :param deadlines: the deadlines the leader's ETA is held against; their callbacks run in
+        threads, never on the triggerer's event loop.
     """
 
     def __init__(
@@ -88,6 +91,7 @@ class PodLogs:
         max_lines: int,
         log: logging.Logger | Any,
         on_line: LineHook | None = None,
+        deadlines: DeadlineWatch | None = None,
     ) -> None:
         self.hook, self.name, self.namespace = hook, name, namespace
         self.every_host = every_host
@@ -95,6 +99,8 @@ class PodLogs:
         self.log = log
         self.on_line = on_line
         self.progress = Progress()
+        self.deadlines = deadlines or DeadlineWatch(())
+        self._callbacks: set[asyncio.Future[None]] = set()  # deadline callbacks running
         self._budget = LineBudget(max_lines)  # per [slice/host], across restarts
         self._streams: dict[str, _Stream] = {}  # by pod name
         self._starting = False  # a wanted pod was not up at the last look
@@ -334,6 +340,10 @@ class PodLogs:
                 if line is not None and self.reports_left > 0:
                     self.reports_left -= 1
                     self.log.info("%s %s", stream.tag, line)
+                for call in self.deadlines.check(self.progress, self.log, time.time()):
+                    running = asyncio.ensure_future(asyncio.to_thread(call))
+                    self._callbacks.add(running)  # held until done: a task is weakly referenced
+                    running.add_done_callback(self._callbacks.discard)
             return True  # every host reports the same; the leader speaks for them
         if stream.leader and self.on_line is not None:
             self.on_line(stream.attempt, stamp, text, None)

@@ -1,0 +1,141 @@
+"""Airflow's ``DeadlineAlert``s, the DAG's and the task's own ``deadline=``, evaluated in the
+worker when a try starts, so that the job's live ETA is held against them
+(``reporting/deadlines.py``) and a run that will be late says so while it runs.
+
+Airflow evaluates a DAG's deadlines in the scheduler, from the metadata database, and fires the
+callback once the time has passed. The worker has no database: it evaluates the references it
+can read from the run itself. ``DAGRUN_QUEUED_AT`` is read as the run's ``run_after`` (the
+worker is not told when the run was queued; a run is queued at its ``run_after`` or later, so
+the deadline is never later than Airflow's). ``AVERAGE_RUNTIME`` and custom references need the
+database: a DAG's are left to Airflow alone (the log says so), and the task's are refused at
+parse.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from airflow_provider_jax.reporting.deadlines import Deadline
+
+VALID = "a DeadlineAlert (airflow.sdk) or a non-empty list of them, each a different alert"
+
+
+def check_alerts(name: str, value: object) -> tuple[Any, ...]:
+    """The task's alerts as a tuple, or an error at parse that names ``name``."""
+    from airflow.sdk.definitions.deadline import DeadlineAlert
+
+    alerts = (value,) if isinstance(value, DeadlineAlert) else value
+    if (
+        not isinstance(alerts, list | tuple)
+        or not alerts
+        or not all(isinstance(a, DeadlineAlert) for a in alerts)
+    ):
+        raise TypeError(f"{name} must be {VALID}, got {value!r}.")
+    if len(set(alerts)) != len(alerts):
+        raise ValueError(
+            f"{name} must be {VALID}; it names one alert twice (the same reference, interval "
+            "and callback)."
+        )
+    for alert in alerts:
+        if (why := _not_in_worker(alert.reference)) is not None:
+            raise ValueError(
+                f"{name}: {type(alert.reference).__name__} {why}; the task's deadline can be "
+                "DeadlineReference.DAGRUN_LOGICAL_DATE, DAGRUN_QUEUED_AT or FIXED_DATETIME(...). "
+                "Put it on the DAG's deadline=, where Airflow evaluates it."
+            )
+    return tuple(alerts)
+
+
+def evaluate(
+    alerts: Iterable[Any], dag_run: Any, log: Any, read_variable: Any = None
+) -> tuple[dict[str, Any], ...]:
+    """The deadline rows of ``alerts`` for this run; those the worker cannot evaluate are
+    left to Airflow, and the log says so once.
+
+    :param alerts: the DAG's alerts, then the task's.
+    :param dag_run: the run (``context["dag_run"]``).
+    :param log: where to say what is left to Airflow.
+    :param read_variable: reads an Airflow Variable (a ``VariableInterval``'s seconds).
+    """
+    rows = []
+    for alert in alerts:
+        title = alert.name or alert.callback.path
+        if (why := _not_in_worker(alert.reference)) is not None:
+            log.info(
+                "Deadline %s: %s %s; Airflow alone fires its callback, once it has passed.",
+                title,
+                type(alert.reference).__name__,
+                why,
+            )
+            continue
+        base, says = _reference(alert.reference, dag_run)
+        if base is None:
+            log.info("Deadline %s: this run has no %s.", title, says)
+            continue
+        try:
+            interval = _interval(alert.interval, read_variable)
+        except Exception as err:  # a VariableInterval's Variable missing or not whole seconds
+            log.warning("Deadline %s is not held against the ETA: %s", title, err)
+            continue
+        sign = "+" if interval >= datetime.timedelta(0) else "-"
+        deadline = Deadline(
+            at=(base + interval).timestamp(),
+            says=f"{says} {sign} {abs(interval)}",
+            callback=alert.callback.path,
+            kwargs=dict(alert.callback.kwargs or {}),
+            name=alert.name,
+            dag_run=_run_json(dag_run),
+        )
+        rows.append(deadline.as_row())
+    return tuple(rows)
+
+
+def _not_in_worker(reference: Any) -> str | None:
+    from airflow.sdk.definitions.deadline import (
+        DagRunLogicalDateDeadline,
+        DagRunQueuedAtDeadline,
+        FixedDatetimeDeadline,
+    )
+
+    known = (DagRunLogicalDateDeadline, DagRunQueuedAtDeadline, FixedDatetimeDeadline)
+    if isinstance(reference, known):
+        return None
+    return "is evaluated from the metadata database, which the worker cannot read"
+
+
+def _reference(reference: Any, dag_run: Any) -> tuple[datetime.datetime | None, str]:
+    from airflow.sdk.definitions.deadline import DagRunLogicalDateDeadline, FixedDatetimeDeadline
+
+    if isinstance(reference, FixedDatetimeDeadline):
+        return reference._datetime, "a fixed time"
+    if isinstance(reference, DagRunLogicalDateDeadline):
+        return dag_run.logical_date, "the DAG run's logical date"
+    return dag_run.run_after, "the DAG run's run_after (DAGRUN_QUEUED_AT)"
+
+
+def _interval(interval: Any, read_variable: Any) -> datetime.timedelta:
+    if isinstance(interval, datetime.timedelta):
+        return interval
+    if read_variable is None:
+        from airflow.sdk import Variable
+
+        read_variable = Variable.get
+    return datetime.timedelta(seconds=int(read_variable(interval.key)))  # a VariableInterval
+
+
+def _run_json(dag_run: Any) -> dict[str, Any]:
+    """What the callback's ``context["dag_run"]`` holds: the run's identity and times."""
+    fields = ("dag_id", "run_id", "logical_date", "run_after", "start_date", "run_type", "conf")
+    values: Mapping[str, Any] = {f: getattr(dag_run, f, None) for f in fields}
+    return {k: _json(v) for k, v in values.items()}
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, datetime.datetime):
+        return value.isoformat()
+    if isinstance(value, enum.Enum):
+        return value.value
+    return value
