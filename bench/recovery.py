@@ -48,6 +48,7 @@ HOSTS, KILL_AT, STEP_S = 4, 15, 0.3
 PHASES = ("detection", "restart", "start spread", "runtime start", "JAX init", "restore", "redo")
 TARGET_RATIO = 0.5  # in place + local tier: at most half the host-seconds of recreate
 KILL_TO_PROCESS = "kill -> first process"  # the issue's restart phase: detection + restart
+PROCESS_CPU = "CPU-s per new process"
 
 
 def run_once(plane: Any, strategy: str, work: Path, run: int) -> dict[str, float]:
@@ -97,24 +98,34 @@ def _phases(events: list[dict[str, Any]], detected: float, result: Any) -> dict[
     (kill,) = [e["t"] for e in events if e["event"] == "kill"]
     after = [e for e in events if e["attempt"] >= 1]
 
-    def last(kind: str, **match: Any) -> float:
-        hits: dict[int, float] = {}
+    def each(kind: str, **match: Any) -> dict[int, dict[str, Any]]:
+        """The first such event of each host's new attempt."""
+        hits: dict[int, dict[str, Any]] = {}
         for e in after:
             if e["event"] == kind and all(e.get(k) == v for k, v in match.items()):
-                hits.setdefault(e["host"], e["t"])
+                hits.setdefault(e["host"], e)
         assert len(hits) == HOSTS, (kind, hits)
-        return max(hits.values())
+        return hits
 
-    began = [e["began"] for e in after if e["event"] == "start"]  # when each process began
+    def last(kind: str, **match: Any) -> float:
+        return max(e["t"] for e in each(kind, **match).values())
+
+    began = [e["began"] for e in each("start").values()]  # when each process began
     started, joined, restored = last("start"), last("jax_init"), last("restored")
     resumed = result["resumed_from"]
-    back = restored if resumed is not None and resumed >= KILL_AT else last("step", step=KILL_AT)
+    back_at = ("restored", {}) if resumed is not None and resumed >= KILL_AT else (
+        "step", {"step": KILL_AT})  # fmt: skip
+    back_events = each(back_at[0], **back_at[1]).values()
+    back = max(e["t"] for e in back_events)
     marks = [kill, detected, min(began), max(began), started, joined, restored, back]
     phases = {p: marks[i + 1] - marks[i] for i, p in enumerate(PHASES)}
     phases[KILL_TO_PROCESS] = min(began) - kill
     phases["total"] = back - kill
     phases["steps redone"] = KILL_AT - (resumed if resumed is not None else -1)
     phases["host-seconds lost"] = phases["total"] * HOSTS
+    # CPU each new process spent until it was back at the step (Python, JAX, Orbax, restore):
+    # work both strategies do, which the machine's cores bound.
+    phases[PROCESS_CPU] = statistics.mean(e["cpu"] for e in back_events)
     return phases
 
 
@@ -149,7 +160,7 @@ def main() -> None:
 
 
 def report(runs: dict[str, list[dict[str, float]]]) -> None:
-    rows = [*PHASES, KILL_TO_PROCESS, "total", "steps redone", "host-seconds lost"]
+    rows = [*PHASES, KILL_TO_PROCESS, "total", "steps redone", "host-seconds lost", PROCESS_CPU]
     median = {s: {r: statistics.median(x[r] for x in v) for r in rows} for s, v in runs.items()}
     n = len(runs["recreate"])
     print(f"recovery from one lost host of 2 slices x 2 hosts, median of {n} interleaved runs")
@@ -169,9 +180,14 @@ def report(runs: dict[str, list[dict[str, float]]]) -> None:
     targets.at_most(f"in_place + local tier / recreate, {lost} (median)", ratio, TARGET_RATIO)
     targets.at_most(f"in_place + local tier / recreate, {lost} (worst pair)", max(pairs),
                     TARGET_RATIO)  # fmt: skip
-    restart = {s: median[s][KILL_TO_PROCESS] for s in median}
-    targets.at_most(f"in_place restart phase ({KILL_TO_PROCESS}), median", restart["in_place"],
-                    restart["recreate"], " s")  # fmt: skip
+    restarts = [i[KILL_TO_PROCESS] - r[KILL_TO_PROCESS]
+                for r, i in zip(runs["recreate"], runs["in_place"], strict=True)]  # fmt: skip
+    print(f"  in_place - recreate, {KILL_TO_PROCESS}, each pair: "
+          f"{', '.join(f'{x:+.2f} s' for x in restarts)}")  # fmt: skip
+    targets.at_most(f"in_place restart phase ({KILL_TO_PROCESS}) - recreate's (worst pair)",
+                    max(restarts), 0.0, " s")  # fmt: skip
+    print(f"  ({HOSTS} processes on {os.cpu_count()} cores: what they spend of CPU restarting is "
+          "the floor of both strategies' totals here)")  # fmt: skip
     targets.exit()
 
 

@@ -18,7 +18,7 @@ def _event(kind: str, **fields: Any) -> None:
     from airflow_provider_jax.runtime import output_dir, process_index, restart_attempt
 
     assert output_dir() is not None
-    line = {"t": time.time(), "event": kind, "host": process_index(),
+    line = {"t": time.time(), "cpu": time.process_time(), "event": kind, "host": process_index(),
             "attempt": restart_attempt(), **fields}  # fmt: skip
     with Path(output_dir(), "events.jsonl").open("a") as out:
         out.write(json.dumps(line) + "\n")
