@@ -86,7 +86,7 @@ class OutcomePublisher:
         if outcome.goodput is not None:
             self._publish_goodput(context, outcome.goodput)
         self._link_tensorboard(context)
-        if self.checkpoint_asset is not None and self.output_dir:
+        if self.checkpoint_asset is not None:
             jobset = ti.xcom_pull(task_ids=self.task_id, key=JOBSET_NAME_XCOM_KEY)
             announce_checkpoint(
                 context, self.checkpoint_asset, self.output_dir, outcome.report, jobset

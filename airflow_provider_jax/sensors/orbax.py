@@ -20,10 +20,11 @@ from airflow_provider_jax.checkpoints import (
     find_newest_finalized,
     naming_hint,
 )
+from airflow_provider_jax.checkpoints.asset_events import publish_step, with_checkpoint_outlets
 from airflow_provider_jax.triggers.orbax import OrbaxCheckpointTrigger
 
 if TYPE_CHECKING:
-    from airflow.sdk import Context
+    from airflow.sdk import Asset, Context
 
 
 class OrbaxCheckpointSensor(BaseSensorOperator):
@@ -46,6 +47,9 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
     :param gcp_conn_id: Google Cloud connection used for GCS.
     :param deferrable: Wait in the triggerer instead of a worker slot. Defaults to
         ``[operators] default_deferrable``.
+    :param checkpoint_asset: an ``Asset`` that gets the step it found as events when the
+        sensor succeeds: one without a partition key (``schedule=[asset]``) and one with the
+        step as its partition key (``PartitionedAssetTimetable``); ``docs/assets.md``.
     """
 
     template_fields: Sequence[str] = ("checkpoint_dir",)
@@ -60,9 +64,15 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
         step_format_fixed_length: int | None = None,
         gcp_conn_id: str = "google_cloud_default",
         deferrable: bool | None = None,
+        checkpoint_asset: Asset | None = None,
         **kwargs: Any,
     ) -> None:
+        if checkpoint_asset is not None:
+            kwargs["outlets"] = with_checkpoint_outlets(
+                kwargs.get("task_id", ""), checkpoint_asset, kwargs.get("outlets")
+            )
         super().__init__(**kwargs)
+        self.checkpoint_asset = checkpoint_asset
         if min_step is not None and (
             isinstance(min_step, bool) or not isinstance(min_step, int) or min_step < 0
         ):
@@ -122,14 +132,14 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
 
     def execute(self, context: Context) -> Any:
         if not self.deferrable:
-            return super().execute(context)
+            return self._announce(context, super().execute(context))
         # Check once here: a checkpoint that is already there needs no trip to the triggerer.
         try:
             found = self._check()
         except AirflowFailException as exc:
             self._skip_or_raise(exc)
         if found is not None:
-            return found.to_xcom()
+            return self._announce(context, found.to_xcom())
         query = self._query()
         self.defer(
             trigger=OrbaxCheckpointTrigger(
@@ -149,8 +159,15 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
         if event.get("status") == "success":
             checkpoint: dict[str, Any] = event["checkpoint"]
             self.log.info("Step %s is finalized at %s", checkpoint["step"], checkpoint["path"])
-            return checkpoint
+            return self._announce(context, checkpoint)
         raise AirflowFailException(event.get("message", f"Unexpected trigger event: {event!r}"))
+
+    def _announce(self, context: Context, checkpoint: dict[str, Any]) -> dict[str, Any]:
+        """``checkpoint_asset``'s events for the step found, if the sensor has one."""
+        if self.checkpoint_asset is not None:
+            extra = {**checkpoint, "checkpoint_dir": self.checkpoint_dir}
+            publish_step(context, self.checkpoint_asset, int(checkpoint["step"]), extra)
+        return checkpoint
 
     def _skip_or_raise(self, exc: AirflowFailException) -> NoReturn:
         if self.soft_fail or self.never_fail:
