@@ -27,10 +27,14 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 # control plane, nor a running Airflow stack, nor a drill of a minute or more (the markers in
 # pyproject.toml; tests/conftest.py marks the first two from the fixtures a test uses).
 CHECK_MARKERS := not real_cluster and not airflow_stack and not slow
+# Test workers (pytest-xdist), each a test file at a time: most tests wait on processes (JAX,
+# Airflow, the control plane) rather than use the CPU. 0: one process, in file order.
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 
 check: lint
 	bash scripts/test-deps.sh check
-	$(PY) -m pytest -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "$(CHECK_MARKERS)" $(PYTEST_ARGS)
 
 # The fast tier on a busy machine: a busy loop per core beside it, RUNS times (default 3).
 RUNS ?= 3
@@ -40,7 +44,7 @@ check-under-load: $(STAMP)
 # The whole suite: what CI runs.
 test: lint control-plane
 	bash scripts/test-deps.sh test
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 # The real control plane's binaries (etcd, kube-apiserver, kube-controller-manager, JobSet and
 # its in-place restart agent, Kueue), built from the Go modules pinned in

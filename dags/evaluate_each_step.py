@@ -16,13 +16,12 @@ from typing import Any
 import pendulum
 from airflow.sdk import Asset, PartitionedAssetTimetable, dag, task
 
-# train_continuous's asset: the same name and URI (an asset is known by them).
 RUN_DIR = os.environ.get("JAX_CONTINUOUS_DIR") or os.path.join(
     os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow"),
     "jax-outputs",
     "train_continuous",
 )
-TRAINED_MODEL = Asset(name="train_continuous_model", uri=f"{RUN_DIR}/checkpoints")
+TRAINED_MODEL = Asset(name="train_continuous_model")  # train_continuous's checkpoint_asset
 
 
 @dag(
@@ -45,7 +44,7 @@ def evaluate_each_step() -> None:
     def log_metrics(metrics: dict[str, Any]) -> None:
         print(f"EVAL step {metrics['step']}: eval loss {metrics['eval_loss']:.5f}")
 
-    log_metrics(evaluate(TRAINED_MODEL.uri, "{{ dag_run.partition_key }}"))
+    log_metrics(evaluate(f"{RUN_DIR}/checkpoints", "{{ dag_run.partition_key }}"))
 
 
 evaluate_each_step()

@@ -26,7 +26,9 @@ TPU = {
     "accelerator": "tpu-v5litepod-8",  # 2 hosts x 4 chips
     "image": "{{ var.value.get('jax_image', 'us-docker.pkg.dev/my-project/training/jax:latest') }}",
 }
-TRAINED_MODEL = Asset(name="train_continuous_model", uri=f"{RUN_DIR}/checkpoints")
+# Named only: its URI is its name. The checkpoint directory is evaluate_checkpoints' watched
+# asset's URI, and two active assets never share one.
+TRAINED_MODEL = Asset(name="train_continuous_model")
 
 
 @dag(

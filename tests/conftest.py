@@ -24,7 +24,9 @@ for folder in (RUN_TMP, RUN_TMP / "tmp"):
 os.environ["TMPDIR"] = str(RUN_TMP / "tmp")
 tempfile.tempdir = None  # gettempdir() reads TMPDIR again
 (RUN_TMP / "airflow-home").mkdir()
-os.environ.setdefault("AIRFLOW_HOME", str(RUN_TMP / "airflow-home"))
+# Always the run's own, not the caller's (the Makefile exports the demo's .airflow): two
+# test workers, or a test beside `make demo`, never share a metadata database.
+os.environ["AIRFLOW_HOME"] = str(RUN_TMP / "airflow-home")
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
 from harness import reaper  # noqa: E402 - AIRFLOW_HOME and TMPDIR first

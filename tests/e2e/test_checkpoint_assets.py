@@ -10,6 +10,7 @@ emulator, and the request rate of a watcher.
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -28,7 +29,12 @@ pytestmark = pytest.mark.timeout(1200)
 POLL_SECONDS = 3
 BUCKET = "continuous-ckpts"
 WATCHED = "train_continuous_checkpoints"
-SHIPPED = ("train_continuous.py", "evaluate_checkpoints.py", "quickstart_train.py")
+SHIPPED = (
+    "train_continuous.py",
+    "evaluate_checkpoints.py",
+    "evaluate_each_step.py",
+    "quickstart_train.py",
+)
 
 
 @pytest.fixture(scope="module")
@@ -96,6 +102,23 @@ class WatcherTriggerers(Triggerers):
         return "\n".join(
             [f"announced {announced(self.stack)}, cursor {cursor(self.stack)}", *lines[-40:]]
         )
+
+
+def model_events(stack: AirflowStack) -> list[tuple[str | None, dict[str, Any]]]:
+    """(partition key, extra) of each event of train_continuous's ``checkpoint_asset``."""
+    rows = stack.query(
+        "SELECT e.partition_key, e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id"
+        " WHERE a.name = 'train_continuous_model' ORDER BY e.id"
+    )
+    return [(key, _json(extra)) for key, extra in rows]
+
+
+def partition_runs(stack: AirflowStack, dag_id: str) -> dict[str, str]:
+    """{partition key: state} of ``dag_id``'s runs."""
+    rows = stack.query(
+        "SELECT partition_key, state FROM dag_run WHERE dag_id = :dag_id", dag_id=dag_id
+    )
+    return dict(rows)
 
 
 def announced(stack: AirflowStack, asset: str = WATCHED) -> list[int]:
@@ -171,21 +194,21 @@ def test_each_finalized_step_runs_evaluation_once_through_two_triggerer_kills(
     assert [r["state"] for r in runs] == ["success"] * len(steps), runs
     time.sleep(max(unfinished_since + 4 * POLL_SECONDS - time.monotonic(), 0))
     assert announced(stack) == steps
+    # Gone again: Orbax would take step 90 for the newest and never save a lower one.
+    shutil.rmtree(checkpoints / "90")
+    shutil.rmtree(checkpoints / "100.orbax-checkpoint-tmp-1")
     per_run = steps_per_run(stack, "evaluate_checkpoints")
     assert sorted(per_run.values()) == [[s] for s in steps], per_run
     results = stack.xcoms("evaluate_checkpoints", "evaluate")
     assert sorted(r[0]["step"] for r in results.values()) == steps
 
-    # The training task's own event: the newest step, the leader's report, the JobSet.
-    (extra,) = [
-        _json(e)
-        for (e,) in stack.query(
-            "SELECT e.extra FROM asset_event e JOIN asset a ON a.id = e.asset_id"
-            " WHERE a.name = 'train_continuous_model'"
-        )
-    ]
-    assert extra["step"] == 40 and extra["path"] == f"{checkpoints}/40"
-    assert extra["report"]["step"] == 40 and extra["jobset"]
+    # The training task's own events: the newest step, the leader's report, the JobSet; one
+    # without a partition key and one with the step as its key.
+    events = model_events(stack)
+    assert sorted(key or "" for key, _ in events) == ["", "40"], events
+    for _, extra in events:
+        assert extra["step"] == 40 and extra["path"] == f"{checkpoints}/40"
+        assert extra["report"]["step"] == 40 and extra["jobset"]
 
 
 def test_gcs_checkpoints_run_evaluation_once_each(
@@ -219,3 +242,46 @@ def test_gcs_checkpoints_run_evaluation_once_each(
     listed = len(gcs_emulator.list_requests(BUCKET)) - before
     print(f"GCS watcher, {polls} polls {POLL_SECONDS}s apart: {listed} list requests")
     assert listed <= polls + 1  # one partial poll at either end
+
+
+def test_each_step_runs_the_partitioned_consumer_once_and_a_run_per_step_redoes_one(
+    stack: AirflowStack,
+) -> None:
+    """``evaluate_each_step`` (``PartitionedAssetTimetable`` on train_continuous's
+    ``checkpoint_asset``) runs once per step a training run finishes with, the step as its
+    partition key; a run triggered per step evaluates earlier steps again, two of them here.
+    (Airflow 3.3's backfill refuses an asset-triggered DAG: it creates runs from time.)"""
+    stack.wait_for_dag("evaluate_each_step")
+    for steps in (50, 60):  # each run goes on from the newest step, and ends on a new one
+        run_id = stack.trigger("train_continuous", {"steps": steps, "checkpoint_every": 10})
+        train = stack.wait_for_state(
+            "train_continuous", run_id, "train", {"success", "failed"}, 420
+        )
+        assert train["state"] == "success", stack.logs("scheduler")
+        stack.wait_until(
+            lambda steps=steps: (
+                partition_runs(stack, "evaluate_each_step").get(str(steps)) in ("success", "failed")
+            ),
+            420,
+            lambda steps=steps: f"step {steps}: {partition_runs(stack, 'evaluate_each_step')}",
+            every=1,
+        )
+    for step in ("10", "20"):  # the two earlier steps again, one run each
+        body = {"logical_date": None, "partition_key": step}
+        stack.api("POST", "/api/v2/dags/evaluate_each_step/dagRuns", body)
+    stack.wait_until(
+        lambda: all(
+            partition_runs(stack, "evaluate_each_step").get(k) in ("success", "failed")
+            for k in ("10", "20")
+        ),
+        420,
+        lambda: f"steps 10 and 20 evaluated: {partition_runs(stack, 'evaluate_each_step')}",
+        every=1,
+    )
+    runs = partition_runs(stack, "evaluate_each_step")
+    assert {k: runs[k] for k in ("10", "20", "50", "60")} == dict.fromkeys(
+        ("10", "20", "50", "60"), "success"
+    ), runs
+    evaluated = sorted(r["step"] for r in stack.xcoms("evaluate_each_step", "evaluate").values())
+    assert {10, 20, 50, 60} <= set(evaluated), evaluated
+    assert evaluated.count(50) == evaluated.count(60) == 1  # once per step

@@ -110,7 +110,8 @@ def test_kill_takes_a_descendant_that_left_the_session():
         pids.extend(line.split())
         ready.set()
 
-    argv = ["/bin/sh", "-c", "setsid sleep 600 & sleep 0.2; pgrep -n -x sleep; wait"]
+    # It says its own pid: another test's processes may run beside this one.
+    argv = ["/bin/sh", "-c", "setsid /bin/sh -c 'echo $$; exec sleep 600' & wait"]
     process = PodProcess.start(plan(argv), on_line)
     assert ready.wait(10)
     (escaped,) = (int(p) for p in pids)
