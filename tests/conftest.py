@@ -51,12 +51,23 @@ TIER_FIXTURES = {
 }
 
 
+# Under pytest-xdist (`make check` and `make test`: --dist loadgroup), a test file runs on one
+# worker, its module fixtures set up once; and every test of the real control plane or of a
+# running Airflow runs on one and the same worker, one at a time: two at once, each with its
+# own control plane or Airflow, do not fit two cores beside the rest of the suite.
+HEAVY_GROUP = "control-plane-and-airflow"
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for marker, fixtures in TIER_FIXTURES.items():
             if used.intersection(fixtures):
                 item.add_marker(marker)
+        heavy = any(item.get_closest_marker(marker) for marker in TIER_FIXTURES)
+        group = HEAVY_GROUP if heavy else item.nodeid.split("::", 1)[0]
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_configure(config: pytest.Config) -> None:

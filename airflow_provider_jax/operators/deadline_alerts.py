@@ -49,16 +49,13 @@ def check_alerts(name: str, value: object) -> tuple[Any, ...]:
     return tuple(alerts)
 
 
-def evaluate(
-    alerts: Iterable[Any], dag_run: Any, log: Any, read_variable: Any = None
-) -> tuple[dict[str, Any], ...]:
+def evaluate(alerts: Iterable[Any], dag_run: Any, log: Any) -> tuple[dict[str, Any], ...]:
     """The deadline rows of ``alerts`` for this run; those the worker cannot evaluate are
     left to Airflow, and the log says so once.
 
     :param alerts: the DAG's alerts, then the task's.
     :param dag_run: the run (``context["dag_run"]``).
     :param log: where to say what is left to Airflow.
-    :param read_variable: reads an Airflow Variable (a ``VariableInterval``'s seconds).
     """
     rows = []
     for alert in alerts:
@@ -76,7 +73,7 @@ def evaluate(
             log.info("Deadline %s: this run has no %s.", title, says)
             continue
         try:
-            interval = _interval(alert.interval, read_variable)
+            interval = _interval(alert.interval)
         except Exception as err:  # a VariableInterval's Variable missing or not whole seconds
             log.warning("Deadline %s is not held against the ETA: %s", title, err)
             continue
@@ -116,14 +113,12 @@ def _reference(reference: Any, dag_run: Any) -> tuple[datetime.datetime | None, 
     return dag_run.run_after, "the DAG run's run_after (DAGRUN_QUEUED_AT)"
 
 
-def _interval(interval: Any, read_variable: Any) -> datetime.timedelta:
+def _interval(interval: Any) -> datetime.timedelta:
     if isinstance(interval, datetime.timedelta):
         return interval
-    if read_variable is None:
-        from airflow.sdk import Variable
+    from airflow.sdk import Variable
 
-        read_variable = Variable.get
-    return datetime.timedelta(seconds=int(read_variable(interval.key)))  # a VariableInterval
+    return datetime.timedelta(seconds=int(Variable.get(interval.key)))  # a VariableInterval
 
 
 def _run_json(dag_run: Any) -> dict[str, Any]:

@@ -69,28 +69,30 @@ def test_a_job_whose_eta_passes_its_deadlines_says_so_and_their_callbacks_run(
     airflow_home, tmp_path
 ):
     """A job at 10 steps/s with total_steps=100,000 will finish in about 3 hours: its task's
-    deadlines (queued + 10 min, logical date + 20 min) are told and their callbacks run, sync
-    and async, each once, within seconds of the start and long before either time. The DAG's
-    own deadline a day away is not told; its AVERAGE_RUNTIME one is left to Airflow.
+    deadlines (queued + 10 min, logical date + 20 min, queued + a Variable's 15 min) are told
+    and their callbacks run, sync and async, each once, within seconds of the start and long
+    before any of the times. The DAG's own deadline a day away is not told; its
+    AVERAGE_RUNTIME one is left to Airflow.
 
     (``airflow dags test`` of Airflow 3.3.2 then fails on the DAG's deadlines as the run ends,
     ``models/dagrun.py`` reading the DAG's alerts as ids: the scheduler's path is not affected,
     and the task's state is what is checked.)"""
-    result = airflow_home.airflow(
-        "dags", "test", "jax_deadlines", dags_folder=DAGS, env={"JAX_TEST_OUT": str(tmp_path)}
-    )
+    env = {"JAX_TEST_OUT": str(tmp_path), "AIRFLOW_VAR_JAX_DEADLINE_SECONDS": "900"}
+    result = airflow_home.airflow("dags", "test", "jax_deadlines", dags_folder=DAGS, env=env)
     log = result.stdout
     assert task_states(airflow_home, "jax_deadlines")["late"] == ("success", 1), log[-6000:]
     told = re.findall(r"At this rate the job finishes at (\S+) \(ETA [^)]+\), \S+ past deadline "
                       r"'([^']+)' at (\S+) \((.+?)\): running its callback", log)  # fmt: skip
-    assert sorted(t[1] for t in told) == ["logical + 20m", "queued + 10m"], log[-6000:]
+    names = ["logical + 20m", "queued + 10m", "queued + a Variable"]
+    assert sorted(t[1] for t in told) == names, log[-6000:]
     says = {t[1]: t[3] for t in told}
     assert says["queued + 10m"] == "the DAG run's run_after (DAGRUN_QUEUED_AT) + 0:10:00"
     assert says["logical + 20m"] == "the DAG run's logical date + 0:20:00"
+    assert says["queued + a Variable"] == "the DAG run's run_after (DAGRUN_QUEUED_AT) + 0:15:00"
     assert "Deadline average: AverageRuntimeDeadline is evaluated from the metadata database" in log
     calls = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
     assert sorted((c["kind"], c["kwargs"]["alert"]) for c in calls) == [
-        ("async", "logical + 20m"), ("sync", "queued + 10m")]  # fmt: skip
+        ("async", "logical + 20m"), ("sync", "queued + 10m"), ("sync", "queued + a Variable")]  # fmt: skip
     for call in calls:
         deadline, run = call["context"]["deadline"], call["context"]["dag_run"]
         assert deadline["predicted"] is True and deadline["total_steps"] == 100_000

@@ -7,16 +7,18 @@ import datetime
 import os
 
 from airflow.sdk import DAG, AsyncCallback, DeadlineAlert, DeadlineReference, SyncCallback
+from airflow.sdk.definitions.deadline import VariableInterval
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 
 CALLS = f"{os.environ['JAX_TEST_OUT']}/calls.jsonl"
 
 
-def alert(reference, minutes: float, callback, name: str) -> DeadlineAlert:
+def alert(reference, minutes: float | VariableInterval, callback, name: str) -> DeadlineAlert:
+    interval = minutes if isinstance(minutes, VariableInterval) else None
     return DeadlineAlert(
         reference=reference,
-        interval=datetime.timedelta(minutes=minutes),
+        interval=interval or datetime.timedelta(minutes=minutes),
         callback=callback(callback_path(callback), kwargs={"path": CALLS, "alert": name}),
         name=name,
     )
@@ -46,5 +48,12 @@ with DAG(
         deadline=[
             alert(DeadlineReference.DAGRUN_QUEUED_AT, 10, SyncCallback, "queued + 10m"),
             alert(DeadlineReference.DAGRUN_LOGICAL_DATE, 20, AsyncCallback, "logical + 20m"),
+            # its seconds from the Variable jax_deadline_seconds, read when the try starts
+            alert(
+                DeadlineReference.DAGRUN_QUEUED_AT,
+                VariableInterval("jax_deadline_seconds"),
+                SyncCallback,
+                "queued + a Variable",
+            ),
         ],
     )
