@@ -27,12 +27,13 @@ $(STAMP): pyproject.toml requirements/constraints.txt
 # control plane, nor a running Airflow stack, nor a drill of a minute or more (the markers in
 # pyproject.toml; tests/conftest.py marks the first two from the fixtures a test uses).
 CHECK_MARKERS := not real_cluster and not airflow_stack and not slow
-# Test workers (pytest-xdist): most tests wait on processes (JAX, Airflow, the control plane)
-# rather than use the CPU. Each takes a test file at a time, and one takes every test of the
-# real control plane or a running Airflow, one after another (tests/conftest.py). 0: one
-# process, in file order.
+# Test workers (pytest-xdist), each a test file at a time (its module fixtures set up once):
+# most tests wait on processes (JAX, Airflow, the control plane) rather than use the CPU. Not
+# loadgroup: pytest 9.2 ignores the group xdist 3.8 writes into a test's id
+# (pytest-dev/pytest-xdist#1386), and the tests would go out one by one. 0: one process, in
+# file order.
 PYTEST_WORKERS ?= 2
-XDIST := -n $(PYTEST_WORKERS) --dist loadgroup
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 
 check: lint
 	bash scripts/test-deps.sh check

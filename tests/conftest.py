@@ -16,8 +16,12 @@ import pytest
 # One folder for everything this run puts in the system temp directory (its AIRFLOW_HOME,
 # pytest's tmp_path, what the product and every subprocess write there): TMPDIR points into
 # it, and it goes when the run ends, so a run leaves the temp directory as it found it.
-# Traversable by all: PostgreSQL's user reaches its own folder below it.
-RUN_TMP = Path(tempfile.mkdtemp(prefix="airflow-jax-tests-"))
+# Traversable by all: PostgreSQL's user reaches its own folder below it. Each pytest process
+# (an xdist worker, a test's own pytest run) makes its folder in the temp directory the first
+# one found, not in its parent's: nested, a path grows past what a Unix socket's name holds
+# (Chromium's SingletonSocket, then, cannot be made, and the browser exits at once).
+SYSTEM_TMP = os.environ.setdefault("JAX_TESTS_SYSTEM_TMPDIR", tempfile.gettempdir())
+RUN_TMP = Path(tempfile.mkdtemp(prefix="airflow-jax-tests-", dir=SYSTEM_TMP))
 (RUN_TMP / "tmp").mkdir()
 for folder in (RUN_TMP, RUN_TMP / "tmp"):
     folder.chmod(0o755)
@@ -51,23 +55,12 @@ TIER_FIXTURES = {
 }
 
 
-# Under pytest-xdist (`make check` and `make test`: --dist loadgroup), a test file runs on one
-# worker, its module fixtures set up once; and every test of the real control plane or of a
-# running Airflow runs on one and the same worker, one at a time: two at once, each with its
-# own control plane or Airflow, do not fit two cores beside the rest of the suite.
-HEAVY_GROUP = "control-plane-and-airflow"
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         for marker, fixtures in TIER_FIXTURES.items():
             if used.intersection(fixtures):
                 item.add_marker(marker)
-        heavy = any(item.get_closest_marker(marker) for marker in TIER_FIXTURES)
-        group = HEAVY_GROUP if heavy else item.nodeid.split("::", 1)[0]
-        item.add_marker(pytest.mark.xdist_group(group))
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -251,7 +251,8 @@ def test_each_step_runs_the_partitioned_consumer_once_and_a_run_per_step_redoes_
     ``checkpoint_asset``) runs once per step a training run finishes with, the step as its
     partition key; a run triggered per step evaluates earlier steps again, two of them here.
     (Airflow 3.3's backfill refuses an asset-triggered DAG: it creates runs from time.)"""
-    stack.wait_for_dag("evaluate_each_step")
+    for dag_id in ("train_continuous", "evaluate_each_step"):  # each unpaused, whatever ran first
+        stack.wait_for_dag(dag_id)
     for steps in (50, 60):  # each run goes on from the newest step, and ends on a new one
         run_id = stack.trigger("train_continuous", {"steps": steps, "checkpoint_every": 10})
         train = stack.wait_for_state(
