@@ -41,10 +41,16 @@ def events(db, asset: str) -> list[tuple[str | None, dict]]:
 
 @pytest.mark.slow
 def test_each_step_is_an_event_with_its_partition_key_and_one_without(airflow_home, tmp_path):
-    # The consumers unpaused, as Airflow queues no run for a paused DAG.
+    # The consumers unpaused, as Airflow queues no run for a paused DAG: made so here, and
+    # unpaused where an earlier test's `airflow dags test` of this folder stored them paused.
     env = {"JAX_TEST_OUT": str(tmp_path), "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False"}
     reserialized = airflow_home.airflow("dags", "reserialize", dags_folder=DAGS, env=env)
     assert reserialized.returncode == 0, reserialized.stdout[-4000:]
+    consumers = "^(each_step|every_new_checkpoint)$"
+    unpaused = airflow_home.airflow(
+        "dags", "unpause", "--treat-dag-id-as-regex", "-y", consumers, dags_folder=DAGS, env=env
+    )
+    assert unpaused.returncode == 0, unpaused.stdout[-4000:]
     run = airflow_home.airflow("dags", "test", "jax_checkpoint_assets", dags_folder=DAGS, env=env)
     states = task_states(airflow_home, "jax_checkpoint_assets")
     assert states == {"trained": ("success", 1), "untrained": ("success", 1),
