@@ -110,7 +110,8 @@ def test_a_preemption_notice_saves_at_the_step_jax_agreed_and_the_restart_loses_
 @pytest.mark.timeout(240)
 def test_a_bug_fails_the_task_at_once_with_restarts_to_spare(tmp_path: Path) -> None:
     """Host 1 raises ValueError at step 5 with max_restarts=3: no restart, the error leads with
-    host 1's traceback, and it comes in less than twice the time it took to reach step 5."""
+    host 1's traceback, and the try ends in its first attempt (how long that takes depends on
+    the machine's load: ``bench`` measures time, this checks states)."""
     with pytest.raises(JaxCodeError) as raised:
         run_outcome(
             "train_with_resume",
@@ -124,5 +125,5 @@ def test_a_bug_fails_the_task_at_once_with_restarts_to_spare(tmp_path: Path) -> 
     ledger = error.goodput
     print("code-error drill ledger:", ledger)
     assert ledger["restarts"] == {}
-    # Reaching step 5 took at least the start-up (to step 1's report); failing took all of it.
-    assert ledger["wall_s"] < 2 * ledger["startup_s"]
+    attempts = [p["attempt"] for p in ledger["phases"] if p["attempt"] is not None]
+    assert set(attempts) == {0}, ledger["phases"]  # no second attempt was started
