@@ -113,9 +113,10 @@ def _phases(events: list[dict[str, Any]], detected: float, result: Any) -> dict[
     began = [e["began"] for e in each("start").values()]  # when each process began
     started, joined, restored = last("start"), last("jax_init"), last("restored")
     resumed = result["resumed_from"]
-    back_at = ("restored", {}) if resumed is not None and resumed >= KILL_AT else (
-        "step", {"step": KILL_AT})  # fmt: skip
-    back_events = each(back_at[0], **back_at[1]).values()
+    if resumed is not None and resumed >= KILL_AT:  # back at the step once restored
+        back_events = each("restored").values()
+    else:
+        back_events = each("step", step=KILL_AT).values()
     back = max(e["t"] for e in back_events)
     marks = [kill, detected, min(began), max(began), started, joined, restored, back]
     phases = {p: marks[i + 1] - marks[i] for i, p in enumerate(PHASES)}

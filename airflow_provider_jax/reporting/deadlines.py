@@ -16,7 +16,7 @@ import functools
 import importlib
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from airflow_provider_jax.reporting.progress import Progress, eta_text
@@ -47,8 +47,7 @@ class Deadline:
 
     def as_row(self) -> dict[str, Any]:
         """Plain JSON values: a trigger's kwargs carry it."""
-        return {"at": self.at, "says": self.says, "callback": self.callback,
-                "kwargs": dict(self.kwargs), "name": self.name, "dag_run": dict(self.dag_run)}  # fmt: skip
+        return asdict(self)
 
     def miss_line(self, finish: float, now: float) -> str:
         """What the task log says when the predicted finish passes the deadline."""
