@@ -56,7 +56,9 @@ def find_newest_finalized(
     check_checkpoint_dir(query.checkpoint_dir)
     if query.is_gcs:
         return find_newest_gcs(query, retry)
-    return find_newest_local(query.checkpoint_dir, query.name_format, query.min_step)
+    return find_newest_local(
+        query.checkpoint_dir, query.name_format, query.min_step, query.allow_legacy_atomic_rename
+    )
 
 
 async def afind_newest_finalized(
@@ -67,7 +69,11 @@ async def afind_newest_finalized(
     if query.is_gcs:
         return await afind_newest_gcs(query, retry)
     return await asyncio.to_thread(
-        find_newest_local, query.checkpoint_dir, query.name_format, query.min_step
+        find_newest_local,
+        query.checkpoint_dir,
+        query.name_format,
+        query.min_step,
+        query.allow_legacy_atomic_rename,
     )
 
 

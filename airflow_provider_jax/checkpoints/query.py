@@ -42,6 +42,9 @@ class CheckpointQuery:
     step_prefix: str | None = None
     step_format_fixed_length: int | None = None
     gcp_conn_id: str = "google_cloud_default"
+    # Orbax's AtomicityOptions.allow_legacy_atomic_rename: a local step an Orbax older than
+    # 0.12.3 renamed into place without a marker counts (runtime.orbax_steps).
+    allow_legacy_atomic_rename: bool = False
 
     @property
     def name_format(self) -> StepNameFormat:

@@ -208,7 +208,9 @@ class CheckpointDirStream:
         steps = await asyncio.to_thread(list_local_steps, where, self.query.name_format)
 
         async def check(step: int, name: str) -> FinalizedStep | None:
-            return await asyncio.to_thread(check_local_step, where, steps, step, name)
+            return await asyncio.to_thread(
+                check_local_step, where, step, name, self.query.allow_legacy_atomic_rename
+            )
 
         return StepListing(steps, check)
 

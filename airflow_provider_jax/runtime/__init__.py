@@ -208,13 +208,18 @@ _resumed: list[int | None] = []  # the answer, once asked
 
 
 def resumed_from(
-    step_prefix: str | None = None, step_format_fixed_length: int | None = None
+    step_prefix: str | None = None,
+    step_format_fixed_length: int | None = None,
+    allow_legacy_atomic_rename: bool = False,
 ) -> int | None:
     """The newest *finalized* Orbax step in :func:`checkpoint_dir` when first asked (by the
     sensor's rules), or None: resume from it. Later calls give the same answer, so steps this
-    run saves do not change it. Name options as given to Orbax's ``CheckpointManager``."""
+    run saves do not change it. Name options as given to Orbax's ``CheckpointManager`` and its
+    ``AtomicityOptions``."""
     if not _resumed:
-        _resumed.append(_newest_step(step_prefix, step_format_fixed_length))
+        _resumed.append(
+            _newest_step(step_prefix, step_format_fixed_length, allow_legacy_atomic_rename)
+        )
         if _resumed[0] is not None and process_index() == 0:
             print(resumed_line(_resumed[0]), file=sys.stdout, flush=True)
     return _resumed[0]
@@ -225,7 +230,7 @@ def _resumed_step() -> int | None:
     return _resumed[0] if _resumed else None
 
 
-def _newest_step(step_prefix: str | None, length: int | None) -> int | None:
+def _newest_step(step_prefix: str | None, length: int | None, legacy: bool) -> int | None:
     from airflow_provider_jax.runtime import orbax_steps, stores
 
     where = checkpoint_dir()
@@ -241,5 +246,5 @@ def _newest_step(step_prefix: str | None, length: int | None) -> int | None:
 
         found = orbax_steps.run_search(orbax_steps.search_gcs(location, names, 0), fetch)
     else:
-        found = orbax_steps.find_newest_local(where, names)
+        found = orbax_steps.find_newest_local(where, names, 0, legacy)
     return None if found is None else found.step

@@ -2,15 +2,21 @@
 its trigger) and for the pods (``runtime.resumed_from``): stdlib only, and no I/O of its own.
 
 Step names follow orbax-checkpoint 0.12.x, so a search sees exactly the steps a
-``CheckpointManager`` with the same options would restore.
+``CheckpointManager`` with the same options would restore. What is finalized follows Orbax's
+two atomicity modes (``orbax/checkpoint/_src/path/atomicity.py``, ``AtomicityOptions``):
 
-- GCS has no directories and no renames: orbax writes files straight into ``<root>/<step>/``
-  and writes ``<root>/<step>/commit_success.txt`` last, so only that top-level marker means
-  "finalized". The search is a generator of list requests, so each caller brings its own I/O.
-- Locally, orbax writes ``<step>.orbax-checkpoint-tmp[-<n>]`` and renames it. Since 0.12.3 the
-  marker is written before the rename; older local checkpoints have none, so in a directory
-  where no step carries a marker, a non-temporary step directory counts as finalized.
-- Deleting a step is not atomic, so a step must also still hold an item directory.
+- ``CommitFileTemporaryPath`` (GCS's default, and any storage that asks for it, as Flax's
+  gemma example does on local disk) writes straight into ``<root>/<step>/`` and writes
+  ``<root>/<step>/commit_success.txt`` last.
+- ``AtomicRenameTemporaryPath`` (local disk's default) writes ``<step>.orbax-checkpoint-tmp``
+  and renames it; since orbax-checkpoint 0.12.3 it writes the same marker before the rename.
+
+So with a current Orbax, in either mode, the top-level marker alone means "finalized": a
+step folder without it is being written. Only a local checkpoint that an Orbax older than
+0.12.3 saved by renaming has no marker; reading those is Orbax's own opt-in,
+``allow_legacy_atomic_rename``, taken here by the same name. It is not applied to GCS, where a
+"rename" is a copy of every object and a final-named folder exists while it is half copied.
+Deleting a step is not atomic either, so a step must also still hold an item directory.
 """
 
 from __future__ import annotations
@@ -300,31 +306,25 @@ def list_local_steps(checkpoint_dir: str, names: StepNameFormat) -> StepNames:
 
 
 def check_local_step(
-    checkpoint_dir: str, steps: StepNames, step: int, name: str
+    checkpoint_dir: str, step: int, name: str, allow_legacy_atomic_rename: bool = False
 ) -> FinalizedStep | None:
-    """Read one step of ``steps`` (a listing of ``checkpoint_dir``): finalized, or None.
+    """Read one step folder of ``checkpoint_dir``: finalized, or None.
 
-    A marker on any step means orbax >= 0.12.3 wrote this directory: then a step without one
-    is being written or deleted. Older orbax wrote none; its rename alone finalized a step. So
-    a step without a marker counts only when no other step has one, looked for newest first
-    (in a current directory the first look finds one).
+    Finalized when it holds the top-level marker and an item directory. Without the marker it
+    is being written (``CommitFileTemporaryPath`` writes into the final name), unless
+    ``allow_legacy_atomic_rename``: then, as in Orbax's own reader, a renamed folder (one with
+    its final name) counts, dated by its mtime.
     """
-    root = Path(checkpoint_dir)
-    path = root / name
+    path = Path(checkpoint_dir) / name
     contents = _read_local_step(path)
-    if contents is None:
+    if contents is None or not contents.has_items:
+        if contents is not None and contents.marker_mtime is not None:
+            log.info("Step %s has its marker but no items: being deleted", path)
         return None
     if contents.marker_mtime is not None:
-        if contents.has_items:
-            return FinalizedStep(step, str(path), _from_timestamp(contents.marker_mtime))
-        log.info("Step %s has its marker but no items: being deleted", path)
-        return None
-    if not contents.has_items or any(
-        (other := _read_local_step(root / other_name)) is not None
-        and other.marker_mtime is not None
-        for other_step, other_name in reversed(steps)
-        if other_step != step
-    ):
+        return FinalizedStep(step, str(path), _from_timestamp(contents.marker_mtime))
+    if not allow_legacy_atomic_rename:
+        log.info("Step %s is not finalized (no %s yet)", path, COMMIT_SUCCESS_FILE)
         return None
     try:
         return FinalizedStep(step, str(path), _from_timestamp(path.stat().st_mtime))
@@ -333,15 +333,18 @@ def check_local_step(
 
 
 def find_newest_local(
-    checkpoint_dir: str, names: StepNameFormat, min_step: int = 0
+    checkpoint_dir: str,
+    names: StepNameFormat,
+    min_step: int = 0,
+    allow_legacy_atomic_rename: bool = False,
 ) -> FinalizedStep | None:
     """Newest finalized step under a local directory; None while there is none (or no dir).
     Reads steps newest first and stops at the first finalized one."""
-    steps = list_local_steps(checkpoint_dir, names)
-    for step, name in reversed(steps):
+    for step, name in reversed(list_local_steps(checkpoint_dir, names)):
         if step < min_step:
             return None
-        if (found := check_local_step(checkpoint_dir, steps, step, name)) is not None:
+        found = check_local_step(checkpoint_dir, step, name, allow_legacy_atomic_rename)
+        if found is not None:
             return found
     return None
 

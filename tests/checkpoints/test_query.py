@@ -334,19 +334,36 @@ def test_local_skips_temporary_directories(tmp_path: Path, find: Find) -> None:
     assert find(CheckpointQuery(str(tmp_path))).step == 2
 
 
-def test_local_before_0_12_3_counts_renamed_steps(tmp_path: Path, find: Find) -> None:
+def test_local_before_0_12_3_counts_renamed_steps_only_when_allowed(
+    tmp_path: Path, find: Find
+) -> None:
     save_steps(str(tmp_path), [1, 2, 3])
     for step_dir in tmp_path.iterdir():
         _remove_markers(step_dir)  # what orbax < 0.12.3 left on local disk
     shutil.copytree(tmp_path / "3", tmp_path / "4.orbax-checkpoint-tmp-1700000000")
     os.utime(tmp_path / "3", (1_700_000_000, 1_700_000_000))
+    legacy = CheckpointQuery(str(tmp_path), allow_legacy_atomic_rename=True)
 
-    found = find(CheckpointQuery(str(tmp_path)))
+    found = find(legacy)
 
     assert found == FinalizedStep(
         3, str(tmp_path / "3"), datetime.fromtimestamp(1_700_000_000, UTC)
     )
-    assert find(CheckpointQuery(str(tmp_path), min_step=4)) is None
+    assert find(CheckpointQuery(str(tmp_path), min_step=4, allow_legacy_atomic_rename=True)) is None
+    # As in Orbax (AtomicityOptions), off by default: CommitFileTemporaryPath's step being
+    # written looks the same (tests/checkpoints/test_saves_in_flight.py).
+    assert find(CheckpointQuery(str(tmp_path))) is None
+
+
+def test_gcs_never_counts_a_step_without_its_marker(
+    gcs_emulator: GcsEmulator, gcs_bucket: str, find: Find
+) -> None:
+    root = f"gs://{gcs_bucket}/run"
+    save_steps(root, [1, 2])
+    gcs_emulator.delete_objects(gcs_bucket, ["run/2/commit_success.txt"])
+
+    # A "rename" on GCS copies object by object: Orbax's legacy rule can't apply there.
+    assert find(CheckpointQuery(root, allow_legacy_atomic_rename=True)).step == 1
 
 
 @pytest.mark.parametrize("deleted", ["marker-first", "items-gone"])
