@@ -46,6 +46,27 @@ def test_a_bare_initialize_joins_every_process_in_command_mode(tmp_path):
         }
 
 
+@pytest.mark.parametrize("ending", [[], ["--shutdown"]], ids=["jax-exit-handler", "own-shutdown"])
+def test_jax_docs_example_joins_and_is_never_told_otherwise(caplog, ending):
+    """Run as JAX's docs write it, under require_distributed: it joined, so it is never told it
+    didn't, whether JAX's exit handler or the program's own shutdown() closed the client."""
+    op = command_job(
+        str(PROGRAMS / "jax_docs_multi_process.py"), *ending, require_distributed=True
+    )
+    run_operator(op, timeout_s=120)
+    assert not [m for m in caplog.messages if jax_cluster.NOT_JOINED_MARK in m]
+    assert any(f"devices: {HOSTS * CHIPS} local: {CHIPS}" in m for m in caplog.messages)
+
+
+def test_a_host_that_crashed_before_joining_is_told_it_crashed(caplog):
+    op = command_job(str(PROGRAMS / "crashes_before_joining.py"), require_distributed=True)
+    with pytest.raises(JaxJobFailed) as failed:
+        run_operator(op, timeout_s=120)
+    assert "KeyError: 'steps'" in str(failed.value)
+    assert jax_cluster.NOT_JOINED_MARK not in str(failed.value)
+    assert not [m for m in caplog.messages if jax_cluster.NOT_JOINED_MARK in m]
+
+
 def test_a_second_initialize_after_the_runtimes_is_harmless(tmp_path, caplog):
     op = JaxTpuSliceOperator(
         task_id="train",
