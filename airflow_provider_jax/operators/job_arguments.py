@@ -176,10 +176,11 @@ JOB_ARGUMENTS = _arguments(
     Argument("entrypoint_kwargs", JSON_OBJECT.or_none(), "JSON keyword arguments for it.",
              templated=True),
     Argument("argv", ARGV.or_none(), "``sys.argv[1:]`` for the entrypoint (or decorated "
-             "function), as ``python train.py --workdir=...`` would give it: argparse reads it, "
-             "absl's flags are parsed from it (with absl's log handler, so ``--verbosity=0`` "
-             "shows INFO logs), and a parameter named ``argv`` gets what is left, as "
-             "``app.run`` gives ``main``.", templated=True),
+             "function), as ``python train.py --workdir=...`` would give it: argparse reads it; "
+             "a program that imports ``absl.app`` is run through ``absl.app.run`` (its flags, "
+             "JAX's flags, INFO logs, and what is left of argv by position, as ``main(_)`` "
+             "takes it); otherwise a parameter named ``argv`` gets ``sys.argv``.",
+             templated=True),
     Argument("num_slices", whole(1), "TPU slices (multislice over DCN); 1 for GPU jobs.",
              spec=True),
     Argument("min_slices", whole(1).or_none(), "elastic slices: when whole slices lose their "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import importlib
-import inspect
 import json
 import linecache
 import os
@@ -58,6 +57,7 @@ from airflow_provider_jax.runtime.output_paths import (
     unreturnable_uri,
 )
 from airflow_provider_jax.runtime.profiling import Profiler, check_profile_steps
+from airflow_provider_jax.runtime.program_call import call_as_written, set_argv
 from airflow_provider_jax.runtime.watchdog import Watchdog
 
 SOURCE_MODULE = "__airflow_jax_source__"
@@ -98,15 +98,15 @@ def main() -> int:
         set_argv(call)  # before the module is imported: some read sys.argv at import
         function = load_function(call)
         kwargs = data_paths.resolve(call.get("kwargs") or {})  # Data(...) -> local paths
-        with_argv(call, function, kwargs)
         args = data_paths.resolve(call.get("args") or [])
+        run_function = call_as_written(call, function, args, kwargs)
         runtime._total_steps = call.get("total_steps")
         watchdog = runtime._watchdog = watch_progress(call.get("progress_timeout"))
         if runtime.process_index() == 0:
             print(calling_line(getattr(function, "__qualname__", "the function")), flush=True)
         if runtime._profiler is not None:
             runtime._profiler.at_call()
-        result = function(*args, **kwargs)
+        result = run_function()
         runtime._reporter.flush()  # the last lines, and the last report for the leader's result
         if runtime._profiler is not None:
             runtime._profiler.close()  # its traces are out before the result says "done"
@@ -256,34 +256,6 @@ def initialize_pathways() -> None:
     except ImportError:
         return  # the proxy env alone is enough for JAX
     pathwaysutils.initialize()
-
-
-def set_argv(call: dict[str, Any]) -> None:
-    """``argv=``: ``sys.argv`` as ``python <program> <argv...>`` would set it."""
-    if call.get("argv") is not None:
-        program = call.get("entrypoint") or call.get("function") or "airflow-jax"
-        sys.argv = [program.partition(":")[0], *call["argv"]]
-
-
-def with_argv(call: dict[str, Any], function: Callable[..., Any], kwargs: dict[str, Any]) -> None:
-    """What ``absl.app.run`` does before calling ``main``, for a program written for it: its
-    flags parsed from ``argv`` (absl's handler then logs at the ``--verbosity`` given), and a
-    parameter named ``argv`` given what is left."""
-    if call.get("argv") is None:
-        return
-    left = list(sys.argv)
-    flags = sys.modules.get("absl.flags")
-    if flags is not None and not flags.FLAGS.is_parsed():
-        from absl import logging as absl_logging
-
-        absl_logging.use_absl_handler()
-        left = flags.FLAGS(sys.argv)
-    try:
-        takes_argv = "argv" in inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        takes_argv = False
-    if takes_argv and "argv" not in kwargs:
-        kwargs["argv"] = left
 
 
 def load_function(call: dict[str, Any]) -> Callable[..., Any]:
