@@ -43,7 +43,8 @@ def test_env_makes_the_cpu_pose_as_the_chips():
     assert env["HOME"] == "/home/me"  # the worker's env
     assert env["JAX_PROCESS_ID"] == "1"  # the pod's
     assert env["JAX_PLATFORMS"] == "cpu"
-    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/x --xla_force_host_platform_device_count=8"
+    assert env["JAX_NUM_CPU_DEVICES"] == "8"  # JAX's setting wins over the worker's XLA flag
+    assert env["XLA_FLAGS"] == base["XLA_FLAGS"]  # the worker's, as they were
     assert env[TERMINATION_PATH_ENV] == "/tmp/pod-1/termination-log"
     assert env["TMPDIR"] == "/tmp/pod-1"
     assert env["PATH"] == f"{os.path.dirname(sys.executable)}{os.pathsep}/usr/bin"
