@@ -80,6 +80,7 @@ def process_env(
         {
             **devices,
             TERMINATION_PATH_ENV: os.path.join(scratch, TERMINATION_LOG),
+            pod_init.PARENT_ENV: str(os.getpid()),  # the pod dies with this process
             "TMPDIR": scratch,  # like a container's /tmp, gone with the pod
             # `python3` in the pod's command must be the worker's Python, with its packages.
             "PATH": os.pathsep.join([python_dir, env.get("PATH", os.defpath)]),
