@@ -64,9 +64,9 @@ PROCESS_ID_PRELUDE = (
     f'if [ -n "$${{{SITE_ENV}:-}}" ] && d="$$(mktemp -d 2>/dev/null)"; then '
     f'printf "%s" "$${SITE_ENV}" > "$$d/sitecustomize.py" && '
     'export PYTHONPATH="$$d$${PYTHONPATH:+:$$PYTHONPATH}"; fi; '
-    'x() { r=; while :; do case $$a in *"\$$($$1)"*) '
-    'r=$$r$${a%%"\$$($$1)"*}$$2; a=$${a#*"\$$($$1)"};; *) break;; esac; done; a=$$r$$a; }; '
-    'for a; do '
+    r'x() { r=; while :; do case $$a in *"\$$($$1)"*) '
+    r'r=$$r$${a%%"\$$($$1)"*}$$2; a=$${a#*"\$$($$1)"};; *) break;; esac; done; a=$$r$$a; }; '
+    "for a; do "
     + "".join(f'x {name} "$${name}"; ' for name in PRELUDE_EXPANDED)
     + 'set -- "$$@" "$$a"; shift; done; '
     'exec "$$@"'
