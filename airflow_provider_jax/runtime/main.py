@@ -25,6 +25,7 @@ from airflow_provider_jax.runtime import data_paths, exits, jax_cluster, stores
 from airflow_provider_jax.runtime.call import decode_call
 from airflow_provider_jax.runtime.coordinator import wait_to_join
 from airflow_provider_jax.runtime.debug_dump import DebugDump
+from airflow_provider_jax.runtime.inflight_saves import finish_saves
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     NUM_PROCESSES_ENV,
@@ -107,6 +108,7 @@ def main() -> int:
         if runtime._profiler is not None:
             runtime._profiler.at_call()
         result = run_function()
+        finish_saves()  # an async Orbax save still being written: finished, or the job fails
         runtime._reporter.flush()  # the last lines, and the last report for the leader's result
         if runtime._profiler is not None:
             runtime._profiler.close()  # its traces are out before the result says "done"
@@ -401,4 +403,6 @@ def exception_types(err: BaseException) -> list[str]:
 
 
 def _describe(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    """``Type: message``, with the notes added to it (PEP 678), which say what it interrupted."""
+    text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    return " ".join([text, *getattr(err, "__notes__", ())])

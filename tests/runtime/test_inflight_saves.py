@@ -1,0 +1,43 @@
+"""An async Orbax save still being written when the function returns: the runtime finishes it
+before the job succeeds, or fails the job naming the step (``runtime/inflight_saves.py``).
+Real multi-process JAX and real Orbax, on the local backend."""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_provider_jax.checkpoints import CheckpointQuery, find_newest_finalized
+from airflow_provider_jax.exceptions import JaxJobFailed
+from harness.gcs_emulator import GcsEmulator
+from tests.support.local_runs import run
+
+
+def test_a_save_in_flight_at_return_is_finished_before_the_job_succeeds(tmp_path, caplog):
+    result, _ = run("returns_while_saving", timeout_s=180, output_dir=str(tmp_path))
+
+    assert result == {"saved": 3, "still_saving": True}  # caught in flight, as the issue saw
+    checkpoints = tmp_path / "checkpoints"
+    assert [p.name for p in checkpoints.iterdir()] == ["3"]  # no *.orbax-checkpoint-tmp left
+    assert find_newest_finalized(CheckpointQuery(str(checkpoints))).step == 3
+    assert any("save of step 3 was still being written" in m for m in caplog.messages)
+
+
+def test_a_save_in_flight_that_fails_fails_the_job_naming_the_step(
+    gcs_emulator: GcsEmulator, gcs_bucket: str
+):
+    run_dir = f"gs://{gcs_bucket}/run"
+    gcs_emulator.reject_uploads("run/checkpoints/3/commit_success.txt")  # the marker, last
+
+    with pytest.raises(JaxJobFailed) as failed:
+        run(
+            "returns_while_saving",
+            timeout_s=180,
+            output_dir=run_dir,
+            entrypoint_kwargs={"megabytes": 1},
+        )
+
+    assert (
+        f"save of {run_dir}/checkpoints/3 was still being written when the function returned"
+        in str(failed.value)
+    )
+    assert find_newest_finalized(CheckpointQuery(f"{run_dir}/checkpoints")) is None
