@@ -25,7 +25,6 @@ from airflow_provider_jax.runtime import data_paths, exits, jax_cluster, stores
 from airflow_provider_jax.runtime.call import decode_call
 from airflow_provider_jax.runtime.coordinator import wait_to_join
 from airflow_provider_jax.runtime.debug_dump import DebugDump
-from airflow_provider_jax.runtime.inflight_saves import finish_saves
 from airflow_provider_jax.runtime.env import (
     COORDINATOR_ADDRESS_ENV,
     NUM_PROCESSES_ENV,
@@ -42,6 +41,7 @@ from airflow_provider_jax.runtime.exits import (
     RESULT_ERROR,
     is_lost_peer,
 )
+from airflow_provider_jax.runtime.inflight_saves import finish_saves
 from airflow_provider_jax.runtime.messages import (
     TERMINATION_MESSAGE_LIMIT,
     calling_line,
