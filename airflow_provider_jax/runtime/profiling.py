@@ -10,6 +10,13 @@ it: a report compares one int, and nothing here waits on the device.
 Which steps: a report of step ``s`` follows the work of step ``s``, so the trace starts at the
 report of step ``start - 1`` (at the call, for ``start == 0``, compilation included) and stops
 at the report of step ``start + count - 1``.
+
+JAX runs one trace per process at a time: a second ``start_trace`` raises "Profile has already
+been started". Whichever trace starts first is kept, and training goes on either way. When the
+program's own trace runs, the provider's does not start, and says so. While the provider's
+runs, the program's ``jax.profiler.start_trace`` (and ``jax.profiler.trace``, which calls it)
+does nothing but say so, and its ``stop_trace`` then does nothing too: the runtime wraps
+both, in ``jax.profiler`` and in ``jax._src.profiler`` whose ``trace`` looks them up there.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from airflow_provider_jax.runtime.location import Location
 
@@ -66,6 +74,9 @@ class Profiler:
         self._seen: int | None = None  # the last step a report counted
         self._owner: str | None = None  # who started the trace in progress
         self._warned: set[str] = set()
+        self._jax_start: Any = None  # jax.profiler's own start_trace and stop_trace, once
+        self._jax_stop: Any = None  # wrapped (_guard_the_programs_traces)
+        self._skipped_program_trace = False  # its start_trace did nothing: so does its stop
 
     def at_call(self) -> None:
         """The function is about to be called: a window from step 0 starts here."""
@@ -113,23 +124,51 @@ class Profiler:
         else:
             folder = Path(self._destination.key)
         try:
-            import jax
-
-            jax.profiler.start_trace(str(folder))
+            self._guard_the_programs_traces()
+            self._jax_start(str(folder))
         except Exception as err:
-            self._warn(f"{what}: the JAX profiler did not start ({err}); the job goes on.")
+            kept = " (the program's own trace runs, and is kept)" if "already" in str(err) else ""
+            self._warn(f"{what}: the JAX profiler did not start ({err}){kept}; the job goes on.")
             return False
         self._tracing, self._owner = folder, what
         return True
+
+    def _guard_the_programs_traces(self) -> None:
+        """Wrap JAX's ``start_trace``/``stop_trace`` (once): while this profiler traces, the
+        program's own calls keep the trace that runs and say so, rather than raise."""
+        if self._jax_start is not None:
+            return
+        import jax
+        from jax._src import profiler as jax_profiler
+
+        self._jax_start, self._jax_stop = jax_profiler.start_trace, jax_profiler.stop_trace
+        original_start, original_stop = self._jax_start, self._jax_stop
+
+        def start_trace(log_dir: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._tracing is None:
+                return original_start(log_dir, *args, **kwargs)
+            self._skipped_program_trace = True
+            self._warn(
+                f"the program's jax.profiler.start_trace({str(log_dir)!r}) was not started: "
+                f"{self._owner}'s trace was running on this host and is kept; training goes on."
+            )
+            return None
+
+        def stop_trace(*args: Any, **kwargs: Any) -> Any:
+            if self._skipped_program_trace:
+                self._skipped_program_trace = False
+                return None
+            return original_stop(*args, **kwargs)
+
+        for module in (jax.profiler, jax_profiler):
+            module.start_trace, module.stop_trace = start_trace, stop_trace
 
     def stop(self) -> None:
         folder, self._tracing = self._tracing, None
         if folder is None:
             return
         try:
-            import jax
-
-            jax.profiler.stop_trace()
+            self._jax_stop()
         except Exception as err:
             self._warn(f"the JAX profiler did not stop cleanly ({err}); the job goes on.")
             return
