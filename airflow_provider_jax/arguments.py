@@ -5,9 +5,36 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+# A container image reference as container runtimes parse it (distribution's grammar):
+# [registry[:port]/]repo[:tag][@digest].
+_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_DOMAIN = (
+    r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+)
+IMAGE_REFERENCE = re.compile(
+    rf"^(?:{_IMAGE_DOMAIN}(?::[0-9]+)?/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+)
+
+
+def image_reference(argument: str, value: object) -> None:
+    """An image reference as container runtimes parse it, or a ValueError naming
+    ``argument``: Kubernetes would otherwise stop the pod at InvalidImageName."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(
+            f"{argument} must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
+        )
+    if not IMAGE_REFERENCE.fullmatch(value):
+        raise ValueError(
+            f"{argument} {value!r} is not a valid image reference (Kubernetes would stop at "
+            "InvalidImageName): use [registry/]repository[:tag][@sha256:digest], with a "
+            "lowercase repository, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
+        )
 
 
 def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) -> float:

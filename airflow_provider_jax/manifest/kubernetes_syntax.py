@@ -28,15 +28,6 @@ _DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
 # A Quantity: a non-negative decimal with a binary (Ki..Ei), decimal (n..E) or exponent suffix.
 _QUANTITY = re.compile(r"^\+?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
 _STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-# An image reference as container runtimes parse it: [registry[:port]/]repo[:tag][@digest].
-_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_IMAGE_DOMAIN = (
-    r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
-)
-_IMAGE_REFERENCE = re.compile(
-    rf"^(?:{_IMAGE_DOMAIN}(?::[0-9]+)?/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
-    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
-)
 ANNOTATIONS_LIMIT = 256 * 1024  # TotalAnnotationSizeLimitB
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 TOLERATION_OPERATORS = ("Equal", "Exists")
@@ -298,18 +289,3 @@ def volumes(volumes: Sequence[Mapping[str, Any]], mounts: Sequence[Mapping[str, 
                 f"volume_mounts names the volume {name!r}, which is not declared (volumes: "
                 f"{sorted(names)}); add it to volumes= or pod_template_override's spec.volumes."
             )
-
-
-def image(argument: str, value: object) -> None:
-    """An image reference as container runtimes parse it, or a ValueError naming
-    ``argument``: Kubernetes would otherwise stop the pod at InvalidImageName."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(
-            f"{argument} must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
-        )
-    if not _IMAGE_REFERENCE.fullmatch(value):
-        raise ValueError(
-            f"{argument} {value!r} is not a valid image reference (Kubernetes would stop at "
-            "InvalidImageName): use [registry/]repository[:tag][@sha256:digest], with a "
-            "lowercase repository, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
-        )

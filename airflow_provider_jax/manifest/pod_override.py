@@ -25,6 +25,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_provider_jax.arguments import image_reference
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest import pod_schema
 
@@ -84,7 +85,7 @@ def check_override(override: Mapping[str, Any]) -> None:
         for container in pod.get(kind) or ():
             where = f"{argument} spec.{kind}[{container.get('name')!r}]"
             if "image" in container:
-                syntax.image(f"{where}.image", container["image"])
+                image_reference(f"{where}.image", container["image"])
             if context := container.get("securityContext"):
                 syntax.security_context(f"{where}.securityContext", context)
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_jax.arguments import is_template
+from airflow_provider_jax.arguments import image_reference, is_template
 from airflow_provider_jax.manifest import dynamic_slicing, pod_schema
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest.accelerators import Accelerator
@@ -126,7 +126,7 @@ class JaxJobSpec:
                 "(https://cloud.google.com/kubernetes-engine/quotas)."
             )
         self._check_kubernetes_syntax()
-        syntax.image("image", self.image)
+        image_reference("image", self.image)
         if isinstance(self.command, str) or not self.command:
             raise ValueError(f"command must be a non-empty list of strings, got {self.command!r}.")
         if not all(isinstance(a, str) for a in self.command):

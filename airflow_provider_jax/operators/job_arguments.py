@@ -23,6 +23,7 @@ from airflow_provider_jax.arguments import (
     as_bool,
     enum,
     holds_template,
+    image_reference,
     not_templated,
     whole_number,
 )
@@ -107,7 +108,7 @@ TEXT = Kind("string", _text)
 LABEL_NAME = Kind("DNS-1123 label", syntax.dns1123_label)
 OBJECT_NAME = Kind("DNS-1123 subdomain", syntax.dns1123_subdomain)
 LABEL_VALUE = Kind("label value", syntax.label_value)
-IMAGE = Kind("image reference", lambda name, value: syntax.image(name, value) or value)
+IMAGE = Kind("image reference", lambda name, value: image_reference(name, value) or value)
 PATH = Kind("`gs://` URI or absolute path", check_storage_path)
 BYTES = Kind("byte size with a unit (`64Gi`)", _byte_size)
 STEP_COUNT = Kind("integer >= 1 (or its digits, rendered)", lambda name, value: step_count(value))
