@@ -23,11 +23,10 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from airflow_provider_jax.arguments import is_template
-from airflow_provider_jax.manifest.accelerators import TPU_TOPOLOGY_LABEL, Accelerator
+from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.manifest.accelerators.tpu_shapes import CUBE_CHIPS, SMALL_3D
 from airflow_provider_jax.manifest.capacity import FLEX_START, SPOT, TOPOLOGY_LEVELS
 from airflow_provider_jax.manifest.kueue_keys import (
-    PREFERRED_TOPOLOGY,
     REQUIRED_TOPOLOGY,
     SLICE_REQUIRED_TOPOLOGY,
     SLICE_SIZE,
@@ -124,16 +123,6 @@ def check(spec: _Spec) -> None:
                 f"capacity {str(choice)!r} does not go with dynamic_slicing: GKE slices "
                 "dynamically only the cube pools of an All Capacity mode reservation. Use "
                 "'reservation:<name>' or 'on-demand'."
-            )
-    if TPU_TOPOLOGY_LABEL in spec.node_selector:
-        raise ValueError(
-            f"node_selector sets {TPU_TOPOLOGY_LABEL!r}, which dynamic_slicing leaves out: "
-            "the cube pool's nodes carry their cube's topology, not the slice's. Drop it."
-        )
-    for argument, keys in (("annotations", spec.annotations), ("labels", spec.labels)):
-        if clash := sorted(set(keys) & {*POD_KEYS, PREFERRED_TOPOLOGY}):
-            raise ValueError(
-                f"{argument} sets {clash}, which dynamic_slicing writes itself: drop them."
             )
     for field in ("limits", "requests"):
         asked = (spec.resources.get(field) or {}).get(acc.resource_name)

@@ -286,9 +286,10 @@ class JaxJobOperator(BaseOperator):
         self._running: Backend | None = None  # the backend execute() waits on, for on_kill
         self._recorded: task_state.Recorded | None = None  # an earlier try's JobSet, if any
         # Fail at parse, not at run: a spec with the literal values must already be valid.
-        static = self.build_spec(name=self.name if _literal(self.name) else "x", rendered=False)
-        if self.pod_template_override:  # what it merges into is checked whole, mounts too
-            build_jobset(static)
+        # The JobSet too: what the provider owns is checked on it, after every merge.
+        build_jobset(
+            self.build_spec(name=self.name if _literal(self.name) else "x", rendered=False)
+        )
 
     def _pip_packages(self, pip_packages: list[str]) -> list[str]:
         """What to ``pip install`` at process start; JAX itself is the image's, never these."""
