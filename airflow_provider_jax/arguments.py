@@ -37,12 +37,20 @@ def image_reference(argument: str, value: object) -> None:
         )
 
 
-def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) -> float:
+# The longest duration anything takes: 100 years. Airflow adds a duration to a date (a retry's
+# delay to now, a timeout to a try's start), and past about 8,000 years from now the sum is no
+# datetime (OverflowError in Airflow's own scheduling, after the task has run).
+MAX_DURATION = datetime.timedelta(days=36525)
+
+
+def positive_seconds(
+    name: str, value: object, *, timedelta_ok: bool = False, zero_ok: bool = False
+) -> float:
     """``value`` as seconds (a number, or a ``timedelta`` where ``timedelta_ok``), or a
     ValueError naming ``name``: every duration of every operator, sensor and trigger goes
     through here. It must be finite and positive (``nan`` compares false with everything, so a
-    wait of ``nan`` would fire at once, and one of ``inf`` never), and a bool is not a number
-    of seconds."""
+    wait of ``nan`` would fire at once, and one of ``inf`` never), at most
+    :data:`MAX_DURATION`, and a bool is not a number of seconds."""
     seconds = (
         value.total_seconds() if timedelta_ok and isinstance(value, datetime.timedelta) else value
     )
@@ -50,10 +58,16 @@ def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) ->
         isinstance(seconds, bool)
         or not isinstance(seconds, int | float)
         or not math.isfinite(seconds)
-        or seconds <= 0
+        or seconds < 0
+        or (seconds == 0 and not zero_ok)
+        or seconds > MAX_DURATION.total_seconds()
     ):
-        expected = "a timedelta or seconds > 0" if timedelta_ok else "seconds > 0"
-        raise ValueError(f"{name} must be {expected}, finite, got {value!r}.")
+        expected = "a timedelta or seconds" if timedelta_ok else "seconds"
+        raise ValueError(
+            f"{name} must be {expected} {'>=' if zero_ok else '>'} 0 and at most "
+            f"{MAX_DURATION.days} days "
+            f"({MAX_DURATION.total_seconds():.0f} s, a range every date sum holds), got {value!r}."
+        )
     return float(seconds)
 
 

@@ -79,6 +79,12 @@ def slice_size(accelerator: Accelerator) -> int:
     return CUBE_CHIPS // accelerator.chips_per_host
 
 
+def cubes(accelerator: Accelerator) -> int:
+    """How many 4x4x4 cubes one slice takes: several for a super-slice past one cube, whose
+    slice no single node pool holds."""
+    return 1 if is_sub_slice(accelerator) else max(1, accelerator.chips // CUBE_CHIPS)
+
+
 def pod_annotations(accelerator: Accelerator) -> dict[str, str]:
     """What a dynamically sliced job's pod template carries."""
     return {

@@ -129,10 +129,21 @@ PYTHON = Kind("executable (name or path)", lambda name, value: check_python(valu
 
 
 def _argv(name: str, value: object) -> list[str]:
-    """A process's arguments: strings, none with a NUL byte, which no process can be given."""
+    """A process's arguments, in order: strings, none with a NUL byte, which no process can be
+    given; a ``command`` starts with the program to run."""
+    if isinstance(value, set | frozenset):
+        raise TypeError(
+            f"{name} must be a list or tuple: a {type(value).__name__} has no order, and each "
+            "process could get its arguments in another one."
+        )
     items = as_list(name, value, str)
     if any("\0" in item for item in items):
         raise ValueError(f"{name} argument holds a NUL byte, which no process can be given.")
+    if name == "command" and (not items or not items[0].strip()):
+        raise ValueError(
+            f"command must start with the program to run (e.g. ['python3', 'train.py']), got "
+            f"{value!r}."
+        )
     return items
 
 

@@ -21,7 +21,7 @@ from airflow.sdk.definitions.retry_policy import RetryPolicy
 from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 
 from airflow_provider_jax import settings
-from airflow_provider_jax.arguments import is_template
+from airflow_provider_jax.arguments import is_template, positive_seconds
 from airflow_provider_jax.contract.backend import BACKEND_TRAITS, get_backend, resolve_backend
 from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.contract.watch_options import WatchOptions
@@ -198,6 +198,11 @@ class JaxJobOperator(BaseOperator):
             )
         kwargs["retry_policy"] = _retry_policy(retry_on_code_error, kwargs.get("retry_policy"))
         super().__init__(**kwargs)
+        for airflows in ("execution_timeout", "retry_delay", "max_retry_delay"):
+            # Airflow adds these to a date; past the range a datetime holds, its scheduling
+            # fails after the task ran (the provider's own durations are held the same).
+            if (duration := getattr(self, airflows, None)) is not None:
+                positive_seconds(airflows, duration, timedelta_ok=True, zero_ok=True)
         # Each argument through its declared kind; Jinja where nothing renders it is refused.
         values = checked(locals())
         if not self.ships_source and (command is None) == (entrypoint is None):
@@ -214,11 +219,28 @@ class JaxJobOperator(BaseOperator):
                 f"{self.task_id}: require_distributed checks a command= program; with an "
                 "entrypoint or a decorated function the runtime joins jax.distributed itself."
             )
+        if require_distributed and pathways:
+            raise ValueError(
+                f"{self.task_id}: require_distributed does not go with pathways=: under "
+                "Pathways one process drives every chip and joins no jax.distributed."
+            )
+        if command is not None and initialize_distributed:
+            raise ValueError(
+                f"{self.task_id}: initialize_distributed=True does nothing for a command=, "
+                "which joins jax.distributed itself (a bare jax.distributed.initialize() "
+                "works); leave it unset, or use require_distributed=True to check it joined."
+            )
         # Rules between arguments, checked where their values meet.
         if values["deadline"] and stream_logs == STREAM_NONE:
             raise ValueError(
                 f"{self.task_id}: deadline= is held against the ETA of the leader's reports, "
                 "which stream_logs='none' does not read; use stream_logs='leader' or 'all'."
+            )
+        if values["deadline"] and command is not None:
+            raise ValueError(
+                f"{self.task_id}: deadline= is held against the ETA of the leader's "
+                "runtime.report() calls, which a command= program can't make (it gets the JAX "
+                "environment, not the runtime): use an entrypoint, or the DAG's deadline=."
             )
         values["pathways"], values["initialize_distributed"] = _controller(
             pathways, values["initialize_distributed"]
@@ -250,6 +272,10 @@ class JaxJobOperator(BaseOperator):
             values["shrink_after"],
             output_dir=output_dir,
             pathways=values["pathways"],
+            max_restarts=values["max_restarts"],
+            execution_timeout=self.execution_timeout,
+            multi_pool_slices=accelerator.dynamic_slicing
+            and dynamic_slicing.cubes(accelerator) > 1,
         )
         timeout = self.execution_timeout
         values["capacity"].check_waits(

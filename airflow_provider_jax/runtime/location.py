@@ -43,6 +43,12 @@ class Location:
         in whatever directory the process happens to run in, and another scheme nowhere."""
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"{argument} must be {STORAGE_PATHS}, got {value!r}.")
+        if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+            # GCS refuses CR and LF in object names; a local path with one is a pasted typo.
+            raise ValueError(
+                f"{argument} {value!r} holds a control character (a line feed, say): use "
+                f"{STORAGE_PATHS}, without them."
+            )
         if value.startswith(GCS_SCHEME):
             bucket, _, key = value.removeprefix(GCS_SCHEME).partition("/")
             if not valid_bucket(bucket):
