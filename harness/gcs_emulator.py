@@ -190,7 +190,8 @@ class GcsEmulator:
             self._faults.append(_Fault(status, times, matches or (lambda _: True)))
 
     def reject_uploads(self, object_name: str, status: int = HTTPStatus.FORBIDDEN) -> None:
-        """Refuse every upload of ``object_name``, as if the writer died right before it."""
+        """Refuse every upload of ``object_name`` (of every name under it, where it ends in
+        ``/``), as if the writer died right before it."""
         with self._lock:
             self._rejected_uploads[object_name] = status
 
@@ -217,8 +218,11 @@ class GcsEmulator:
     def _rejected_status(self, request: RecordedRequest, body: bytes) -> int | None:
         with self._lock:
             for name, status in self._rejected_uploads.items():
-                quoted = json.dumps(name).encode()
-                if request.param("name") == name or quoted in body:
+                if name.endswith("/"):  # a folder: every object under it
+                    opening = json.dumps(name)[:-1].encode()  # '"name' without its closing quote
+                    if (request.param("name") or "").startswith(name) or opening in body:
+                        return status
+                elif request.param("name") == name or json.dumps(name).encode() in body:
                     return status
         return None
 

@@ -191,10 +191,23 @@ def start_reason() -> str | None:
     return os.environ.get(RESIZE_REASON_ENV) or None
 
 
+NO_CHECKPOINT_DIR = (
+    "[airflow-jax] warning: checkpoint_dir() is None: this task has no output_dir, so there is "
+    "nowhere to checkpoint. Nothing will be saved, a retry starts from scratch, and a sensor "
+    "waiting for this run's steps waits until its timeout. Set output_dir= on the task."
+)
+_told_no_checkpoint_dir: list[bool] = []
+
+
 def checkpoint_dir() -> str | None:
     """``<output_dir>/checkpoints``: one place for a task instance's checkpoints, the same for
-    every JobSet restart and every Airflow retry (keep ``try_number`` out of output_dir)."""
+    every JobSet restart and every Airflow retry (keep ``try_number`` out of output_dir).
+    None without an ``output_dir``: the leader then says so in the task log, once, since a
+    program that asks means to checkpoint."""
     base = output_dir()
+    if base is None and not _told_no_checkpoint_dir and process_index() == 0:
+        _told_no_checkpoint_dir.append(True)
+        print(NO_CHECKPOINT_DIR, file=sys.stderr, flush=True)
     return checkpoints_uri(base) if base else None
 
 

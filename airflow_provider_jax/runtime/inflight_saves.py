@@ -11,23 +11,31 @@ task would succeed. So each process waits for its own saves through their owners
 ``wait_until_finished()``, Orbax's own call, which re-raises what the save raised.
 
 The owner is the bound method a thread runs (``Thread._target.__self__``, set while it runs),
-so no Orbax object has to be found otherwise. Stdlib only, like the rest of the runtime.
+so no Orbax object has to be found otherwise. It is not joined while it runs: a primary host
+whose commit failed would wait in its finalize thread's barrier for hosts that wait in
+another (``CheckpointManager._finalize`` syncs in its ``finally``), for Orbax's whole barrier
+timeout. Each owner's ``check_for_errors()`` is asked instead until the threads end, so a
+host's own failure ends it at once. (Where the primary host alone fails to commit, Orbax's
+finalize thread takes the error first and the hosts meet no barrier until Orbax's own barrier
+timeout: the job then fails at that timeout, as the same program would.) Stdlib only, like the
+rest of the runtime.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+import time
 from typing import Any
 
 ORBAX_PACKAGE = "orbax.checkpoint"
+POLL_S = 0.1  # how often a save in flight is asked for its errors
 
 
-def saves_in_flight() -> list[tuple[Any, str]]:
-    """``(owner, what)`` for each Orbax save thread still running, ``what`` naming the step:
-    first the checkpointers' ``async_save`` threads (``what``: the step's folder), whose wait
-    raises this host's own failure at once; then the ``CheckpointManager``'s finalize threads
-    (``what``: ``step N``), which may wait at a barrier for every host, a failed one too."""
+def saves_in_flight() -> list[tuple[Any, str, threading.Thread]]:
+    """``(owner, what, thread)`` for each Orbax save thread still running, ``what`` naming
+    the step: ``step N`` for a ``CheckpointManager``'s finalize thread, else the step's
+    folder (a checkpointer's ``async_save`` thread)."""
     if ORBAX_PACKAGE not in sys.modules:
         return []
     found = []
@@ -41,27 +49,39 @@ def saves_in_flight() -> list[tuple[Any, str]]:
         ):
             continue
         if callable(getattr(thread, "step", None)):
-            found.append((1, owner, f"step {thread.step()}"))
+            found.append((owner, f"step {thread.step()}", thread))
         else:
             folder = next(iter(getattr(thread, "_args", ())), None)
-            found.append((0, owner, str(folder) if folder is not None else "a checkpoint"))
-    return [(owner, what) for _, owner, what in sorted(found, key=lambda item: item[0])]
+            found.append((owner, str(folder) if folder is not None else "a checkpoint", thread))
+    return found
 
 
 def finish_saves() -> None:
     """Wait for every Orbax save this process still has in flight. A save that fails raises
     its own exception, with a note that names the step."""
-    for owner, what in saves_in_flight():
+    pending = saves_in_flight()
+    for _, what, _ in pending:
         print(
             f"[airflow-jax] Orbax's save of {what} was still being written when the function "
             "returned: waiting for it to finish.",
             flush=True,
         )
-        try:
-            owner.wait_until_finished()
-        except BaseException as err:
-            err.add_note(
-                f"Orbax's save of {what} was still being written when the function returned, "
-                "and it failed: that step was not saved."
-            )
-            raise
+    while True:
+        for owner, what, _ in pending:
+            _raising_for(owner.check_for_errors, what)
+        if not any(thread.is_alive() for _, _, thread in pending):
+            break
+        time.sleep(POLL_S)
+    for owner, what, _ in pending:  # all done: what is left to raise, and Orbax's clean-up
+        _raising_for(owner.wait_until_finished, what)
+
+
+def _raising_for(call: Any, what: str) -> None:
+    try:
+        call()
+    except BaseException as err:
+        err.add_note(
+            f"Orbax's save of {what} was still being written when the function returned, "
+            "and it failed: that step was not saved."
+        )
+        raise

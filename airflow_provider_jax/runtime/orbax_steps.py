@@ -84,7 +84,14 @@ class StepNameFormat:
 
     def hint(self, folders: Iterable[str]) -> str:
         """What would match folders that look like steps named another way (Flax writes
-        ``checkpoint_<N>``, some loops pad): empty when there are none."""
+        ``checkpoint_<N>``, some loops pad), or that nothing is there at all (a training task
+        without ``output_dir`` saves nothing); empty when neither."""
+        folders = list(folders)
+        if not folders:
+            return (
+                "nothing has been saved there yet; a JAX task of this provider writes there "
+                "only with output_dir=<this folder's parent>, saving to runtime.checkpoint_dir()"
+            )
         misses: dict[str, list[str]] = {}
         for name in sorted(folders):
             match = _ANY_STEP.fullmatch(name)

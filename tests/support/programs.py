@@ -470,3 +470,10 @@ def returns_while_saving(step: int = 3, megabytes: int = 32) -> dict[str, Any]:
     )
     manager.save(step, args=ocp.args.StandardSave({"w": w}))
     return {"saved": step, "still_saving": manager.is_saving_in_progress()}
+
+
+def asks_for_checkpoint_dir() -> str | None:
+    """What a checkpointing program asks first: where to save."""
+    from airflow_provider_jax.runtime import checkpoint_dir
+
+    return checkpoint_dir()
