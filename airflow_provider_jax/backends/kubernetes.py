@@ -259,7 +259,7 @@ class KubernetesBackend:
         # whatever on_finish_action says, the JobSet goes, as it holds quota or nodes.
         capacity_lost = ended.status == FAILED and ended.reason in QUEUE_REASONS
         if ended.status == FAILED and not capacity_lost:
-            error = explain_failure(hook, ref.name, ref.namespace, ended, self.log)
+            error = explain_failure(hook, ref.name, ref.namespace, ended)
         else:
             failed = NoCapacity if ended.reason == NO_CAPACITY else JaxJobFailed
             error = failed(f"{ref.where}: {ended.message}")

@@ -43,6 +43,8 @@ from airflow_provider_jax.runtime.exits import (
 )
 from airflow_provider_jax.runtime.inflight_saves import finish_saves
 from airflow_provider_jax.runtime.messages import (
+    FAILURE_BEGIN,
+    FAILURE_END,
     TERMINATION_MESSAGE_LIMIT,
     calling_line,
     failure_message,
@@ -130,7 +132,7 @@ def main() -> int:
     except BaseException as err:
         text = traceback.format_exc()
         runtime._reporter.flush(FAILED_FLUSH_TIMEOUT)  # what progress there was, if it comes
-        sys.stderr.write(text)
+        sys.stderr.write(f"{FAILURE_BEGIN}\n{text}{FAILURE_END}\n")
         if isinstance(err, ResultNotReturnable):
             kind, code = RESULT_ERROR, EXIT_CODE_ERROR
         elif is_lost_peer(err):
