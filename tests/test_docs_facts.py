@@ -24,12 +24,13 @@ from airflow_provider_jax import runtime, settings
 from airflow_provider_jax.backends.kubernetes import GONE_TIMEOUT_S
 from airflow_provider_jax.backends.local.runner import _TICK_S
 from airflow_provider_jax.backends.timeout_alarm import BACKSTOP_S
+from airflow_provider_jax.checkpoints import stream
 from airflow_provider_jax.checkpoints.gcs_drivers import RetryPolicy
 from airflow_provider_jax.contract.backend import CLUSTER_DEADLINE_GRACE_S
 from airflow_provider_jax.contract.elastic import DEFAULT_SHRINK_AFTER_S
 from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.hooks.jobset import LIST_PAGE_SIZE
-from airflow_provider_jax.manifest import in_place_restart, local_checkpoints, pathways
+from airflow_provider_jax.manifest import data_inputs, in_place_restart, local_checkpoints, pathways
 from airflow_provider_jax.manifest.accelerators.tpu import GENERATIONS
 from airflow_provider_jax.manifest.capacity import FLEX_START_MAX_RUN_S
 from airflow_provider_jax.manifest.capacity_choices import DEFAULT_CAPACITY_WAIT_S
@@ -40,7 +41,7 @@ from airflow_provider_jax.manifest.coordination import (
 )
 from airflow_provider_jax.manifest.failure_policy import DEFAULT_MAX_RESTARTS
 from airflow_provider_jax.manifest.spec import MAX_ENV_STRING
-from airflow_provider_jax.operators.data_staging import MAX_STAGED_BYTES
+from airflow_provider_jax.operators import data_staging
 from airflow_provider_jax.operators.retry_policy import CAPACITY_DELAY, DISRUPTION_DELAY
 from airflow_provider_jax.reporting.checkpoint_freshness import DEFAULT_WARN_AFTER
 from airflow_provider_jax.reporting.goodput import MAX_PHASES
@@ -266,6 +267,11 @@ FIGURES = [
         "at the default `poll_interval={:g}`",
         inspect.signature(OrbaxCheckpointEventTrigger).parameters["poll_interval"].default,
     ),
+    figure("assets.md", "under `{}<checkpoint_dir>`", stream.CURSOR_KEY_PREFIX),
+    figure("assets.md", "under `{}<checkpoint_dir>`", stream.OWNER_KEY_PREFIX),
+    figure("data.md", "`gs://<output_dir's bucket>/{}/<digest>/`", data_staging.STAGING_PREFIX),
+    figure("data.md", "A marker object (`<digest>{}`", data_staging.COMPLETE),
+    figure("data.md", "mounted read-only at `{}/<hash>`", data_inputs.FUSE_MOUNT_ROOT),
     # pathways.md
     figure(
         "pathways.md",
@@ -295,8 +301,8 @@ FIGURES = [
         MAX_COMPRESSED_BYTES // KIB,
     ),
     figure("data.md", "{} objects at a time", DOWNLOAD_THREADS),
-    figure("data.md", "or above {} GiB, once the task runs", MAX_STAGED_BYTES // GIB),
-    figure("data.md", "Folders above {} GiB are refused", MAX_STAGED_BYTES // GIB),
+    figure("data.md", "or above {} GiB, once the task runs", data_staging.MAX_STAGED_BYTES // GIB),
+    figure("data.md", "Folders above {} GiB are refused", data_staging.MAX_STAGED_BYTES // GIB),
     # ironwood.md, multicluster.md
     figure(
         "ironwood.md", "with i ≤ j ≤ k and at most {} cubes", GENERATIONS["tpu7x"].shapes.max_cubes
@@ -468,3 +474,35 @@ def test_the_layers_on_the_architecture_page_are_the_import_contracts():
     )
     shown = [set(re.findall(r"`(\w+)`", row)) for row in rows]
     assert shown == layers
+
+
+def names_in(page: str, start: str, end: str) -> list[str]:
+    """The backticked names of ``page`` between ``start`` and the next ``end``."""
+    text = prose(page)
+    begin = text.index(start) + len(start)
+    return re.findall(r"`([^`]+)`", text[begin : text.index(end, begin)])
+
+
+def test_the_lists_a_page_gives_are_the_codes():
+    from airflow_provider_jax.contract.backend import ON_FINISH_ACTIONS
+    from airflow_provider_jax.decorators.jax_job import CONTEXT_KEYS
+    from airflow_provider_jax.manifest.capacity import TOPOLOGY_LEVELS
+    from airflow_provider_jax.manifest.pod_override import MERGE_KEYS
+
+    assert names_in("decorators.md", "a function asks for by name (", ")") == list(CONTEXT_KEYS)
+    text = prose("operators.md")
+    merging = text[
+        text.index("merge by their Kubernetes merge key:") : text.index(
+            "The provider's entries stay"
+        )
+    ]
+    merge_keys = {
+        field: key
+        for fields, key in re.findall(r"((?:`\w+`(?:, | and )?)+) by `(\w+)`", merging)
+        for field in re.findall(r"`(\w+)`", fields)
+    }
+    assert merge_keys == MERGE_KEYS
+    finish = names_in("kubernetes.md", "`on_finish_action` then applies:", ". The result")
+    assert finish == list(ON_FINISH_ACTIONS)
+    levels = names_in("capacity.md", "Levels:", "It matters")
+    assert dict(zip(levels[::2], levels[1::2], strict=True)) == TOPOLOGY_LEVELS
