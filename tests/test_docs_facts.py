@@ -506,3 +506,18 @@ def test_the_lists_a_page_gives_are_the_codes():
     assert finish == list(ON_FINISH_ACTIONS)
     levels = names_in("capacity.md", "Levels:", "It matters")
     assert dict(zip(levels[::2], levels[1::2], strict=True)) == TOPOLOGY_LEVELS
+
+
+def test_the_settings_table_says_what_the_declaration_says():
+    """tests/test_settings.py holds the defaults; here the kind and the description too."""
+    rows = re.findall(
+        r"^\| `(\w+)` \| ([^|]+) \| [^|]+ \| (.+) \|$",
+        (REPO / "docs" / "settings.md").read_text(),
+        re.M,
+    )
+    assert {key for key, _, _ in rows} == set(settings.SETTINGS)
+    for key, kind, what in rows:
+        setting = settings.SETTINGS[key]
+        choices = " or ".join(f"`{c}`" for c in setting.choices)
+        assert kind.strip() == (choices or setting.kind), key
+        assert what.strip() == setting.description, key
