@@ -66,9 +66,10 @@ cluster: $(STAMP) control-plane
 cluster-down: $(STAMP)
 	@$(PY) -m harness.real_cluster down
 
-# docs/arguments.md, from the arguments' declaration (a test fails when it is stale).
+# docs/arguments.md and docs/accelerators.md, from the code (a test fails when one is stale).
 docs: $(STAMP)
 	$(PY) -m airflow_provider_jax.operators.argument_docs
+	$(PY) -m airflow_provider_jax.manifest.accelerators.catalogue_docs
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -82,7 +83,8 @@ format: $(STAMP)
 demo: $(STAMP)
 	bash scripts/demo.sh
 
-# Any DAG of dags/ through `airflow dags test`, as `make demo` runs the quickstart.
+# Any DAG of dags/ through `airflow dags test`, as `make demo` runs the quickstart;
+# CONF='{"steps": 80}' is the run's --conf (scripts/demo.sh reads it from the environment).
 DAG ?= quickstart
 dags-test: $(STAMP)
 	bash scripts/demo.sh $(DAG)
