@@ -13,7 +13,7 @@ export AIRFLOW_HOME ?= $(CURDIR)/.airflow
 # from bytecode; `import orbax.checkpoint` 5.8 s against 1.9 s.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install check check-under-load test lint format demo dags-test bench lock clean cluster cluster-down control-plane
+.PHONY: install check check-under-load test lint format demo dags-test bench lock clean cluster cluster-down control-plane docs
 
 install: $(STAMP)
 
@@ -68,6 +68,8 @@ cluster-down: $(STAMP)
 
 # docs/arguments.md and docs/accelerators.md, from the code (a test fails when one is stale).
 docs: $(STAMP)
+	$(PY) -m airflow_provider_jax.operators.argument_signature
+	$(VENV)/bin/ruff format -q airflow_provider_jax/operators/job_operator.py
 	$(PY) -m airflow_provider_jax.operators.argument_docs
 	$(PY) -m airflow_provider_jax.manifest.accelerators.catalogue_docs
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from airflow_provider_jax.manifest import pod_schema
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
-from airflow_provider_jax.operators.job_arguments import JOB_ARGUMENTS, Argument
+from airflow_provider_jax.operators.job_arguments import ARGUMENTS, declared
 from tests.support.jobset_schema import jobset_validator
 
 BASE = {"task_id": "t", "accelerator": "tpu-v6e-16", "image": "img", "entrypoint": "m:f"}
@@ -154,13 +154,17 @@ UNFUZZED = {"accelerator", "command", "entrypoint", "output_dir", "checkpoint_as
             "cluster_name", "gcp_conn_id", "impersonation_chain"}  # fmt: skip
 
 
-def bad_values(argument: Argument) -> list[Any]:
-    kind = argument.kind.name
+def bad_values(name: str, kind: str) -> list[Any]:
     values = BY_KIND.get(kind, ENUM_SLIPS if ENUM_KIND in kind else [])
-    return [*values, *BY_ARGUMENT.get(argument.name, [])]
+    return [*values, *BY_ARGUMENT.get(name, [])]
 
 
-KINDS = {a.name: bad_values(a) for a in JOB_ARGUMENTS if a.name not in UNFUZZED}
+# The TPU operator's: the GPU operator's own (gpus_per_node, num_nodes) are refused on it.
+KINDS = {
+    f.name: bad_values(f.name, declared(f).kind.name)
+    for f in ARGUMENTS
+    if f.name not in UNFUZZED and declared(f).only in (None, "tpu")
+}
 # Some arguments only mean something beside another: each draw gets these too.
 NEEDS: dict[str, dict[str, Any]] = {
     "capacity_wait": {"capacity": ["spot", "on-demand"]},

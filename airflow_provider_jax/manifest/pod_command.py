@@ -15,6 +15,7 @@ import json
 import os
 import re
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -149,9 +150,11 @@ def python_call(
     diagnostics: dict[str, Any] | None = None,
     source_file: str | None = None,
     source_line: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Command and env that run ``entrypoint`` (``"pkg.module:function"``) or ``function``
-    from shipped ``source`` in every process, after ``jax.distributed.initialize()``."""
+    from shipped ``source`` in every process, after ``jax.distributed.initialize()``.
+    ``options``: further task arguments for the runtime, each under its own name (JSON)."""
     if (entrypoint is None) == (source is None):
         raise ValueError("give exactly one of entrypoint or source")
     if entrypoint is not None:
@@ -185,6 +188,9 @@ def python_call(
     if (total := step_count(total_steps)) is not None:
         call["total_steps"] = total
     call.update(diagnostics or {})  # try_number, profile_steps, debug_dump and their folder
+    for name, value in (options or {}).items():
+        if value is not None and not is_template(value):
+            call[name] = json.loads(to_json(value, name))
     env = {RUNTIME_ENV: runtime_bundle(), **encode_call(call)}
     if output_dir:
         env[OUTPUT_DIR_ENV] = output_dir

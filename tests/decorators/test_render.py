@@ -51,7 +51,7 @@ def test_source_and_arguments_travel_as_json(validate_jobset):
     assert call["source"].startswith("def train(steps: int, lr: float = 0.1):")
     assert "@task" not in call["source"]
     assert call["pip_packages"] == ["einops"]  # the image's accelerator-matched JAX wins
-    assert op.pip_packages == ["einops"]
+    assert op.plan.pip_packages == ("einops",)
 
 
 def test_gpu_decorator(validate_jobset):

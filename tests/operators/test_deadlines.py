@@ -90,8 +90,8 @@ def test_what_airflow_takes_is_taken(value):
 
 def test_one_alert_or_several_are_kept_as_a_tuple():
     one, two = alert(), alert(DeadlineReference.DAGRUN_LOGICAL_DATE, 5)
-    assert JaxTpuSliceOperator(**BASE, deadline=one).deadline == (one,)
-    assert JaxTpuSliceOperator(**BASE, deadline=[one, two]).deadline == (one, two)
+    assert JaxTpuSliceOperator(**BASE, deadline=one).arguments.deadline == (one,)
+    assert JaxTpuSliceOperator(**BASE, deadline=[one, two]).arguments.deadline == (one, two)
 
 
 @pytest.mark.slow

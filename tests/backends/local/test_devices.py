@@ -174,7 +174,7 @@ def test_a_run_hands_each_process_its_gpus(tmp_path, monkeypatch, caplog):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     op, _ = gpu_plans(2, 2)
     manifest = build_jobset(op.build_spec(name="job"))
-    jobset = LocalJobSet(manifest, log=LOG, pythonpath=[str(REPO)], watch=op.watch)
+    jobset = LocalJobSet(manifest, log=LOG, pythonpath=[str(REPO)], watch=op.plan.watch)
     jobset.run()
     seen = {
         int(m.split()[2]): json.loads(m.split(" ", 3)[3])
