@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.hooks.api_errors import explain
-from airflow_provider_jax.hooks.jobset import JobSetHook
+from airflow_provider_jax.hooks.jobset import JobSetOperations
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.manifest.jobset_api import JOBSET_NAME_LABEL
 from airflow_provider_jax.reporting import host_logs
@@ -23,7 +23,7 @@ LOG_TAIL_LINES, LOG_TAIL_BYTES = 30, 8192
 
 
 def explain_failure(
-    hook: JobSetHook, name: str, namespace: str, event: JobSetEvent
+    hook: JobSetOperations, name: str, namespace: str, event: JobSetEvent
 ) -> JaxJobFailed:
     """The error for a failed JobSet, the other hosts' last lines at its end."""
     summary = [f"{event.where} failed: {event.reason}: {event.message}"]
@@ -51,7 +51,7 @@ def explain_failure(
 
 
 def _host_summary(
-    hook: JobSetHook,
+    hook: JobSetOperations,
     name: str,
     namespace: str,
     pods: list[dict[str, Any]],
@@ -75,7 +75,7 @@ def _name(pod: Mapping[str, Any]) -> str:
     return pod["metadata"]["name"]
 
 
-def _tail(hook: JobSetHook, namespace: str, pod: Mapping[str, Any], lines: int) -> str:
+def _tail(hook: JobSetOperations, namespace: str, pod: Mapping[str, Any], lines: int) -> str:
     try:
         return hook.read_pod_log(
             _name(pod), namespace, tail_lines=lines, limit_bytes=LOG_TAIL_BYTES

@@ -47,7 +47,7 @@ class ElasticSlices:
         cls,
         num_slices: int,
         min_slices: int | None,
-        shrink_after: float | None,
+        shrink_after: datetime.timedelta | float | None,
         *,
         output_dir: object,
         pathways: object,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from airflow.sdk.bases.decorator import DecoratedOperator
 
@@ -70,7 +70,7 @@ class JaxDecoratedMixin(DecoratedOperator):
         # The context keys the function asks for are part of its call, and so of the manifest
         # (built for the rendered view first, then again by execute()).
         self._context = context
-        return super().build_manifest(context)
+        return JaxJobOperator.build_manifest(cast(JaxJobOperator, self), context)
 
     def _program(self, request: JobRequest, jobset: str) -> tuple[list[str], dict[str, str]]:
         args, kwargs = self._call(request.rendered)

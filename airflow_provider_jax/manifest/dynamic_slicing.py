@@ -36,18 +36,30 @@ from airflow_provider_jax.manifest.kueue_keys import (
 class _Spec(Protocol):
     """What ``check`` reads of a ``JaxJobSpec`` (which calls it: no import back)."""
 
-    name: str
-    namespace: str
-    accelerator: Accelerator
-    queue_name: str | None
-    placement: str | None
-    pathways: object | None
-    capacity: Any
-    node_selector: Mapping[str, str]
-    annotations: Mapping[str, str]
-    labels: Mapping[str, str]
-    resources: Mapping[str, Mapping[str, str]]
-    unrendered: bool
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def accelerator(self) -> Accelerator: ...
+    @property
+    def queue_name(self) -> str | None: ...
+    @property
+    def placement(self) -> str | None: ...
+    @property
+    def pathways(self) -> object | None: ...
+    @property
+    def capacity(self) -> Any: ...
+    @property
+    def node_selector(self) -> Mapping[str, str]: ...
+    @property
+    def annotations(self) -> Mapping[str, str]: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+    @property
+    def resources(self) -> Mapping[str, Mapping[str, str]]: ...
+    @property
+    def unrendered(self) -> bool: ...
 
 
 SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"

@@ -60,13 +60,13 @@ def _dns_name(
 def qualified_name(argument: str, value: object) -> str:
     """A label or annotation key, or a resource name: ``[prefix/]name``, the name at most 63
     characters, the optional prefix a DNS-1123 subdomain."""
-    ok = isinstance(value, str)
-    if ok:
+    ok = False
+    if isinstance(value, str):
         prefix, _, name = value.rpartition("/")
         ok = len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(name))
         if ok and "/" in value:
             ok = 0 < len(prefix) <= 253 and bool(_DNS1123_SUBDOMAIN.fullmatch(prefix))
-    if not ok:
+    if not ok or not isinstance(value, str):
         raise ValueError(
             f"{argument} key {value!r} is not a qualified name: [prefix/]name, the name at most "
             "63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, "
@@ -92,7 +92,7 @@ def labels(argument: str, values: Mapping[Any, Any]) -> None:
         label_value(f"{argument}[{key!r}]", value)
 
 
-def annotations(argument: str, values: Mapping[Any, Any]) -> None:
+def annotation_values(argument: str, values: Mapping[Any, Any]) -> None:
     """Annotation keys are qualified names; values are strings, 256 KiB in all."""
     total = 0
     for key, value in values.items():
@@ -269,7 +269,7 @@ def volumes(volumes: Sequence[Mapping[str, Any]], mounts: Sequence[Mapping[str, 
         names.add(name)
     paths: dict[str, str] = {}
     for mount in mounts:
-        path, name = mount.get("mountPath"), mount.get("name")
+        path, mounted = mount.get("mountPath"), mount.get("name")
         if not isinstance(path, str) or not path.startswith("/"):
             raise ValueError(f"volume_mounts mountPath must be an absolute path, got {path!r}.")
         normal = "/" + path.strip("/")
@@ -280,12 +280,12 @@ def volumes(volumes: Sequence[Mapping[str, Any]], mounts: Sequence[Mapping[str, 
             )
         if normal in paths:
             raise ValueError(
-                f"volume_mounts: {paths[normal]!r} and {name!r} are both mounted at {normal!r}; "
+                f"volume_mounts: {paths[normal]!r} and {mounted!r} are both mounted at {normal!r}; "
                 "give each its own mountPath."
             )
-        paths[normal] = name
-        if name not in names:
+        paths[normal] = str(mounted)
+        if mounted not in names:
             raise ValueError(
-                f"volume_mounts names the volume {name!r}, which is not declared (volumes: "
+                f"volume_mounts names the volume {mounted!r}, which is not declared (volumes: "
                 f"{sorted(names)}); add it to volumes= or pod_template_override's spec.volumes."
             )

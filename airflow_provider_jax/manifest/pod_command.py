@@ -145,8 +145,8 @@ def python_call(
     pip_packages: list[str] | None = None,
     python: str = "python3",
     progress_timeout: float | None = None,
-    total_steps: int | None = None,
-    argv: list[str] | None = None,
+    total_steps: int | str | None = None,
+    argv: list[str] | str | None = None,
     diagnostics: dict[str, Any] | None = None,
     source_file: str | None = None,
     source_line: int | None = None,
@@ -169,7 +169,7 @@ def python_call(
         to_json(value, where)
     for i, value in enumerate(args or ()):
         to_json(value, f"positional argument {i}")
-    call = {
+    call: dict[str, Any] = {
         "entrypoint": entrypoint,
         "source": source,
         "function": function,
@@ -244,7 +244,8 @@ def split_pip_packages(packages: list[str]) -> tuple[list[str], list[str]]:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
-    kept, dropped = [], []
+    kept: list[str] = []
+    dropped: list[str] = []
     for i, spec in enumerate(packages):
         if not isinstance(spec, str):
             raise ValueError(f"pip_packages entries must be strings, got {spec!r}")

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from airflow_provider_jax.arguments import image_reference
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
@@ -78,7 +78,7 @@ def check_override(override: Mapping[str, Any]) -> None:
     pod_schema.check(argument, override, pod_schema.POD_TEMPLATE, partial=True)
     metadata = override.get("metadata") or {}
     syntax.labels(f"{argument} metadata.labels", metadata.get("labels") or {})
-    syntax.annotations(f"{argument} metadata.annotations", metadata.get("annotations") or {})
+    syntax.annotation_values(f"{argument} metadata.annotations", metadata.get("annotations") or {})
     pod = override.get("spec") or {}
     syntax.tolerations(pod.get("tolerations") or (), f"{argument} spec.tolerations")
     for volume in pod.get("volumes") or ():
@@ -142,7 +142,7 @@ def _source(volume: Mapping[str, Any]) -> str:
     return ", ".join(kinds) or "no source"
 
 
-def _keyed(value: object, key: str) -> bool:
+def _keyed(value: object, key: str) -> TypeGuard[list[Any]]:
     return (
         isinstance(value, list)
         and bool(value)

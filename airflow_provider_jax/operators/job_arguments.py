@@ -43,7 +43,8 @@ from airflow_provider_jax.runtime.output_paths import check_storage_path
 from airflow_provider_jax.runtime.profiling import check_profile_steps
 
 if TYPE_CHECKING:
-    from airflow.sdk import Asset, DeadlineAlert
+    from airflow.sdk import Asset
+    from airflow.sdk.definitions.deadline import DeadlineAlert
 
 
 def whole(minimum: int) -> Kind:
@@ -98,7 +99,7 @@ MAPPING = Kind("mapping", lambda name, value: as_mapping(name, value))
 JSON_OBJECT = Kind("JSON object (str keys)", MAPPING.check)
 ENV = Kind("env (name → string)", MAPPING.check)
 LABELS = Kind("labels (qualified name → label value)", _mapping_then(syntax.labels))
-ANNOTATIONS = Kind("annotations (qualified name → string)", _mapping_then(syntax.annotations))
+ANNOTATIONS = Kind("annotations (qualified name → string)", _mapping_then(syntax.annotation_values))
 RESOURCES = Kind(
     "resources (`limits`/`requests` → quantities)",
     _mapping_then(lambda name, value: syntax.container_resources(value)),
@@ -111,7 +112,19 @@ TEXT = Kind("string", _text)
 LABEL_NAME = Kind("DNS-1123 label", syntax.dns1123_label)
 OBJECT_NAME = Kind("DNS-1123 subdomain", syntax.dns1123_subdomain)
 LABEL_VALUE = Kind("label value", syntax.label_value)
-IMAGE = Kind("image reference", lambda name, value: image_reference(name, value) or value)
+
+
+def _image(name: str, value: object) -> object:
+    image_reference(name, value)
+    return value
+
+
+def _python(name: str, value: object) -> object:
+    check_python(value)
+    return value
+
+
+IMAGE = Kind("image reference", _image)
 PATH = Kind("`gs://` URI or absolute path", check_storage_path)
 BYTES = Kind("byte size with a unit (`64Gi`)", _byte_size)
 STEP_COUNT = Kind("integer >= 1 (or its digits, rendered)", lambda name, value: step_count(value))
@@ -128,7 +141,7 @@ CHAIN = Kind("service account or list of them", _strings_or_one)
 OPTIONAL_FLAG = Kind(
     "True | False | None", lambda name, value: as_bool(name, value, optional=True), optional=True
 )
-PYTHON = Kind("executable (name or path)", lambda name, value: check_python(value) or value)
+PYTHON = Kind("executable (name or path)", _python)
 
 
 def _argv(name: str, value: object) -> list[str]:

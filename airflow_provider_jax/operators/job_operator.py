@@ -39,7 +39,7 @@ from airflow_provider_jax.manifest.provider_keys import (
 from airflow_provider_jax.operators import job_spec, task_state
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
 from airflow_provider_jax.operators.job_arguments import TEMPLATED, JobArguments
-from airflow_provider_jax.operators.job_plan import plan_job
+from airflow_provider_jax.operators.job_plan import JobPlan, plan_job
 from airflow_provider_jax.operators.job_spec import JobRequest, airflow_labels
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, shown_manifest
 from airflow_provider_jax.operators.retry_policy import JaxRetryPolicy
@@ -48,7 +48,8 @@ if TYPE_CHECKING:
     import datetime
 
     from airflow.providers.openlineage.extractors import OperatorLineage
-    from airflow.sdk import Asset, Context, DeadlineAlert
+    from airflow.sdk import Asset, Context
+    from airflow.sdk.definitions.deadline import DeadlineAlert
 
     from airflow_provider_jax.contract import Backend, BackendTraits, Outcome, Started
     from airflow_provider_jax.manifest.named_storage import Storage
@@ -99,6 +100,8 @@ class JaxJobOperator(BaseOperator):
     }
     ui_color = "#e8f0fe"
     platform: ClassVar[str]  # tpu or gpu: which accelerators and arguments (the subclasses)
+    arguments: JobArguments  # as the user gave them, checked (the signature below)
+    plan: JobPlan  # what they come to together
     ships_source: ClassVar[bool] = False  # True for the decorators, which ship a function
     operator_extra_links = (
         JobSetWorkloadLink(),
@@ -414,8 +417,9 @@ class JaxJobOperator(BaseOperator):
         self._recorded: task_state.Recorded | None = None  # an earlier try's JobSet, if any
         # Fail at parse, not at run: a spec with the literal values must already be valid.
         # The JobSet too: what the provider owns is checked on it, after every merge.
-        name = self.arguments.name
-        build_jobset(self.build_spec(name=name if _literal(name) else "x", rendered=False))
+        given = self.arguments.name
+        literal = given if given is not None and _literal(given) else "x"
+        build_jobset(self.build_spec(name=literal, rendered=False))
 
     @property
     def resolved_backend(self) -> str:
@@ -504,7 +508,8 @@ class JaxJobOperator(BaseOperator):
         labels = airflow_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)
         name = self.jobset_name_for(context)
         manifest = build_jobset(self.build_spec(name=name, labels=labels, try_number=ti.try_number))
-        identity = task_instance_annotation(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
+        map_index = ti.map_index if ti.map_index is not None else -1
+        identity = task_instance_annotation(ti.dag_id, ti.task_id, ti.run_id, map_index)
         meta = manifest["metadata"]
         meta["annotations"] = {
             **(meta.get("annotations") or {}),
@@ -512,7 +517,9 @@ class JaxJobOperator(BaseOperator):
         }
         return manifest
 
-    def dry_run(self) -> dict[str, Any]:
+    # Airflow's dry_run() returns nothing; this one also returns the manifest it logs, which
+    # a caller may read (docs/recovery.md): a wider return, nothing a caller of Airflow's loses.
+    def dry_run(self) -> dict[str, Any]:  # type: ignore[override]
         """The manifest this task would submit, without touching a cluster."""
         dag_id = self.dag_id if self.has_dag() else "dry_run"
         name = self.arguments.name or self._default_name(dag_id, "dry_run", -1)

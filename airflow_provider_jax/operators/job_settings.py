@@ -72,13 +72,13 @@ def job_settings(
             project_id=a.project_id,
             location=a.location,
             gcp_conn_id=a.gcp_conn_id,
-            impersonation_chain=tuple(chain) if isinstance(chain, list | tuple) else chain,
+            impersonation_chain=chain if chain is None or isinstance(chain, str) else tuple(chain),
         ),
         pythonpath=tuple(dag_pythonpath(dag)),
         local_secrets_dir=settings.get("local_secrets_dir") or None,
         watch=with_deadlines(
             with_checkpoints(sized(plan.watch, state.slices, a.num_slices), a.output_dir),
-            [*((dag.deadline or []) if dag is not None else []), *(a.deadline or ())],
+            [*((dag.deadline or []) if dag is not None else []), *_alerts(a.deadline)],
             context,
             log,
         ),
@@ -94,6 +94,13 @@ def job_settings(
         goodput_before=state.goodput_before,
         local_capacity_file=settings.get("local_capacity_file") or None,
     )
+
+
+def _alerts(deadline: Any) -> tuple[Any, ...]:
+    """The task's ``deadline=`` as a tuple (its kind keeps one alert as a tuple of one)."""
+    if deadline is None:
+        return ()
+    return tuple(deadline) if isinstance(deadline, list | tuple) else (deadline,)
 
 
 def sized(watch: WatchOptions, slices: int, num_slices: int) -> WatchOptions:

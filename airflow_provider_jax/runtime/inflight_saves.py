@@ -48,8 +48,9 @@ def saves_in_flight() -> list[tuple[Any, str, threading.Thread]]:
             and callable(getattr(owner, "wait_until_finished", None))
         ):
             continue
-        if callable(getattr(thread, "step", None)):
-            found.append((owner, f"step {thread.step()}", thread))
+        step = getattr(thread, "step", None)  # a CheckpointManager's _FinalizeThread
+        if callable(step):
+            found.append((owner, f"step {step()}", thread))
         else:
             folder = next(iter(getattr(thread, "_args", ())), None)
             found.append((owner, str(folder) if folder is not None else "a checkpoint", thread))

@@ -127,8 +127,9 @@ def main() -> int:
             runtime._debug_dump.save()  # the HLO modules and the log tail of a success too
         if distributed is not None:
             distributed.shutdown()  # a barrier: every process returned
-        if result_text is not None:  # not before: a run that failed leaves no result.json
-            stores.write_text(result_uri(runtime.output_dir()), result_text)
+        where = runtime.output_dir()
+        if result_text is not None and where is not None:  # not before: a failed run leaves none
+            stores.write_text(result_uri(where), result_text)
     except BaseException as err:
         text = traceback.format_exc()
         runtime._reporter.flush(FAILED_FLUSH_TIMEOUT)  # what progress there was, if it comes

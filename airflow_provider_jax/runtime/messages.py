@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 TERMINATION_MESSAGE_LIMIT = 4096
 REPORT_PREFIX = "::airflow-jax-report::"
@@ -188,7 +188,7 @@ def format_report(report: dict[str, Any], extra: tuple[str, ...] = ()) -> str:
     return f"{shown}: {metrics}" if shown and metrics else shown or metrics
 
 
-def is_count(value: Any) -> bool:
+def is_count(value: Any) -> TypeGuard[int]:
     """An int that is not a bool: a step or a step total."""
     return isinstance(value, int) and not isinstance(value, bool)
 

@@ -336,7 +336,9 @@ class _Attempt:
                     self.tails[plan.name].append(line)
                     kept = self.host_lines[plan.name].keep(line)
                     shows = self.shows(plan) and kept is not None
-                    shown = self.jobset.budget.take(plan.tag, kept) if shows else None
+                    shown = None
+                    if shows and kept is not None:
+                        shown = self.jobset.budget.take(plan.tag, kept)
                     if kept is not None and kept.startswith(NOT_JOINED_MARK):
                         log.warning("%s %s", plan.tag, kept)  # whoever says it, whatever shows
                     elif shown is not None:

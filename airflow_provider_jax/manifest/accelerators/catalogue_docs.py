@@ -74,7 +74,7 @@ def sample_topologies(gen: TpuGeneration) -> list[str]:
     up, as far as xpk names defaults, and the largest count xpk names: the sizes a reader
     looks up, without shapes no launcher would pick."""
     rule = gen.shapes
-    shapes = list(rule.fixed)
+    shapes: list[str | None] = list(rule.fixed)
     if rule.max_cubes:
         named = rule.count_defaults
         count = CUBE_CHIPS
