@@ -66,6 +66,9 @@ BY_KIND: dict[str, list[Any]] = {
         {"limits": {"memory": "64"}}, {"limits": {"cpu": NAN}}, {"x": {}},
     ],
     "list of mappings": LISTS,
+    "JAX options (`jax_*` name → JSON value)": [
+        {"enable_x64": True}, {"jax_x": NAN}, {"jax_x": {1}}, {" jax_x": 1}, ["jax_x"], "x",
+    ],
     "list of integers": [*LISTS, [0], [256], [42, 42], [-1]],
     "list of strings": [*LISTS, ["", ""], ["numpy\n"], {"a", "b"}, frozenset()],
     "capacity | [capacity, ...]": [

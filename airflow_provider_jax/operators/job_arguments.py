@@ -33,7 +33,7 @@ from airflow_provider_jax.manifest import pod_schema
 from airflow_provider_jax.manifest.in_place_restart import RESTART_STRATEGIES
 from airflow_provider_jax.manifest.named_storage import Storage
 from airflow_provider_jax.manifest.pathways import Pathways
-from airflow_provider_jax.manifest.pod_command import check_python, step_count
+from airflow_provider_jax.manifest.pod_command import check_python, step_count, to_json
 from airflow_provider_jax.manifest.pod_override import check_override
 from airflow_provider_jax.manifest.secret_refs import as_secret_refs
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
@@ -164,6 +164,23 @@ def _argv(name: str, value: object) -> list[str]:
 
 
 ARGV = Kind("list of strings", _argv)
+
+
+def _jax_config(name: str, value: object) -> dict[str, Any]:
+    """JAX's own option names (``jax_*``, as ``jax.config.update`` takes them), each to a JSON
+    value: the pods set them, so a typo or a value JSON can't carry fails here, at parse."""
+    options = as_mapping(name, value)
+    for option, setting in options.items():
+        if not isinstance(option, str) or not option.startswith("jax_") or option != option.strip():
+            raise ValueError(
+                f"{name} names JAX options as jax.config.update takes them ('jax_...'), got "
+                f"{option!r}."
+            )
+        to_json(setting, f"{name}[{option!r}]")
+    return options
+
+
+JAX_CONFIG = Kind("JAX options (`jax_*` name → JSON value)", _jax_config)
 DEADLINE = Kind("DeadlineAlert | [DeadlineAlert, ...]", check_alerts)
 
 
@@ -491,6 +508,13 @@ class JobArguments:
         FLAG,
         "XLA dumps its HLO modules on every host, and a failed host saves every thread's stack and its last log lines, to ``<output_dir>/debug/try-<n>/host-<i>/`` before the pod exits.",
         default=False,
+        to=To.CALL,
+    )
+    jax_config: Mapping[str, Any] | None = argument(
+        JAX_CONFIG.or_none(),
+        "JAX options every process sets before anything else, as ``jax.config.update(name, "
+        'value)``: ``{"jax_compilation_cache_dir": "gs://bucket/cache"}`` shares compiled '
+        'programs between runs; ``{"jax_debug_nans": True}`` hunts a NaN.',
         to=To.CALL,
     )
     checkpoint_warn_after: datetime.timedelta | float | None = argument(

@@ -92,6 +92,7 @@ def main() -> int:
         runtime._try_number = int(call.get("try_number") or 0)
         arm_diagnostics(call)  # before JAX is imported: XLA reads its dump flag once
         install_packages(call.get("pip_packages") or [])
+        set_jax_config(call.get("jax_config") or {})  # before JAX makes its backends
         if os.environ.get(PATHWAYS_ENV):
             initialize_pathways()
         else:  # a bare jax.distributed.initialize() in the function works too
@@ -183,6 +184,20 @@ def arm_diagnostics(call: dict[str, Any]) -> None:
     if call.get("debug_dump"):
         runtime._debug_dump = DebugDump(runtime._host_folder(DEBUG))
         runtime._debug_dump.arm()
+
+
+def set_jax_config(options: dict[str, Any]) -> None:
+    """``jax_config=``: ``jax.config.update`` for each option, before anything else of JAX's
+    runs (some, such as ``jax_compilation_cache_dir`` or ``jax_platforms``, are read once)."""
+    if not options:
+        return
+    import jax
+
+    for name, value in options.items():
+        try:
+            jax.config.update(name, value)
+        except Exception as err:
+            raise ValueError(f"jax_config[{name!r}] = {value!r}: JAX refused it: {err}") from err
 
 
 def install_packages(packages: list[str]) -> None:

@@ -477,3 +477,10 @@ def asks_for_checkpoint_dir() -> str | None:
     from airflow_provider_jax.runtime import checkpoint_dir
 
     return checkpoint_dir()
+
+
+def jax_options(names: list[str]) -> dict[str, Any]:
+    """What JAX's config says for ``names`` in this process."""
+    import jax
+
+    return {name: getattr(jax.config, name) for name in names}
