@@ -515,6 +515,7 @@ class JobArguments:
         "JAX options every process sets before anything else, as ``jax.config.update(name, "
         'value)``: ``{"jax_compilation_cache_dir": "gs://bucket/cache"}`` shares compiled '
         'programs between runs; ``{"jax_debug_nans": True}`` hunts a NaN.',
+        default=None,
         to=To.CALL,
     )
     checkpoint_warn_after: datetime.timedelta | float | None = argument(

@@ -159,7 +159,7 @@ class JaxJobOperator(BaseOperator):
         deadline: DeadlineAlert | Sequence[DeadlineAlert] | None = None,
         profile_steps: tuple[int, int] | None = None,
         debug_dump: bool = False,
-        jax_config: Mapping[str, Any] | None,
+        jax_config: Mapping[str, Any] | None = None,
         checkpoint_warn_after: datetime.timedelta | float | None = 600.0,
         ttl_seconds_after_finished: int | None = None,
         priority_class_name: str | None = None,
