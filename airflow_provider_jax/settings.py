@@ -116,9 +116,9 @@ SETTINGS: dict[str, Setting] = {
         "string",
         "kubernetes",
         "Where JAX jobs run when an operator names no backend: ``kubernetes`` submits a JobSet, "
-        "``local`` runs the same JobSet as local processes with JAX on the CPU.",
+        "``local`` runs the same JobSet as local processes with JAX on the CPU. Checked against "
+        "the backends the provider has (contract/backend.py) where a task resolves it.",
         "local",
-        choices=("kubernetes", "local"),
     ),
     "default_image": Setting(
         "string",
