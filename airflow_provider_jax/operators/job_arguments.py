@@ -260,25 +260,32 @@ class JobArguments:
 
     accelerator: str = argument(
         TEXT,
-        "a TPU slice such as ``tpu-v6e-16``, ``v5litepod-4x4``, ``v5p-4x4x12`` or ``tpu7x-128`` (every device type xpk accepts, in its spelling or with ``tpu-``); for ``JaxGpuJobOperator`` a GPU model such as ``h100``, ``a100-80gb``, its GKE label, or an xpk device type such as ``h100-mega-80gb-8``.",
+        "a TPU slice such as ``tpu-v6e-16``, ``v5litepod-4x4``, ``v5p-4x4x12`` or ``tpu7x-128`` "
+        "(every device type xpk accepts, in its spelling or with ``tpu-``); for "
+        "``JaxGpuJobOperator`` a GPU model such as ``h100``, ``a100-80gb``, its GKE label, or an "
+        "xpk device type such as ``h100-mega-80gb-8``.",
         to=To.TASK,
     )
     num_slices: int = argument(
         whole(1),
-        "more than one makes a multislice job (``MEGASCALE_*`` env is set); GKE runs multislice on multi-host slices only.",
+        "more than one makes a multislice job (``MEGASCALE_*`` env is set); GKE runs multislice on"
+        " multi-host slices only.",
         default=1,
         to=To.SPEC,
     )
     chips_per_host: int | None = argument(
         whole(1).or_none(),
-        "``8`` asks for one 8-chip VM for a 2x4 v5e/v6e slice instead of the default two 4-chip VMs.",
+        "``8`` asks for one 8-chip VM for a 2x4 v5e/v6e slice instead of the default two 4-chip "
+        "VMs.",
         default=None,
         to=To.TASK,
         only="tpu",
     )
     dynamic_slicing: bool = argument(
         FLAG,
-        "GKE's dynamic slicing: Kueue and GKE's slice controller carve a tpu7x super-slice (whole 4x4x4 cubes) or sub-slice (2x2x1, 2x2x2, 2x2x4, 2x4x4) out of a cube pool at admission, instead of one node pool holding the slice; needs ``queue_name`` (docs/ironwood.md).",
+        "GKE's dynamic slicing: Kueue and GKE's slice controller carve a tpu7x super-slice (whole "
+        "4x4x4 cubes) or sub-slice (2x2x1, 2x2x2, 2x2x4, 2x4x4) out of a cube pool at admission, "
+        "instead of one node pool holding the slice; needs ``queue_name`` (docs/ironwood.md).",
         default=False,
         to=To.TASK,
         only="tpu",
@@ -299,21 +306,24 @@ class JobArguments:
     )
     image: str | None = argument(
         IMAGE.or_none(),
-        "the container image; it must hold JAX for the accelerator. Default: ``[jax] default_image``; the local backend needs none.",
+        "the container image; it must hold JAX for the accelerator. Default: ``[jax] "
+        "default_image``; the local backend needs none.",
         default=None,
         templated=True,
         to=To.TASK,
     )
     command: Sequence[str] | None = argument(
         ARGV.or_none(),
-        "argv to run on every host instead of an entrypoint; the JAX coordination env is set for it.",
+        "argv to run on every host instead of an entrypoint; the JAX coordination env is set for "
+        "it.",
         default=None,
         templated=True,
         to=To.TASK,
     )
     entrypoint: str | None = argument(
         TEXT.or_none(),
-        '``"package.module:function"`` to call on every host after ``jax.distributed.initialize()``; its JSON return value on process 0 is the XCom.',
+        '``"package.module:function"`` to call on every host after '
+        "``jax.distributed.initialize()``; its JSON return value on process 0 is the XCom.",
         default=None,
         templated=True,
         to=To.CALL,
@@ -327,20 +337,28 @@ class JobArguments:
     )
     argv: Sequence[str] | None = argument(
         ARGV.or_none(),
-        "``sys.argv[1:]`` for the entrypoint (or decorated function), as ``python train.py --workdir=...`` would give it: argparse reads it; a program that imports ``absl.app`` is run through ``absl.app.run`` (its flags, JAX's flags, INFO logs, and what is left of argv by position, as ``main(_)`` takes it); otherwise a parameter named ``argv`` gets ``sys.argv``.",
+        "``sys.argv[1:]`` for the entrypoint (or decorated function), as ``python train.py "
+        "--workdir=...`` would give it: argparse reads it; a program that imports ``absl.app`` is "
+        "run through ``absl.app.run`` (its flags, JAX's flags, INFO logs, and what is left of argv"
+        " by position, as ``main(_)`` takes it); otherwise a parameter named ``argv`` gets "
+        "``sys.argv``.",
         default=None,
         templated=True,
         to=To.CALL,
     )
     min_slices: int | None = argument(
         whole(1).or_none(),
-        "elastic slices: when whole slices lose their capacity for longer than ``shrink_after``, go on with the slices left, as long as there are this many, from the newest checkpoint in ``output_dir``; grow back to ``num_slices`` at the first checkpoint after their capacity returns (``docs/elastic.md``). Unset: wait for every slice.",
+        "elastic slices: when whole slices lose their capacity for longer than ``shrink_after``, "
+        "go on with the slices left, as long as there are this many, from the newest checkpoint in"
+        " ``output_dir``; grow back to ``num_slices`` at the first checkpoint after their capacity"
+        " returns (``docs/elastic.md``). Unset: wait for every slice.",
         default=None,
         to=To.TASK,
     )
     shrink_after: datetime.timedelta | float | None = argument(
         DURATION.or_none(),
-        "with ``min_slices``: how long a lost slice's capacity may take to come back before the job goes on without it (default 10 minutes).",
+        "with ``min_slices``: how long a lost slice's capacity may take to come back before the "
+        "job goes on without it (default 10 minutes).",
         default=None,
         to=To.TASK,
     )
@@ -353,14 +371,17 @@ class JobArguments:
     )
     output_dir: str | None = argument(
         PATH.or_none(),
-        "``gs://`` or an absolute path for checkpoints and large results; template it per run (``.../{{ ds_nodash }}``).",
+        "``gs://`` or an absolute path for checkpoints and large results; template it per run "
+        "(``.../{{ ds_nodash }}``).",
         default=None,
         templated=True,
         to=To.TASK,
     )
     checkpoint_asset: Asset | None = argument(
         ASSET.or_none(),
-        "an ``Asset`` that gets an event when the task succeeds, with the newest finalized step of ``<output_dir>/checkpoints``, the leader's last report and the JobSet's name in its ``extra``; no event when there is no finalized step.",
+        "an ``Asset`` that gets an event when the task succeeds, with the newest finalized step of"
+        " ``<output_dir>/checkpoints``, the leader's last report and the JobSet's name in its "
+        "``extra``; no event when there is no finalized step.",
         default=None,
         to=To.TASK,
     )
@@ -372,13 +393,16 @@ class JobArguments:
     )
     require_distributed: bool = argument(
         FLAG,
-        "``command=`` only: a process of a multi-host job that imports JAX and exits without joining ``jax.distributed`` fails the job (exit 3) instead of only warning in the log that it ran alone.",
+        "``command=`` only: a process of a multi-host job that imports JAX and exits without "
+        "joining ``jax.distributed`` fails the job (exit 3) instead of only warning in the log "
+        "that it ran alone.",
         default=False,
         to=To.CALL,
     )
     pathways: bool | Pathways = argument(
         PATHWAYS,
-        "TPU only: run under Pathways, one process driving every chip of every slice: ``True`` or ``Pathways(...)`` (``docs/pathways.md``).",
+        "TPU only: run under Pathways, one process driving every chip of every slice: ``True`` or "
+        "``Pathways(...)`` (``docs/pathways.md``).",
         default=False,
         to=To.TASK,
     )
@@ -439,74 +463,90 @@ class JobArguments:
     )
     storage: Sequence[Storage] = argument(
         list_of(Storage, "Storage"),
-        "claims (Filestore, Parallelstore, Lustre, PD) and GCS buckets by name, mounted on every host (``docs/data.md``).",
+        "claims (Filestore, Parallelstore, Lustre, PD) and GCS buckets by name, mounted on every "
+        "host (``docs/data.md``).",
         default=(),
         to=To.SPEC,
     )
     max_restarts: int = argument(
         whole(0),
-        "whole-slice restarts on disruptions (preemption, a lost or hung host, a death by signal) within one try; a bug in the code fails at once and spends none.",
+        "whole-slice restarts on disruptions (preemption, a lost or hung host, a death by signal) "
+        "within one try; a bug in the code fails at once and spends none.",
         default=3,
         to=To.SPEC,
     )
     restart_on_exit_codes: Sequence[int] = argument(
         list_of(int, "integers"),
-        'more exit codes (1-255) that mean "restart the slice", as xpk\'s ``--restart-on-exit-codes``; 42, 124 and 129-255 (deaths by signal) always do.',
+        'more exit codes (1-255) that mean "restart the slice", as xpk\'s '
+        "``--restart-on-exit-codes``; 42, 124 and 129-255 (deaths by signal) always do.",
         default=(),
         to=To.SPEC,
     )
     restart_strategy: str = argument(
         enum(*RESTART_STRATEGIES),
-        "``recreate`` (every pod recreated) or ``in_place`` (healthy pods' containers restart where they are; JobSet's ``InPlaceRestart``).",
+        "``recreate`` (every pod recreated) or ``in_place`` (healthy pods' containers restart "
+        "where they are; JobSet's ``InPlaceRestart``).",
         default="recreate",
         to=To.SPEC,
     )
     local_checkpoint_size: str | None = argument(
         BYTES.or_none(),
-        'a per-host checkpoint tier in RAM of this size (``"64Gi"``), at ``runtime.local_checkpoint_dir()``; it survives in-place restarts.',
+        'a per-host checkpoint tier in RAM of this size (``"64Gi"``), at '
+        "``runtime.local_checkpoint_dir()``; it survives in-place restarts.",
         default=None,
         to=To.SPEC,
     )
     termination_grace_period: int | None = argument(
         whole(1).or_none(),
-        "seconds from SIGTERM (preemption, eviction, a restart) to SIGKILL: the pods' ``terminationGracePeriodSeconds``, the time a ``runtime.on_preemption`` hook has to save. Spot VMs give at most about 15 s.",
+        "seconds from SIGTERM (preemption, eviction, a restart) to SIGKILL: the pods' "
+        "``terminationGracePeriodSeconds``, the time a ``runtime.on_preemption`` hook has to save."
+        " Spot VMs give at most about 15 s.",
         default=None,
         to=To.SPEC,
     )
     retry_on_code_error: bool | None = argument(
         OPTIONAL_FLAG,
-        "deprecated: ``False`` is ``retry_policy=JaxRetryPolicy(code_errors='fail')``. The provider's retry policy decides by the error (``docs/recovery.md``).",
+        "deprecated: ``False`` is ``retry_policy=JaxRetryPolicy(code_errors='fail')``. The "
+        "provider's retry policy decides by the error (``docs/recovery.md``).",
         default=None,
         to=To.TASK,
     )
     progress_timeout: float | None = argument(
         SECONDS.or_none(),
-        "seconds without a ``report()`` call after which a process counts as hung: it prints every thread's stack and exits 124, and the slice restarts. Armed at the first report. Off (None) by default.",
+        "seconds without a ``report()`` call after which a process counts as hung: it prints every"
+        " thread's stack and exits 124, and the slice restarts. Armed at the first report. Off "
+        "(None) by default.",
         default=None,
         to=To.CALL,
     )
     total_steps: int | str | None = argument(
         STEP_COUNT.or_none(),
-        "the run's length in steps, so the task log shows ``step 1200/10000 (12%) · 3.1 steps/s · ETA 47m``.",
+        "the run's length in steps, so the task log shows "
+        "``step 1200/10000 (12%) · 3.1 steps/s · ETA 47m``.",
         default=None,
         templated=True,
         to=To.CALL,
     )
     deadline: DeadlineAlert | Sequence[DeadlineAlert] | None = argument(
         DEADLINE.or_none(),
-        "Airflow ``DeadlineAlert``s for this task, as the DAG's own ``deadline=`` takes them. When the live ETA (which needs ``total_steps``) passes one, the task log says so and the alert's callback runs then, not once the time has passed. The DAG's alerts are held against the ETA too (``docs/deadlines.md``).",
+        "Airflow ``DeadlineAlert``s for this task, as the DAG's own ``deadline=`` takes them. When"
+        " the live ETA (which needs ``total_steps``) passes one, the task log says so and the "
+        "alert's callback runs then, not once the time has passed. The DAG's alerts are held "
+        "against the ETA too (``docs/deadlines.md``).",
         default=None,
         to=To.WATCH,
     )
     profile_steps: tuple[int, int] | None = argument(
         STEPS.or_none(),
-        "every host captures a JAX profiler trace of these steps, as its ``report(step=...)`` calls count them, into ``<output_dir>/profiles/try-<n>/host-<i>/``. At most 100 steps.",
+        "every host captures a JAX profiler trace of these steps, as its ``report(step=...)`` "
+        "calls count them, into ``<output_dir>/profiles/try-<n>/host-<i>/``. At most 100 steps.",
         default=None,
         to=To.CALL,
     )
     debug_dump: bool = argument(
         FLAG,
-        "XLA dumps its HLO modules on every host, and a failed host saves every thread's stack and its last log lines, to ``<output_dir>/debug/try-<n>/host-<i>/`` before the pod exits.",
+        "XLA dumps its HLO modules on every host, and a failed host saves every thread's stack and"
+        " its last log lines, to ``<output_dir>/debug/try-<n>/host-<i>/`` before the pod exits.",
         default=False,
         to=To.CALL,
     )
@@ -520,7 +560,8 @@ class JobArguments:
     )
     checkpoint_warn_after: datetime.timedelta | float | None = argument(
         DURATION.or_none(),
-        "warn once in the task log when a multi-host job that checkpoints has gone this long without a new finalized step; None: never.",
+        "warn once in the task log when a multi-host job that checkpoints has gone this long "
+        "without a new finalized step; None: never.",
         default=600.0,
         to=To.WATCH,
     )
@@ -541,7 +582,8 @@ class JobArguments:
     )
     queue_timeout: datetime.timedelta | float | None = argument(
         DURATION.or_none(),
-        "the longest wait for capacity, from creating the JobSet to ``queue_timeout_until``; past it the JobSet is deleted and the task fails with the last reason it waited for.",
+        "the longest wait for capacity, from creating the JobSet to ``queue_timeout_until``; past "
+        "it the JobSet is deleted and the task fails with the last reason it waited for.",
         default=None,
         to=To.WATCH,
     )
@@ -553,13 +595,15 @@ class JobArguments:
     )
     capacity: str | Sequence[str] = argument(
         CAPACITY,
-        "where the nodes come from: ``on-demand``, ``spot``, ``reservation:<name>`` or ``flex-start``; or an ordered list of them (``docs/capacity.md``).",
+        "where the nodes come from: ``on-demand``, ``spot``, ``reservation:<name>`` or "
+        "``flex-start``; or an ordered list of them (``docs/capacity.md``).",
         default="on-demand",
         to=To.TASK,
     )
     capacity_wait: datetime.timedelta | float | None = argument(
         DURATION.or_none(),
-        "how long each choice of a capacity list may take to get every pod running before the next is tried.",
+        "how long each choice of a capacity list may take to get every pod running before the next"
+        " is tried.",
         default=None,
         to=To.TASK,
     )
@@ -577,13 +621,15 @@ class JobArguments:
     )
     placement: str | None = argument(
         TEXT.or_none(),
-        "Kueue topology-aware placement for GPU and multislice jobs: ``compact``, ``required:<level>`` or ``preferred:<level>``.",
+        "Kueue topology-aware placement for GPU and multislice jobs: ``compact``, "
+        "``required:<level>`` or ``preferred:<level>``.",
         default=None,
         to=To.SPEC,
     )
     pod_template_override: Mapping[str, Any] | None = argument(
         POD_TEMPLATE.or_none(),
-        "a pod template merged over the generated one as Kubernetes merges a pod (``docs/operators.md``).",
+        "a pod template merged over the generated one as Kubernetes merges a pod "
+        "(``docs/operators.md``).",
         default=None,
         to=To.SPEC,
     )
@@ -595,37 +641,43 @@ class JobArguments:
     )
     coordinator_port: int | None = argument(
         PORT.or_none(),
-        "the JAX coordinator's port on process 0 (default: 8490, clear of libtpu's and JAX's own; derived from the JobSet name where a GPU node may be shared).",
+        "the JAX coordinator's port on process 0 (default: 8490, clear of libtpu's and JAX's own; "
+        "derived from the JobSet name where a GPU node may be shared).",
         default=None,
         to=To.SPEC,
     )
     host_network: bool | None = argument(
         OPTIONAL_FLAG,
-        "run the pods on the node's network (default: multi-host TPU slices and multi-node GPU jobs without GPUDirect, as xpk does).",
+        "run the pods on the node's network (default: multi-host TPU slices and multi-node GPU "
+        "jobs without GPUDirect, as xpk does).",
         default=None,
         to=To.SPEC,
     )
     gpu_networking: str = argument(
         enum("auto", "none"),
-        "``auto`` gives multi-node GPU pods their machine type's GPUDirect networking (TCPX, TCPXO or RDMA); ``none`` leaves plain pods.",
+        "``auto`` gives multi-node GPU pods their machine type's GPUDirect networking (TCPX, TCPXO"
+        " or RDMA); ``none`` leaves plain pods.",
         default="auto",
         to=To.SPEC,
     )
     gpu_networks: Sequence[str] = argument(
         list_of(str, "strings"),
-        "the cluster's GKE networks for GPUDirect, eth0 first (default: the names GKE's GPUDirect guides create).",
+        "the cluster's GKE networks for GPUDirect, eth0 first (default: the names GKE's GPUDirect "
+        "guides create).",
         default=(),
         to=To.SPEC,
     )
     secrets: Sequence[Any] = argument(
         SECRETS,
-        "Kubernetes Secrets by reference (``SecretRef`` or the cncf provider's ``Secret``); values never enter the manifest.",
+        "Kubernetes Secrets by reference (``SecretRef`` or the cncf provider's ``Secret``); values"
+        " never enter the manifest.",
         default=(),
         to=To.SPEC,
     )
     security_context: Mapping[str, Any] | None = argument(
         SECURITY_CONTEXT.or_none(),
-        "the container's securityContext (default: no privilege escalation, all capabilities dropped, RuntimeDefault seccomp; ``{}`` for none).",
+        "the container's securityContext (default: no privilege escalation, all capabilities "
+        "dropped, RuntimeDefault seccomp; ``{}`` for none).",
         default=None,
         to=To.TASK,
     )
@@ -643,7 +695,8 @@ class JobArguments:
     )
     deferrable: bool | None = argument(
         OPTIONAL_FLAG,
-        "wait in the triggerer, freeing the worker slot (default: ``[operators] default_deferrable``).",
+        "wait in the triggerer, freeing the worker slot (default: ``[operators] "
+        "default_deferrable``).",
         default=None,
         to=To.SETTINGS,
     )
@@ -661,7 +714,8 @@ class JobArguments:
     )
     stream_logs: str = argument(
         enum(*STREAM_LOGS),
-        "whose output the task log shows while the job runs: process 0, every host (``[slice/host]``-prefixed) or nobody.",
+        "whose output the task log shows while the job runs: process 0, every host "
+        "(``[slice/host]``-prefixed) or nobody.",
         default="leader",
         to=To.WATCH,
     )
