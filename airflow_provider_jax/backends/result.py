@@ -20,7 +20,7 @@ from airflow_provider_jax.contract.backend import DEFAULT_MAX_RESULT_BYTES
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.runtime.output_paths import RESULT_FILE, result_uri
 from airflow_provider_jax.runtime.stores import parse_location
-from airflow_provider_jax.stores import Access, Unreadable, store
+from airflow_provider_jax.stores import Access, store
 
 
 class ResultRejected(JaxJobFailed):
@@ -105,7 +105,7 @@ class ResultReader:
             # A pod that shares the filesystem could leave a symlink to the worker's secrets:
             # the driver reads only a plain file or object, within the cap.
             data = store(where, access).read(where, self.max_bytes, self._check_size)
-        except Unreadable as err:
+        except ValueError as err:  # not a plain file or object
             raise ResultRejected(str(err)) from None
         self._check_size(len(data))  # it may have been replaced since its size was read
         try:

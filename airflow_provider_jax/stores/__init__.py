@@ -18,7 +18,6 @@ from airflow_provider_jax.stores.driver import (
     Driver,
     RetryPolicy,
     StorageUnavailableError,
-    Unreadable,
 )
 
 __all__ = [
@@ -28,7 +27,6 @@ __all__ = [
     "Driver",
     "RetryPolicy",
     "StorageUnavailableError",
-    "Unreadable",
     "store",
 ]
 

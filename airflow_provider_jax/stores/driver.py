@@ -1,6 +1,6 @@
 """What a store's driver does for the Airflow side (:class:`Driver`), and what its calls take
-and raise: who the calls run as (:class:`Access`), how a listing is retried, and the errors
-that say "not now" or "never"."""
+and raise: who the calls run as (:class:`Access`), how a listing is retried, and the error
+that says "not now"."""
 
 from __future__ import annotations
 
@@ -38,10 +38,6 @@ DEFAULT_RETRY = RetryPolicy()
 
 class StorageUnavailableError(Exception):
     """Storage kept failing with retryable errors; the next poke may succeed."""
-
-
-class Unreadable(Exception):
-    """What is there is not read: not a plain file or object (a symlink, a folder)."""
 
 
 StepCheck = Callable[[int, str], Awaitable[FinalizedStep | None]]
@@ -88,7 +84,8 @@ class Driver(Protocol):
 
     def read(self, where: Location, max_bytes: int, check_size: Callable[[int], None]) -> bytes:
         """At most ``max_bytes + 1`` bytes, ``check_size`` called with the size before a byte
-        is read; FileNotFoundError when there is nothing, :class:`Unreadable`."""
+        is read; FileNotFoundError when there is nothing, a ValueError when what is there is
+        not read (not a plain file or object: a symlink, a folder)."""
         ...
 
     def write(self, where: Location, data: bytes) -> None: ...

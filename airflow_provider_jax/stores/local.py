@@ -24,7 +24,7 @@ from airflow_provider_jax.runtime.orbax_steps import (
 )
 from airflow_provider_jax.runtime.stores.local import DRIVER as HOST_FILES
 from airflow_provider_jax.runtime.stores.local import SCHEME
-from airflow_provider_jax.stores.driver import Access, RetryPolicy, StepCheck, StepPoll, Unreadable
+from airflow_provider_jax.stores.driver import Access, RetryPolicy, StepCheck, StepPoll
 
 
 class LocalFiles:
@@ -82,11 +82,11 @@ class LocalFiles:
         except OSError as err:
             if isinstance(err, FileNotFoundError):
                 raise
-            raise Unreadable(f"{path} cannot be read as a plain file: {err}") from None
+            raise ValueError(f"{path} cannot be read as a plain file: {err}") from None
         with os.fdopen(fd, "rb") as f:
             info = os.fstat(f.fileno())
             if not stat.S_ISREG(info.st_mode):
-                raise Unreadable(f"{path} is not a regular file; nothing was read.")
+                raise ValueError(f"{path} is not a regular file; nothing was read.")
             check_size(info.st_size)
             return f.read(max_bytes + 1)
 
