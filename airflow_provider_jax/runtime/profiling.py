@@ -3,10 +3,10 @@ function's own ``report(step=...)`` calls, or a block of code (``runtime.profile
 
 Each trace is written where TensorBoard's profile plugin and XProf look for one
 (``plugins/profile/<run>/<host>.xplane.pb``), below ``<output_dir>/profiles/try-<n>/host-<i>``:
-straight into that folder locally, through a folder on the host and an upload to a store
-reached only through its driver, GCS (the upload runs on its own thread, so the loop goes on
-at once). The window costs nothing outside
-it: a report compares one int, and nothing here waits on the device.
+straight into that folder where its store is this host's files (locally), else through a
+folder on the host and an upload (GCS; the upload runs on its own thread, so the loop goes on
+at once). The window costs nothing outside it: a report compares one int, and nothing here
+waits on the device.
 
 Which steps: a report of step ``s`` follows the work of step ``s``, so the trace starts at the
 report of step ``start - 1`` (at the call, for ``start == 0``, compilation included) and stops
