@@ -25,7 +25,6 @@ from airflow_provider_jax.backends.kubernetes import GONE_TIMEOUT_S
 from airflow_provider_jax.backends.local.runner import _TICK_S
 from airflow_provider_jax.backends.timeout_alarm import BACKSTOP_S
 from airflow_provider_jax.checkpoints import stream
-from airflow_provider_jax.checkpoints.gcs_drivers import RetryPolicy
 from airflow_provider_jax.contract.backend import CLUSTER_DEADLINE_GRACE_S
 from airflow_provider_jax.contract.elastic import DEFAULT_SHRINK_AFTER_S
 from airflow_provider_jax.contract.watch_options import WatchOptions
@@ -50,10 +49,11 @@ from airflow_provider_jax.reporting.log_budget import MAX_LINE
 from airflow_provider_jax.reporting.progress import SHOW_EVERY_S
 from airflow_provider_jax.runtime import coordinator, debug_dump, exits, reports
 from airflow_provider_jax.runtime.call import MAX_COMPRESSED_BYTES
-from airflow_provider_jax.runtime.data_paths import DOWNLOAD_THREADS
 from airflow_provider_jax.runtime.jax_cluster import NOT_JOINED_EXIT
 from airflow_provider_jax.runtime.messages import MAX_REPORT_CHARS, TERMINATION_MESSAGE_LIMIT
 from airflow_provider_jax.runtime.profiling import MAX_PROFILE_STEPS
+from airflow_provider_jax.runtime.stores.gcs import DOWNLOAD_THREADS
+from airflow_provider_jax.stores import RetryPolicy
 from airflow_provider_jax.triggers.orbax_events import (
     TAKEOVER_SETTLE_SECONDS,
     OrbaxCheckpointEventTrigger,

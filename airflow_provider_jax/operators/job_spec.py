@@ -23,6 +23,7 @@ from airflow_provider_jax.manifest.pathways import (
     DEFAULT_SERVER_IMAGE,
     Pathways,
     check_scratch,
+    holds_scratch,
 )
 from airflow_provider_jax.manifest.pod_command import command_env, python_call
 from airflow_provider_jax.manifest.provider_keys import (
@@ -38,7 +39,6 @@ from airflow_provider_jax.operators.data_staging import staging_uri
 from airflow_provider_jax.operators.job_arguments import JobArguments, To, routed
 from airflow_provider_jax.operators.job_plan import JobPlan
 from airflow_provider_jax.operators.secret_guard import refuse_masked_values
-from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.output_paths import check_storage_path
 
 TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
@@ -88,7 +88,7 @@ def build_spec(
     inputs = data_inputs(call_arguments)
     if rendered and request.traits.remote:
         for item in inputs:  # a local folder travels through output_dir's bucket
-            if not item.is_gcs:
+            if item.on_this_host:
                 item.staged = staging_uri(item, output_dir)
     command, env = program
     image = a.image if a.image is not None else default_image(request.traits)
@@ -172,7 +172,7 @@ def _pathways(request: JobRequest) -> Pathways | None:
         return pathways
     if output_dir is not None and not request.rendered and is_template(output_dir):
         return pathways  # checked once rendered
-    if Location.is_gcs_uri(output_dir):
+    if holds_scratch(output_dir):
         return dataclasses.replace(pathways, scratch_location=pathways.scratch(output_dir))
     if request.traits.remote:
         if output_dir is None:

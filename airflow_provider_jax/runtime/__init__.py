@@ -27,7 +27,6 @@ from airflow_provider_jax.runtime.env import (
     RESIZE_REASON_ENV,
     RESTART_ATTEMPT_ENV,
 )
-from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.messages import (
     TOTAL_STEPS_KEY,
     is_count,
@@ -244,20 +243,13 @@ def _resumed_step() -> int | None:
 
 
 def _newest_step(step_prefix: str | None, length: int | None, legacy: bool) -> int | None:
-    from airflow_provider_jax.runtime import orbax_steps, stores
+    from airflow_provider_jax.runtime.orbax_steps import StepNameFormat, StepRules
+    from airflow_provider_jax.runtime.stores import parse_location, store_for
 
     where = checkpoint_dir()
     if where is None:
         return None
-    names = orbax_steps.StepNameFormat(step_prefix, length)
-    if Location.is_gcs_uri(where):
-        location = orbax_steps.GcsLocation.from_url(where)
-
-        def fetch(request: orbax_steps.ListRequest) -> orbax_steps.ListPage:
-            page = stores.list_page(location.bucket, request.prefix, request.page_token)
-            return orbax_steps.ListPage.from_json(page)
-
-        found = orbax_steps.run_search(orbax_steps.search_gcs(location, names, 0), fetch)
-    else:
-        found = orbax_steps.find_newest_local(where, names, 0, legacy)
+    location = parse_location(where, "checkpoint_dir")
+    rules = StepRules(StepNameFormat(step_prefix, length), 0, legacy)
+    found = store_for(location).newest_step(location, rules)
     return None if found is None else found.step

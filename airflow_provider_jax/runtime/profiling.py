@@ -3,9 +3,10 @@ function's own ``report(step=...)`` calls, or a block of code (``runtime.profile
 
 Each trace is written where TensorBoard's profile plugin and XProf look for one
 (``plugins/profile/<run>/<host>.xplane.pb``), below ``<output_dir>/profiles/try-<n>/host-<i>``:
-straight into that folder locally, through a folder on the host and an upload on GCS (the
-upload runs on its own thread, so the loop goes on at once). The window costs nothing outside
-it: a report compares one int, and nothing here waits on the device.
+straight into that folder where its store is this host's files (locally), else through a
+folder on the host and an upload (GCS; the upload runs on its own thread, so the loop goes on
+at once). The window costs nothing outside it: a report compares one int, and nothing here
+waits on the device.
 
 Which steps: a report of step ``s`` follows the work of step ``s``, so the trace starts at the
 report of step ``start - 1`` (at the call, for ``start == 0``, compilation included) and stops
@@ -29,7 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from airflow_provider_jax.runtime.location import Location
+from airflow_provider_jax.runtime.stores import parse_location, store_for
 
 MAX_PROFILE_STEPS = 100  # a trace of more steps is too big to open (XProf loads it whole)
 UPLOAD_CAP_BYTES = 2 * 2**30  # one host's traces of one attempt
@@ -65,7 +66,9 @@ class Profiler:
 
     def __init__(self, uri: str, steps: tuple[int, int] | None = None) -> None:
         self.uri = uri
-        self._destination = Location.parse(uri, "the profile folder")
+        destination = parse_location(uri, "the profile folder")
+        # Traced straight into a folder of this host's, or into a temporary one and uploaded.
+        self._host_folder = store_for(destination).host_path(destination)
         self._steps = steps
         self._first, self._last = (steps[0] - 1, sum(steps) - 1) if steps else (-2, -2)
         self._tracing: Path | None = None  # the folder of the trace in progress
@@ -119,10 +122,10 @@ class Profiler:
         if self._tracing is not None:
             self._warn(f"{what}: a profile is already being captured on this host; not traced.")
             return False
-        if self._destination.is_gcs:
-            folder = Path(tempfile.mkdtemp(prefix="airflow-jax-profile-"))
+        if self._host_folder is not None:
+            folder = Path(self._host_folder)
         else:
-            folder = Path(self._destination.key)
+            folder = Path(tempfile.mkdtemp(prefix="airflow-jax-profile-"))
         try:
             self._guard_the_programs_traces()
             self._jax_start(str(folder))
@@ -173,14 +176,14 @@ class Profiler:
         except Exception as err:
             self._warn(f"the JAX profiler did not stop cleanly ({err}); the job goes on.")
             return
-        if self._destination.is_gcs:
+        if self._host_folder is not None:
+            print(f"airflow-jax: profile written to {self.uri}", flush=True)
+        else:
             upload = threading.Thread(
                 target=self._upload, args=(folder,), name="airflow-jax-profile-upload"
             )
             upload.start()
             self._uploads.append(upload)
-        else:
-            print(f"airflow-jax: profile written to {self.uri}", flush=True)
 
     def _missed(self, previous: int | None, step: int) -> str:
         start, count = self._steps or (0, 0)

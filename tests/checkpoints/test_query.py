@@ -20,7 +20,6 @@ from airflow_provider_jax.checkpoints import (
     CheckpointDirError,
     CheckpointQuery,
     FinalizedStep,
-    GcsLocation,
     RetryPolicy,
     StepNameFormat,
     StorageUnavailableError,
@@ -88,11 +87,13 @@ def test_step_name_format_rejects_bad_length() -> None:
 
 
 def test_gcs_location_parses_bucket_and_prefix() -> None:
-    assert GcsLocation.parse("gs://bkt") == GcsLocation("bkt", "")
-    assert GcsLocation.parse("gs://bkt/a/b/") == GcsLocation("bkt", "a/b/")
-    assert GcsLocation.parse("gs://bkt/a/b").url("7") == "gs://bkt/a/b/7"
+    where = CheckpointQuery("gs://bkt").location
+    assert (where.bucket, where.prefix) == ("bkt", "")
+    where = CheckpointQuery("gs://bkt/a/b/").location
+    assert (where.bucket, where.prefix) == ("bkt", "a/b/")
+    assert str(CheckpointQuery("gs://bkt/a/b").location.join("7")) == "gs://bkt/a/b/7"
     with pytest.raises(CheckpointDirError):
-        GcsLocation.parse("gs:///no-bucket")
+        CheckpointQuery("gs:///no-bucket").location  # noqa: B018
 
 
 def test_xcom_value_is_iso_utc() -> None:
@@ -114,7 +115,7 @@ def test_retry_delays_grow_and_stay_bounded() -> None:
 
 
 def _step_marker(root: str, layout: Layout, step: int) -> str:
-    return f"{GcsLocation.parse(root).prefix}{layout.step_name(step)}/commit_success.txt"
+    return f"{CheckpointQuery(root).location.prefix}{layout.step_name(step)}/commit_success.txt"
 
 
 @LAYOUTS

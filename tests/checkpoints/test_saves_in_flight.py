@@ -25,12 +25,12 @@ import pytest
 from airflow_provider_jax.checkpoints import (
     COMMIT_SUCCESS_FILE,
     CheckpointQuery,
-    GcsLocation,
     afind_newest_finalized,
     find_newest_finalized,
 )
 from airflow_provider_jax.checkpoints.stream import CheckpointDirStream
-from airflow_provider_jax.runtime.orbax_steps import StepNameFormat, find_newest_local
+from airflow_provider_jax.runtime.orbax_steps import StepRules
+from airflow_provider_jax.runtime.stores import store_for
 from airflow_provider_jax.sensors import OrbaxCheckpointSensor
 from harness.gcs_emulator import GcsEmulator
 from tests.support.waiting import eventually
@@ -69,9 +69,9 @@ def _every_reader(query: CheckpointQuery) -> dict[str, object]:
         "sync": (found := find_newest_finalized(query)) and found.step,
     }
     answers["async"], answers["stream"] = asyncio.run(triggers())
-    if not query.is_gcs:
-        found = find_newest_local(query.checkpoint_dir, StepNameFormat())
-        answers["resumed_from"] = found and found.step
+    where = query.location  # the pods' search, as resumed_from makes it
+    found = store_for(where).newest_step(where, StepRules())
+    answers["resumed_from"] = found and found.step
     return answers
 
 
@@ -114,7 +114,7 @@ def test_a_gcs_step_being_written_is_never_reported(
     gcs_emulator: GcsEmulator, gcs_bucket: str
 ) -> None:
     root = f"gs://{gcs_bucket}/run/checkpoints"
-    location = GcsLocation.parse(root)
+    location = CheckpointQuery(root).location
     step_prefix = f"{location.prefix}{STEP}/"
     query = CheckpointQuery(root)
 

@@ -153,13 +153,13 @@ def test_a_hung_host_dumps_and_the_restart_keeps_its_own_folder(tmp_path):
 
 
 def test_profiles_go_to_gcs_from_every_host(gcs_bucket):
-    from airflow_provider_jax.runtime import stores
+    from airflow_provider_jax.runtime.stores import gcs
 
     output_dir = f"gs://{gcs_bucket}/runs/profiled"
     run(
         f"{PROGRAMS}:profiled_steps", accelerator=HOSTS, output_dir=output_dir, profile_steps=(2, 3)
     )
-    names = stores.list_objects(gcs_bucket, "runs/profiled/profiles/try-0/")
+    names = gcs.list_objects(gcs_bucket, "runs/profiled/profiles/try-0/")
     traces = [o["name"] for o in names if o["name"].endswith(".xplane.pb")]
     assert len(traces) == 4, names
     assert {t.split("/")[4] for t in traces} == {f"host-{i}" for i in range(4)}
