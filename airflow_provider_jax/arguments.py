@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
 
 # A container image reference as container runtimes parse it (distribution's grammar):
 # [registry[:port]/]repo[:tag][@digest].
@@ -137,7 +137,11 @@ def one_of(name: str, value: object, choices: tuple[object, ...]) -> None:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}{hint}.")
 
 
-def as_bool(argument: str, value: object, *, optional: bool = False) -> object:
+@overload
+def as_bool(argument: str, value: object, *, optional: Literal[False] = False) -> bool: ...
+@overload
+def as_bool(argument: str, value: object, *, optional: Literal[True]) -> bool | None: ...
+def as_bool(argument: str, value: object, *, optional: bool = False) -> bool | None:
     """``value`` if it is True or False (or None where ``optional``): a string such as
     ``"false"`` is truthy in Python, so it would silently mean the opposite."""
     if (value is None and optional) or isinstance(value, bool):

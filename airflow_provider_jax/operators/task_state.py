@@ -37,7 +37,7 @@ class Recorded:
 
 
 def _store(context: Context) -> Any:
-    return context.get("task_state_store")  # type: ignore[call-overload]
+    return context.get("task_state_store")
 
 
 def recorded(context: Context, log: logging.Logger | Any) -> Recorded | None:
