@@ -21,7 +21,10 @@ alone, on its own devices. Exit handlers run last-registered first, so by then J
 (``jax._src.api.clean_up``) or the program's ``jax.distributed.shutdown()`` has dropped the
 client: what joining leaves behind is the coordinator address JAX keeps. A process that
 ended badly (an unhandled exception, ``sys.exit`` with an error) crashed; its traceback and
-exit code say so, and no word about joining is added.
+exit code say so, and no word about joining is added. The check belongs to the first process
+of its tree that imports JAX (the program): the Python processes that one starts (an eval
+script, a version check, ``subprocess.run([sys.executable, ...])``) inherit its mark and are
+not asked to join a job they were never part of.
 
 This file is self-contained (stdlib only, no import of the provider), since in ``command=``
 mode it is all of the provider a process gets.
@@ -41,6 +44,8 @@ PROCESS_ID_ENV = "JAX_PROCESS_ID"
 REQUIRE_JOIN_ENV = "AIRFLOW_JAX_REQUIRE_DISTRIBUTED"
 NOT_JOINED_EXIT = 3  # its exit code then
 NOT_JOINED_MARK = "[airflow-jax] not joined:"  # the line's start, which the task log shows
+# The pid of the process whose joining is checked: the first of its tree to import JAX.
+CHECKED_PROCESS_ENV = "AIRFLOW_JAX_JOIN_CHECKED_PID"
 
 NAME = "airflow_jax"  # what cluster_detection_method= would name it
 CLUSTERS_MODULE = "jax._src.clusters"  # where JAX keeps its ClusterEnv subclasses
@@ -123,6 +128,7 @@ class _AfterImport:
         def exec_then_register(module: Any) -> None:
             exec_module(module)
             register(module)
+            claim_join_check()
 
         loader.exec_module = exec_then_register
         return spec
@@ -134,8 +140,15 @@ def register_on_import() -> None:
         return
     if CLUSTERS_MODULE in sys.modules:
         register(sys.modules[CLUSTERS_MODULE])
+        claim_join_check()
     elif not any(isinstance(f, _AfterImport) for f in sys.meta_path):
         sys.meta_path.insert(0, _AfterImport())
+
+
+def claim_join_check() -> None:
+    """This process imported JAX: its joining is checked, unless a process above it in its
+    tree (which then started it) imported JAX first. Processes it starts inherit the mark."""
+    os.environ.setdefault(CHECKED_PROCESS_ENV, str(os.getpid()))
 
 
 def joined() -> bool | None:
@@ -180,6 +193,8 @@ def check_joined() -> None:
         return
     if count < 2 or _ended_badly or joined() is not False:
         return
+    if os.environ.get(CHECKED_PROCESS_ENV) != str(os.getpid()):
+        return  # a helper the program started: the job is the program's to join
     process = os.environ.get(PROCESS_ID_ENV, "?")
     sys.stderr.write(
         f"{NOT_JOINED_MARK} process {process} of {count} imported JAX but never called "

@@ -56,6 +56,14 @@ def test_jax_docs_example_joins_and_is_never_told_otherwise(caplog, ending):
     assert any(f"devices: {HOSTS * CHIPS} local: {CHIPS}" in m for m in caplog.messages)
 
 
+def test_a_helper_python_the_joined_program_starts_is_not_asked_to_join(caplog):
+    """The check is the program's: a Python it starts (check=True) is no host of the job."""
+    op = command_job(str(PROGRAMS / "joins_then_runs_a_helper.py"), require_distributed=True)
+    run_operator(op, timeout_s=120)
+    assert not [m for m in caplog.messages if jax_cluster.NOT_JOINED_MARK in m]
+    assert any(f"helper devices {CHIPS}" in m for m in caplog.messages)
+
+
 def test_a_host_that_crashed_before_joining_is_told_it_crashed(caplog):
     op = command_job(str(PROGRAMS / "crashes_before_joining.py"), require_distributed=True)
     with pytest.raises(JaxJobFailed) as failed:
