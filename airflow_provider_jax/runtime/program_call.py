@@ -48,7 +48,19 @@ def call_as_written(
         return lambda: run_as_absl_main(function, args, kwargs)
     if call.get("argv") is not None and ARGV_PARAMETER not in kwargs and _names(function):
         kwargs = {**kwargs, ARGV_PARAMETER: list(sys.argv)}
-    return lambda: function(*args, **kwargs)
+    return lambda: _exit_0_returns(lambda: function(*args, **kwargs))
+
+
+def _exit_0_returns(run: Callable[[], Any]) -> Any:
+    """``run()``; a ``sys.exit(0)`` (or ``None``) in it ends the call as a return of None, as
+    it ends a program well: what it saved is then finished like any return's. An exit with an
+    error code stays the failure it is."""
+    try:
+        return run()
+    except SystemExit as ended:
+        if ended.code not in (None, 0):
+            raise
+        return None
 
 
 def run_as_absl_main(function: Callable[..., Any], args: list[Any], kwargs: dict[str, Any]) -> Any:
@@ -66,11 +78,7 @@ def run_as_absl_main(function: Callable[..., Any], args: list[Any], kwargs: dict
         call_args = [argv, *args] if fills_argv else args
         returned.append(function(*call_args, **kwargs))
 
-    try:
-        app.run(main, argv=list(sys.argv))
-    except SystemExit as ended:
-        if ended.code not in (None, 0):
-            raise
+    _exit_0_returns(lambda: app.run(main, argv=list(sys.argv)))  # it ends by sys.exit
     return returned[0] if returned else None
 
 

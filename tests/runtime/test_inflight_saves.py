@@ -24,6 +24,17 @@ def test_a_save_in_flight_at_return_is_finished_before_the_job_succeeds(tmp_path
     assert any("save of step 3 was still being written" in m for m in caplog.messages)
 
 
+def test_a_function_that_ends_by_sys_exit_0_succeeds_and_its_save_is_finished(tmp_path, caplog):
+    """sys.exit(0) ends a program well: the task succeeds (no value) and the save is kept."""
+    kwargs = {"exit_0": True}
+    result, _ = run(
+        "returns_while_saving", timeout_s=180, output_dir=str(tmp_path), entrypoint_kwargs=kwargs
+    )
+
+    assert result is None
+    assert find_newest_finalized(CheckpointQuery(str(tmp_path / "checkpoints"))).step == 3
+
+
 def test_a_save_in_flight_that_fails_fails_the_job_naming_the_step(
     gcs_emulator: GcsEmulator, gcs_bucket: str
 ):

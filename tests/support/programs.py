@@ -452,9 +452,12 @@ def elastic_train(drill: bool = False, **kwargs: Any) -> dict[str, Any]:
     return train(**kwargs)
 
 
-def returns_while_saving(step: int = 3, megabytes: int = 32) -> dict[str, Any]:
+def returns_while_saving(
+    step: int = 3, megabytes: int = 32, exit_0: bool = False
+) -> dict[str, Any] | None:
     """A training loop's last save, async as Orbax's ``CheckpointManager`` saves by default,
-    and a return without ``wait_until_finished()``: the step is still being written."""
+    and a return without ``wait_until_finished()``: the step is still being written. With
+    ``exit_0`` it ends as scripts do, by ``sys.exit(0)``."""
     import jax
     import numpy as np
     import orbax.checkpoint as ocp
@@ -469,6 +472,8 @@ def returns_while_saving(step: int = 3, megabytes: int = 32) -> dict[str, Any]:
         (rows, 1024), sharded, lambda index: np.ones((rows, 1024), np.float32)[index]
     )
     manager.save(step, args=ocp.args.StandardSave({"w": w}))
+    if exit_0:
+        sys.exit(0)
     return {"saved": step, "still_saving": manager.is_saving_in_progress()}
 
 
