@@ -421,6 +421,12 @@ def exception_types(err: BaseException) -> list[str]:
 
 
 def _describe(err: BaseException) -> str:
-    """``Type: message``, with the notes added to it (PEP 678), which say what it interrupted."""
+    """``Type: message``, with the notes added to it (PEP 678), which say what it interrupted.
+    An error exit raised while an exception was handled (absl's ``app.run`` on a bad flag or a
+    ``UsageError``, argparse's ``error()`` is direct) is described by that exception first:
+    it is the cause, the exit only how the program ended."""
+    context = err.__context__
+    if isinstance(err, SystemExit) and context is not None and not err.__suppress_context__:
+        return f"{_describe(context)} (then SystemExit: {err.code})"
     text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
     return " ".join([text, *getattr(err, "__notes__", ())])
