@@ -263,6 +263,18 @@ AT_PARSE = [
         tpu(initialize_distributed=True),
         "initialize_distributed=True does nothing for a command",
     ),
+    *(
+        Bad(
+            f"{name}_command",
+            tpu(**{name: value}),
+            f"{name} goes to the provider's runtime in every pod, which a command= program",
+        )
+        for name, value in (
+            ("jax_config", {"jax_enable_x64": True}),
+            ("entrypoint_kwargs", {"steps": 5}),
+            ("python", "python3.12"),
+        )
+    ),
     Bad(
         "elastic_multi_cube_super_slice",
         tpu(

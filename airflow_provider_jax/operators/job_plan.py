@@ -24,7 +24,13 @@ from airflow_provider_jax.manifest.capacity import queue_timeout_seconds
 from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
 from airflow_provider_jax.manifest.pathways import Pathways
 from airflow_provider_jax.manifest.pod_command import split_pip_packages
-from airflow_provider_jax.operators.job_arguments import ARGUMENTS, JobArguments, declared
+from airflow_provider_jax.operators.job_arguments import (
+    ARGUMENTS,
+    JobArguments,
+    To,
+    declared,
+    routed,
+)
 from airflow_provider_jax.operators.run_diagnostics import Diagnostics
 from airflow_provider_jax.reporting.host_logs import STREAM_NONE
 
@@ -206,3 +212,28 @@ def _refuse_unmet(a: JobArguments, task_id: str, ships_source: bool) -> None:
     for unmet, why in rules:
         if unmet:
             raise ValueError(f"{task_id}: {why}")
+    if command:
+        _refuse_runtime_arguments(a, task_id)
+
+
+# The runtime's call that a command= job still reads: which program (the rule above) and
+# require_distributed (its launcher's env); the arguments that need report() calls are refused
+# by command_program (job_spec.py) with that reason.
+_READ_WITH_A_COMMAND = ("entrypoint", "require_distributed")
+_NEED_REPORTS = ("progress_timeout", "total_steps", "profile_steps", "debug_dump")
+_DEFAULTS = {f.name: f.default for f in ARGUMENTS}
+
+
+def _refuse_runtime_arguments(a: JobArguments, task_id: str) -> None:
+    """A command= program runs no provider runtime, so what goes to the runtime's call (the
+    CALL route) would be dropped unread: refused, naming it."""
+    for name in routed(To.CALL):
+        if name in _READ_WITH_A_COMMAND or name in _NEED_REPORTS:
+            continue
+        value, default = getattr(a, name), _DEFAULTS[name]
+        if value is not None and value != default and value not in ((), [], {}, False):
+            raise ValueError(
+                f"{task_id}: {name} goes to the provider's runtime in every pod, which a "
+                "command= program doesn't run (it gets the JAX environment only): use "
+                f"entrypoint= or @task.jax_tpu/@task.jax_gpu, or leave {name} unset."
+            )
