@@ -11,6 +11,7 @@ cluster object behind.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -274,6 +275,21 @@ AT_PARSE = [
             ("entrypoint_kwargs", {"steps": 5}),
             ("python", "python3.12"),
         )
+    ),
+    Bad("capacity_space", tpu(capacity="spot "), "capacity 'spot ' has whitespace around it"),
+    Bad(
+        "capacity_list_space",
+        tpu(capacity=["spot", " flex-start"], queue_name="q"),
+        "capacity ' flex-start' has whitespace around it",
+    ),
+    Bad(
+        "entrypoint_kwargs_nested_too_deep",
+        tpu(
+            command=None,
+            entrypoint="m:f",
+            entrypoint_kwargs=functools.reduce(lambda inner, _: {"a": inner}, range(5000), {}),
+        ),
+        "entrypoint_kwargs is nested too deep to check",
     ),
     Bad(
         "elastic_multi_cube_super_slice",

@@ -62,7 +62,11 @@ class Capacity:
     def parse(cls, value: object, reservation_project: str | None = None) -> Capacity:
         if not isinstance(value, str):
             raise ValueError(f"capacity must be one of {CAPACITIES}, got {value!r}.")
-        kind, _, name = value.strip().partition(":")
+        if value != value.strip():  # matched whole, as every name: a slip is named, not fixed
+            raise ValueError(
+                f"capacity {value!r} has whitespace around it: give {value.strip()!r}."
+            )
+        kind, _, name = value.partition(":")
         if kind == RESERVATION:
             if not _RESOURCE_NAME.fullmatch(name):
                 raise ValueError(

@@ -147,7 +147,7 @@ def _parse_list(values: list[Any], reservation_project: str | None) -> tuple[Cap
         raise ValueError("capacity is an empty list: give one capacity or several, in order.")
     if not all(isinstance(v, str) for v in values):
         raise ValueError(f"capacity: every choice of the list must be a string, got {values!r}.")
-    kinds = [v.strip().partition(":")[0] for v in values]
+    kinds = [v.partition(":")[0] for v in values]
     if reservation_project is not None and kinds.count(RESERVATION) != 1:
         raise ValueError(
             "reservation_project names the project of one reservation: the capacity list must "

@@ -207,12 +207,19 @@ class Declared:
 
     def check(self, name: str, value: object, *, rendered: bool) -> Any:
         """The value as the operator keeps it. Jinja is left for after rendering in a
-        templated argument and refused in any other, which nothing would render."""
-        if not self.templated:
-            not_templated(name, value, TEMPLATED)
-        elif holds_template(value) and not rendered:
-            return value
-        return self.kind(name, value)
+        templated argument and refused in any other, which nothing would render. A value
+        nested too deep to walk (Python's recursion limit) is refused naming the argument: no
+        JSON encoder, template renderer or API server would take it either."""
+        try:
+            if not self.templated:
+                not_templated(name, value, TEMPLATED)
+            elif holds_template(value) and not rendered:
+                return value
+            return self.kind(name, value)
+        except RecursionError:
+            raise ValueError(
+                f"{name} is nested too deep to check: keep it to a few hundred levels."
+            ) from None
 
 
 DECLARED = "airflow_provider_jax.declared"  # the dataclass field's metadata key

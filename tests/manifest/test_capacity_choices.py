@@ -79,7 +79,7 @@ def test_a_compute_class_is_selected_as_gke_documents_it(validate_jobset):
     ("kwargs", "message"),
     [
         ({"capacity": ["spot", "spot"]}, "capacity lists 'spot' twice"),
-        ({"capacity": ["reservation:a", " reservation:a"]}, "'reservation:a' twice"),
+        ({"capacity": ["reservation:a", "reservation:a"]}, "'reservation:a' twice"),
         ({"capacity": ["reservation:", "spot"]}, "a reservation name is"),
         ({"capacity": []}, "capacity is an empty list"),
         ({"capacity": ["spot", 3]}, "every choice of the list must be a string"),
