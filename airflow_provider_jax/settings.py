@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_jax.arguments import did_you_mean, image_reference
+from airflow_provider_jax.arguments import MAX_DURATION, did_you_mean, image_reference
 
 SECTION = "jax"
 
@@ -77,6 +77,13 @@ def url_template(placeholders: tuple[str, ...]) -> Callable[[str], None]:
             fields = [f for _, f, _, _ in string.Formatter().parse(raw) if f is not None]
         except ValueError as err:
             raise ValueError(f"{raw!r} is not a valid template ({err}).") from None
+        for _, field, spec, conversion in string.Formatter().parse(raw):
+            if conversion or spec:
+                how = f"!{conversion}" if conversion else f":{spec}"
+                raise ValueError(
+                    f"{raw!r} formats {{{field}}} ({how}): the URL gets it as it is, "
+                    f"URL-encoded; write {{{field}}} alone."
+                )
         if unknown := sorted({f for f in fields if f not in placeholders}):
             raise ValueError(
                 f"{raw!r} has the placeholder(s) {unknown}; the only one filled in is "
@@ -84,16 +91,21 @@ def url_template(placeholders: tuple[str, ...]) -> Callable[[str], None]:
             )
         if not re.fullmatch(r"https?://\S+", raw):
             raise ValueError(f"{raw!r} is not an http(s) URL.")
-        try:  # a format spec or conversion ({output_dir:d}, {output_dir!x}) fails only here
-            raw.format(**dict.fromkeys(placeholders, "gs%3A%2F%2Fbucket%2Frun"))
-        except (ValueError, TypeError, IndexError, KeyError) as err:
-            raise ValueError(f"{raw!r} can't be filled in: {err}.") from None
 
     return check
 
 
 def container_image(raw: str) -> None:
     image_reference("the image", raw)
+
+
+def seconds_in_a_date(raw: str) -> None:
+    """Seconds that are added to a date: within the longest duration anything takes."""
+    if float(raw) > MAX_DURATION.total_seconds():
+        raise ValueError(
+            f"{raw!r} seconds is more than {MAX_DURATION.days} days, the longest duration "
+            "added to a date here."
+        )
 
 
 def absolute_path(raw: str) -> None:
@@ -142,6 +154,7 @@ SETTINGS: dict[str, Setting] = {
         "<dir>/<secret>/<key> files, as a Secret volume lays them out. Unset: referencing a "
         "Secret locally is an error.",
         "/run/secrets/jax",
+        check=absolute_path,
     ),
     "local_accelerators": Setting(
         "string",
@@ -170,6 +183,7 @@ SETTINGS: dict[str, Setting] = {
         "3.3 fails a try resumed before the scheduler saw its worker exit on defer() "
         "(apache/airflow#72716). 0 where no scheduler runs the task (airflow dags test).",
         "0",
+        check=seconds_in_a_date,
     ),
     "max_log_streams": Setting(
         "integer",

@@ -43,9 +43,15 @@ BAD = [
     ("METRICS_PREFIX", "", r"\[jax\] metrics_prefix: '' is not a StatsD name"),
     ("DEFAULT_IMAGE", "My Image", r"\[jax\] default_image: the image 'My Image' is not a valid"),
     ("IN_PLACE_RESTART_AGENT_IMAGE", "agent image", r"\[jax\] in_place_restart_agent_image: "),
-    ("TENSORBOARD_URL", "https://tb/?d={output_dir:d}", r"tensorboard_url: .*can't be filled in"),
-    ("TENSORBOARD_URL", "https://tb/?d={output_dir!x}", r"tensorboard_url: .*can't be filled in"),
-]
+    # A format spec or conversion would change the URL-encoded value: {output_dir} alone.
+    ("TENSORBOARD_URL", "https://tb/?d={output_dir:d}", r"tensorboard_url: .*formats \{output_dir\} \(:d\)"),
+    ("TENSORBOARD_URL", "https://tb/?d={output_dir!x}", r"tensorboard_url: .*\(!x\)"),
+    ("TENSORBOARD_URL", "https://tb/?d={output_dir!r}", r"tensorboard_url: .*\(!r\).*alone"),
+    ("TENSORBOARD_URL", "https://tb/?d={output_dir:>5}", r"tensorboard_url: .*\(:>5\)"),
+    # Added to a date (when a deferred trigger may fire): within 100 years, as durations are.
+    ("RESUME_SETTLE_SECONDS", "1e300", r"resume_settle_seconds: '1e\+?300' seconds is more than 36525 days"),
+    ("LOCAL_SECRETS_DIR", "run/secrets", r"\[jax\] local_secrets_dir: 'run/secrets' is not an absolute path"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("key", "value", "message"), BAD, ids=[f"{k}={v!r}" for k, v, _ in BAD])
