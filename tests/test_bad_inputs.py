@@ -276,6 +276,11 @@ AT_PARSE = [
             ("python", "python3.12"),
         )
     ),
+    Bad(
+        "program_line_feed",
+        tpu(command=["gs://b/a\nb"]),
+        "command's program .* holds a control character",
+    ),
     Bad("capacity_space", tpu(capacity="spot "), "capacity 'spot ' has whitespace around it"),
     Bad(
         "capacity_list_space",

@@ -160,6 +160,11 @@ def _argv(name: str, value: object) -> list[str]:
             f"command must start with the program to run (e.g. ['python3', 'train.py']), got "
             f"{value!r}."
         )
+    if name == "command" and not items[0].isprintable():  # a -c script's lines are fine
+        raise ValueError(
+            f"command's program {items[0]!r} holds a control character (a line feed, a tab): "
+            "no file is named so; check how it was written or rendered."
+        )
     return items
 
 
