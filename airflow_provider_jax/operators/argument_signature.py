@@ -1,54 +1,99 @@
-"""The JAX operators' ``__init__`` signature, written from the declaration (``JobArguments``)
-into ``job_operator.py`` between two marker lines, with a property for each templated
-argument: every parameter by name, with its type and default, so an editor, a type checker and
-Airflow's ``default_args`` see each one, and "go to definition" leads from a parameter to the
-field that declares it and on to every use. ``make docs`` writes it; a test fails while it is
-stale.
+"""The JAX operators' ``__init__`` signatures, written from the declaration (``JobArguments``):
+each operator's module (``tpu.py``, ``gpu.py``) gets the arguments it takes (the shared ones
+and its own ``only=``), by name, with their types and defaults, and ``**kwargs`` typed as
+Airflow's own ``BaseOperator`` arguments (``base_arguments.py``, written here from Airflow's
+signature); ``job_operator.py`` gets a property for each templated argument. So an editor, a
+type checker and Airflow's ``default_args`` (applied to the parameters a signature has) see
+each operator's arguments and no other's, a type checker refuses a misspelt or another
+operator's argument, and "go to definition" leads from a parameter to the field that
+declares it and on to every use. ``make docs`` writes them, between marker lines; a test fails
+while one is stale.
 
     python -m airflow_provider_jax.operators.argument_signature [--check]
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import inspect
 import json
+import re
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from types import ModuleType
 
-from airflow_provider_jax.operators.job_arguments import ARGUMENTS, TEMPLATED, JobArguments
+from airflow_provider_jax.operators import job_arguments
+from airflow_provider_jax.operators.job_arguments import TEMPLATED, JobArguments, for_platform
+from airflow_provider_jax.operators.job_plan import GPU, TPU
 
-OPERATOR = Path(__file__).with_name("job_operator.py")
-BEGIN = "    # --- begin: written by argument_signature.py from JobArguments; do not edit ---"
-END = "    # --- end: written by argument_signature.py ---"
+HERE = Path(__file__).parent
+OPERATOR = HERE / "job_operator.py"  # the shared properties
+OPERATORS = {TPU: HERE / "tpu.py", GPU: HERE / "gpu.py"}  # each operator's signature
+BASE_ARGUMENTS = HERE / "base_arguments.py"
+BEGIN = "# --- begin: written by argument_signature.py from JobArguments; do not edit ---"
+END = "# --- end: written by argument_signature.py ---"
+_BUILTINS = {"None", "bool", "int", "float", "str", "bytes", "list", "tuple", "dict", "set"}
+_NAME = re.compile(r"[A-Za-z_][\w.]*")
 
 
-def generated() -> str:
-    """The block between the markers."""
+def _block(lines: list[str], indent: str) -> str:
+    """``lines`` between the markers, at ``indent``."""
+    return "\n".join([indent + BEGIN, *lines, indent + END])
+
+
+def signature(platform: str) -> str:
+    """An operator's ``__init__``: its arguments, then Airflow's."""
     annotations = JobArguments.__annotations__
     params, passed = [], []
-    for f in ARGUMENTS:
+    for f in for_platform(platform):
         default = "" if f.default is dataclasses.MISSING else f" = {_source(f.default)}"
         params.append(f"        {f.name}: {annotations[f.name]}{default},")
         passed.append(f"                {f.name}={f.name},")
-    lines = [
-        BEGIN,
-        "    def __init__(",
-        "        self,",
-        "        *,",
-        *params,
-        "        **kwargs: Any,",
-        "    ) -> None:",
-        "        self._start(",
-        "            JobArguments(",
-        *passed,
-        "            ),",
-        "            kwargs,",
-        "        )",
-    ]
-    for name in TEMPLATED:  # Airflow renders them as attributes of the operator
+    return _block(
+        [
+            "    def __init__(",
+            "        self,",
+            "        *,",
+            *params,
+            "        **kwargs: Unpack[AirflowArguments],",
+            "    ) -> None:",
+            "        self._start(",
+            "            JobArguments(",
+            *passed,
+            "            ),",
+            "            kwargs,",
+            "        )",
+            "",  # ruff's blank line after a method
+        ],
+        "    ",
+    )
+
+
+def signature_imports(platform: str) -> str:
+    """What the signature's types name, imported for the type checker only, each as
+    ``job_arguments.py`` imports it (nothing more is imported when a DAG is parsed)."""
+    annotations = JobArguments.__annotations__
+    names = {"Unpack", "AirflowArguments"}
+    for f in for_platform(platform):
+        names |= {n.split(".")[0] for n in _NAME.findall(annotations[f.name])} - _BUILTINS
+    origins = {
+        **_imported(job_arguments),
+        "Unpack": ("typing", "Unpack"),
+        "AirflowArguments": ("airflow_provider_jax.operators.base_arguments", "AirflowArguments"),
+    }
+    return _block(_type_checking_imports(origins[name] for name in sorted(names)), "")
+
+
+def properties() -> str:
+    """A property for each templated argument: Airflow renders them as the operator's
+    attributes, and reads and writes them so."""
+    annotations = JobArguments.__annotations__
+    lines: list[str] = []
+    for name in TEMPLATED:
         kind = annotations[name]
         lines += [
-            "",
             "    @property",
             f"    def {name}(self) -> {kind}:",
             f"        return self.arguments.{name}",
@@ -56,8 +101,107 @@ def generated() -> str:
             f"    @{name}.setter",
             f"    def {name}(self, value: {kind}) -> None:",
             f"        self.arguments = dataclasses.replace(self.arguments, {name}=value)",
+            "",
         ]
-    return "\n".join([*lines, "", END])  # ruff's blank line after a method
+    return _block(lines, "    ")
+
+
+def base_arguments() -> str:
+    """``base_arguments.py``: Airflow's ``BaseOperator.__init__`` parameters as a TypedDict,
+    each with Airflow's own type, imported as Airflow's module imports it."""
+    from airflow.sdk import BaseOperator
+    from airflow.sdk.bases import operator as airflow_operator
+
+    origins = _imported(airflow_operator)
+    fields, names = [], set()
+    for name, parameter in inspect.signature(BaseOperator.__init__).parameters.items():
+        if name == "self" or parameter.kind is parameter.VAR_KEYWORD:
+            continue
+        annotation = str(parameter.annotation)
+        if annotation.startswith("None | "):  # the same type, None last as ruff writes it
+            annotation = f"{annotation.removeprefix('None | ')} | None"
+        names |= {n.split(".")[0] for n in _NAME.findall(annotation)} - _BUILTINS
+        required = parameter.default is parameter.empty
+        fields.append(f"    {name}: {f'Required[{annotation}]' if required else annotation}")
+    head = [
+        '"""Airflow\'s own operator arguments (``BaseOperator.__init__``\'s), which the JAX',
+        "operators take as ``**kwargs`` and pass on: a TypedDict, so a type checker refuses a",
+        "misspelt argument, or another operator's. Written by ``make docs``",
+        "(``argument_signature.py``) from the installed Airflow's signature; a test fails while",
+        'it is stale."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import TYPE_CHECKING, Required, TypedDict",
+        "",
+        *_type_checking_imports(origins[name] for name in sorted(names)),
+        "",
+        "",
+        "class AirflowArguments(TypedDict, total=False):",
+        '    """``BaseOperator``\'s keyword arguments, each with its type."""',
+        "",
+        *fields,
+    ]
+    return "\n".join(head) + "\n"
+
+
+def _imported(module: ModuleType) -> dict[str, tuple[str, str | None]]:
+    """Each name a module imports at its top level (at run time or for the type checker),
+    with where from: ``(module, name)``, or ``(module, None)`` for ``import module``; a name
+    the module assigns there itself (a type alias) comes from the module."""
+    origins: dict[str, tuple[str, str | None]] = {}
+    statements = list(ast.parse(Path(str(module.__file__)).read_text()).body)
+    while statements:
+        node = statements.pop(0)
+        if isinstance(node, ast.If | ast.Try):  # if TYPE_CHECKING:, try: import ... except
+            statements += [*node.body, *node.orelse]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                origins[alias.asname or alias.name] = (node.module, alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                origins[(alias.asname or alias.name).split(".")[0]] = (alias.name, None)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    origins.setdefault(target.id, (module.__name__, target.id))
+    return origins
+
+
+def _type_checking_imports(origins: Iterable[tuple[str, str | None]]) -> list[str]:
+    """An ``if TYPE_CHECKING:`` block importing ``origins``, sorted as ruff's isort sorts:
+    the standard library, then other packages, then this one; ``import x`` before
+    ``from x import``; constants, classes, then the rest."""
+    sections: dict[int, tuple[set[str], dict[str, set[str]]]] = {}
+    for module, name in origins:
+        top = module.split(".")[0]
+        section = 0 if top in sys.stdlib_module_names else 2 if top == "airflow_provider_jax" else 1
+        plain, froms = sections.setdefault(section, (set(), {}))
+        if name is None:
+            plain.add(module)
+        else:
+            froms.setdefault(module, set()).add(name)
+    lines = ["if TYPE_CHECKING:"]
+    for section in sorted(sections):
+        plain, froms = sections[section]
+        if len(lines) > 1:
+            lines.append("")
+        lines += [f"    import {module}" for module in sorted(plain)]
+        for module in sorted(froms):
+            names = sorted(froms[module], key=_isort_key)
+            line = f"    from {module} import {', '.join(names)}"
+            if len(line) > 100:
+                line = "\n".join(
+                    [f"    from {module} import (", *(f"        {n}," for n in names), "    )"]
+                )
+            lines.append(line)
+    return lines
+
+
+def _isort_key(name: str) -> tuple[int, str]:
+    kind = 0 if name.isupper() and len(name) > 1 else 1 if name[0].isupper() else 2
+    return kind, name
 
 
 def _source(value: object) -> str:
@@ -65,21 +209,40 @@ def _source(value: object) -> str:
     return json.dumps(value) if isinstance(value, str) else repr(value)
 
 
-def written(source: str) -> str:
-    """``source`` (``job_operator.py``) with the block written anew."""
-    start, end = source.index(BEGIN), source.index(END) + len(END)
-    return source[:start] + generated() + source[end:]
+def _replace(source: str, fresh: str, nth: int = 0) -> str:
+    """``source`` with its ``nth`` marked block (counting from 0) written anew."""
+    start = -1
+    for _ in range(nth + 1):
+        start = source.index(BEGIN, start + 1)
+    start = source.rindex("\n", 0, start) + 1  # from the line's indent
+    end = source.index(END, start) + len(END)
+    return source[:start] + fresh + source[end:]
+
+
+def written() -> dict[Path, str]:
+    """Every file this writes, with its text as it should be."""
+    files = {OPERATOR: _replace(OPERATOR.read_text(), properties())}
+    for platform, path in OPERATORS.items():
+        text = _replace(path.read_text(), signature_imports(platform), 0)
+        files[path] = _replace(text, signature(platform), 1)
+    files[BASE_ARGUMENTS] = base_arguments()
+    return files
+
+
+def stale() -> list[Path]:
+    """The files that differ from what ``make docs`` would write."""
+    return [
+        path for path, text in written().items() if not path.exists() or path.read_text() != text
+    ]
 
 
 def main(argv: list[str]) -> int:
-    source = OPERATOR.read_text()
-    fresh = written(source)
     if "--check" in argv:
-        if fresh != source:
-            print(f"{OPERATOR} is stale: run make docs", file=sys.stderr)
-            return 1
-        return 0
-    OPERATOR.write_text(fresh)
+        for path in stale():
+            print(f"{path} is stale: run make docs", file=sys.stderr)
+        return 1 if stale() else 0
+    for path, text in written().items():
+        path.write_text(text)
     return 0
 
 

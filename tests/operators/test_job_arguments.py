@@ -4,15 +4,21 @@ agree with it."""
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import inspect
+import types
+import typing
+from typing import Any
 
 import pytest
+from airflow.sdk import DAG, task
 
 from airflow_provider_jax.manifest.spec import JaxJobSpec
-from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
+from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator, job_arguments
 from airflow_provider_jax.operators.argument_docs import PAGE, page
-from airflow_provider_jax.operators.argument_signature import OPERATOR, written
+from airflow_provider_jax.operators.argument_signature import stale
+from airflow_provider_jax.operators.base_arguments import AirflowArguments
 from airflow_provider_jax.operators.job_arguments import (
     ARGUMENTS,
     TEMPLATED,
@@ -36,21 +42,130 @@ COMPUTED = {
 SPEC_DEFAULTS = {"megascale_port"}  # no argument sets it
 
 
-def test_the_signature_is_the_declaration_in_its_order():
-    """Every parameter by name, type and default: what editors, type checkers and Airflow's
-    default_args see."""
-    parameters = inspect.signature(JaxJobOperator.__init__).parameters
+OPERATORS = [(JaxTpuSliceOperator, TPU), (JaxGpuJobOperator, GPU)]
+
+
+@pytest.mark.parametrize(("operator", "platform"), OPERATORS)
+def test_each_signature_is_its_operators_arguments_in_declaration_order(operator, platform):
+    """Every parameter an operator takes by name, type and default, and no other operator's:
+    what editors, type checkers and Airflow's default_args see. Airflow's own arguments are
+    **kwargs, typed by name (AirflowArguments), so a type checker refuses any other."""
+    parameters = inspect.signature(operator.__init__).parameters
     own = [p for p in parameters if p not in ("self", "kwargs")]
-    assert own == [f.name for f in ARGUMENTS]
-    for f in ARGUMENTS:
+    assert own == [f.name for f in for_platform(platform)]
+    for f in for_platform(platform):
         expected = inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default
         assert parameters[f.name].default == expected, f.name
         assert parameters[f.name].annotation == JobArguments.__annotations__[f.name], f.name
-    assert OPERATOR.read_text() == written(OPERATOR.read_text()), "run make docs"
+    assert parameters["kwargs"].annotation == "Unpack[AirflowArguments]"
+    # The shared class has no signature of its own: Airflow's default_args fill the parameters
+    # of each class's __init__, and a shared one would give every operator every argument.
+    assert "__init__" not in vars(JaxJobOperator)
+    assert stale() == [], "run make docs"
 
 
-@pytest.mark.parametrize(("operator", "platform"), [(JaxTpuSliceOperator, TPU),
-                                                    (JaxGpuJobOperator, GPU)])  # fmt: skip
+def test_airflows_own_arguments_are_typed_by_name():
+    """AirflowArguments is BaseOperator's signature: a misspelt argument is no key of it."""
+    from airflow.sdk import BaseOperator
+
+    airflow = inspect.signature(BaseOperator.__init__).parameters
+    names = [n for n, p in airflow.items() if n != "self" and p.kind is not p.VAR_KEYWORD]
+    assert list(AirflowArguments.__annotations__) == names
+    assert not set(names) & {f.name for f in ARGUMENTS}
+
+
+def test_default_args_reach_only_the_operators_that_take_them():
+    """One DAG's default_args for both platforms: each operator (and decorator) takes its own,
+    and the other operator's never reach it."""
+    defaults = {"gpus_per_node": 8, "num_nodes": 2, "chips_per_host": 4, "num_slices": 2,
+                "gpu_networking": "none", "max_restarts": 5, "image": "img"}  # fmt: skip
+    with DAG("both", schedule=None, default_args=defaults):
+        tpu = JaxTpuSliceOperator(task_id="tpu", accelerator="tpu-v6e-16", entrypoint="m:f")
+        gpu = JaxGpuJobOperator(task_id="gpu", accelerator="h100-80gb-8", entrypoint="m:f")
+
+        @task.jax_tpu(accelerator="tpu-v6e-16")
+        def on_tpu() -> None: ...
+
+        @task.jax_gpu(accelerator="h100-80gb-8")
+        def on_gpu() -> None: ...
+
+        decorated_tpu, decorated_gpu = on_tpu().operator, on_gpu().operator
+    for op in (tpu, decorated_tpu):
+        assert (op.arguments.chips_per_host, op.arguments.num_slices) == (4, 2)
+        assert (op.arguments.gpus_per_node, op.arguments.gpu_networking) == (None, "auto")
+    for op in (gpu, decorated_gpu):
+        assert (op.arguments.gpus_per_node, op.arguments.num_nodes) == (8, 2)
+        assert op.arguments.gpu_networking == "none"
+        assert (op.arguments.chips_per_host, op.arguments.num_slices) == (None, 1)
+    assert {op.arguments.max_restarts for op in (tpu, gpu, decorated_tpu, decorated_gpu)} == {5}
+
+
+@pytest.mark.parametrize(
+    ("operator", "given", "message"),
+    [
+        (JaxGpuJobOperator, {"chips_per_host": 8}, r"has no slices \(chips_per_host\)"),
+        (JaxGpuJobOperator, {"pathways": True}, r"has no slices \(pathways\)"),
+        (JaxGpuJobOperator, {"num_slices": 2}, r"has no slices \(num_slices\)"),
+        (JaxTpuSliceOperator, {"gpus_per_node": 8}, r"has no GPU nodes \(gpus_per_node\)"),
+        (JaxTpuSliceOperator, {"gpu_networking": "none"}, r"no GPU nodes \(gpu_networking\)"),
+        (JaxTpuSliceOperator, {"gpu_networks": ["a"]}, r"has no GPU nodes \(gpu_networks\)"),
+    ],
+)
+def test_another_operators_argument_is_refused_by_name(operator, given, message):
+    base = {"task_id": "t", "entrypoint": "m:f"}
+    base["accelerator"] = "h100-80gb-8" if operator is JaxGpuJobOperator else "tpu-v6e-16"
+    with pytest.raises(ValueError, match=message):
+        operator(**base, **given)
+
+
+def _annotation(name: str) -> Any:
+    """A field's declared type, evaluated where it is declared (its TYPE_CHECKING-only names,
+    which no runtime check needs, stand in as Any)."""
+    namespace = {**vars(job_arguments), "Asset": Any, "DeadlineAlert": Any, "Secret": Any}
+    return eval(JobArguments.__annotations__[name], namespace)
+
+
+def _members(tp: Any) -> list[Any]:
+    """The members of a union (the type itself if it is none)."""
+    return (
+        list(typing.get_args(tp))
+        if isinstance(tp, types.UnionType) or (typing.get_origin(tp) is typing.Union)
+        else [tp]
+    )
+
+
+@pytest.mark.parametrize("field", ARGUMENTS, ids=lambda f: f.name)
+def test_each_declared_type_says_what_its_check_takes(field):
+    """None is taken exactly where the type says ``| None``; an enumeration's type is the
+    Literal of its choices; a list of strings is a list or tuple, which a str is not (so a
+    type checker refuses ``pip_packages="numpy"``, as the check does)."""
+    members = _members(_annotation(field.name))
+    kind = declared(field).kind
+    assert (type(None) in members) == kind.optional, field.name
+    if kind.choices:
+        literals = [m for m in members if typing.get_origin(m) is typing.Literal]
+        assert [c for m in literals for c in typing.get_args(m)] == list(kind.choices)
+    takes_str = str in members or any(
+        typing.get_origin(m) is collections.abc.Sequence and typing.get_args(m) == (str,)
+        for m in members
+    )
+    if kind.name.startswith("list of"):
+        assert not takes_str, f"{field.name}: a str is no list"
+
+
+@pytest.mark.parametrize(
+    "field", [f for f in ARGUMENTS if not declared(f).kind.optional], ids=lambda f: f.name
+)
+def test_none_is_refused_where_the_type_has_no_none(field):
+    base = {"task_id": "t", "accelerator": "tpu-v6e-16", "entrypoint": "m:f"}
+    operator = JaxGpuJobOperator if declared(field).only == GPU else JaxTpuSliceOperator
+    if operator is JaxGpuJobOperator:
+        base["accelerator"] = "h100-80gb-8"
+    with pytest.raises((TypeError, ValueError), match=field.name):
+        operator(**{**base, field.name: None})
+
+
+@pytest.mark.parametrize(("operator", "platform"), OPERATORS)
 def test_each_operators_docstring_has_its_arguments(operator, platform):
     for f in for_platform(platform):
         assert f":param {f.name}: {declared(f).doc}" in operator.__doc__
@@ -72,7 +187,7 @@ def test_a_declared_spec_argument_reaches_the_spec_unchanged():
     op = JaxTpuSliceOperator(
         task_id="t", accelerator="tpu-v6e-16", image="img", entrypoint="m:f",
         namespace="ml", max_restarts=7, priority_class_name="high", queue_name="q",
-        ttl_seconds_after_finished=60, coordinator_port=9000, gpu_networks=["a", "b"],
+        ttl_seconds_after_finished=60, coordinator_port=9000, restart_on_exit_codes=[7],
     )  # fmt: skip
     spec = op.build_spec(name="x", rendered=False)
     for name in routed(To.SPEC):
