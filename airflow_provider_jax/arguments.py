@@ -193,7 +193,7 @@ class Kind:
         if value is None:
             if self.optional:
                 return None
-            raise TypeError(f"{argument} must be {self.name}, got None.")
+            raise TypeError(f"{argument} must not be None (its kind: {self.name}).")
         return self.check(argument, value)
 
     def or_none(self) -> Kind:

@@ -32,6 +32,7 @@ from airflow_provider_jax.contract.backend import BackendName, OnFinishAction
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest import pod_schema
 from airflow_provider_jax.manifest.capacity import QueueUntil
+from airflow_provider_jax.manifest.data_inputs import encode
 from airflow_provider_jax.manifest.gpu_direct import GpuNetworking
 from airflow_provider_jax.manifest.in_place_restart import RestartStrategy
 from airflow_provider_jax.manifest.kubernetes_syntax import PullPolicy
@@ -127,7 +128,20 @@ def _security_context(name: str, value: dict[str, Any]) -> None:
 
 
 MAPPING = Kind("mapping", lambda name, value: as_mapping(name, value))
-JSON_OBJECT = Kind("JSON object (str keys)", MAPPING.check)
+
+
+def _json_object(name: str, value: object) -> dict[str, Any]:
+    """Keyword arguments for every pod: str keys, each value one JSON carries (a ``Data``
+    input as its marker), since the call travels as JSON."""
+    mapping = as_mapping(name, value)
+    for key, item in mapping.items():
+        if not isinstance(key, str):
+            raise ValueError(f"{name} keys must be strings (keyword names), got {key!r}.")
+        to_json(encode(item, []), f"{name}[{key!r}]")
+    return mapping
+
+
+JSON_OBJECT = Kind("JSON object (str keys)", _json_object)
 ENV = Kind("env (name → string)", MAPPING.check)
 LABELS = Kind("labels (qualified name → label value)", _mapping_then(syntax.labels))
 ANNOTATIONS = Kind("annotations (qualified name → string)", _mapping_then(syntax.annotation_values))

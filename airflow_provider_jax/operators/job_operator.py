@@ -51,6 +51,7 @@ from airflow_provider_jax.operators.retry_policy import JaxRetryPolicy
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
+    from airflow.sdk.definitions.mappedoperator import OperatorPartial
 
     from airflow_provider_jax.contract import Backend, BackendTraits, Outcome, Started
     from airflow_provider_jax.manifest.spec import JaxJobSpec
@@ -237,7 +238,7 @@ class JaxJobOperator(BaseOperator):
             # fails after the task ran (the provider's own durations are held the same).
             if duration is not None:
                 positive_seconds(name, duration, timedelta_ok=True, zero_ok=True)
-        self.arguments = arguments.checked(rendered=False, templated=self.templated_arguments)
+        self.arguments = arguments.checked(rendered=False, templated=self.templated_arguments())
         self.plan = self._plan(self.arguments)
         if self.plan.pip_dropped:
             self.log.warning(
@@ -278,10 +279,19 @@ class JaxJobOperator(BaseOperator):
             default_deferrable=conf.getboolean("operators", "default_deferrable", fallback=False),
         )
 
-    @property
-    def templated_arguments(self) -> tuple[str, ...]:
+    @classmethod
+    def templated_arguments(cls) -> tuple[str, ...]:
         """The arguments this task renders (a message about Jinja offers them)."""
-        return tuple(name for name in self.template_fields if name != MANIFEST_FIELD)
+        return tuple(name for name in cls.template_fields if name != MANIFEST_FIELD)
+
+    @classmethod
+    def partial(cls, **kwargs: Any) -> OperatorPartial:  # type: ignore[override]
+        """Airflow's ``partial()``, whose values (and ``expand()``'s literal lists) are checked
+        at parse, as the operator's construction checks them (``mapped_arguments.py``)."""
+        from airflow_provider_jax.operators.mapped_arguments import CheckedPartial, check_given
+
+        check_given(cls, kwargs)
+        return CheckedPartial.of(super().partial(**kwargs))
 
     @property
     def resolved_backend(self) -> BackendName:
@@ -299,7 +309,7 @@ class JaxJobOperator(BaseOperator):
         anything), before anything is made."""
         a, plan = self.arguments, self.plan
         if rendered:
-            a = a.checked(rendered=True, templated=self.templated_arguments)
+            a = a.checked(rendered=True, templated=self.templated_arguments())
             plan = self._plan(a)
         return JobRequest(
             arguments=a,
