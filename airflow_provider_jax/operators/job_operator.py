@@ -285,7 +285,7 @@ class JaxJobOperator(BaseOperator):
         return tuple(name for name in cls.template_fields if name != MANIFEST_FIELD)
 
     @classmethod
-    def partial(cls, **kwargs: Any) -> OperatorPartial:  # type: ignore[override]
+    def partial(cls, **kwargs: Any) -> OperatorPartial:
         """Airflow's ``partial()``, whose values (and ``expand()``'s literal lists) are checked
         at parse, as the operator's construction checks them (``mapped_arguments.py``)."""
         from airflow_provider_jax.operators.mapped_arguments import CheckedPartial, check_given

@@ -4,15 +4,19 @@ agree with it."""
 
 from __future__ import annotations
 
+import ast
 import collections.abc
 import dataclasses
+import datetime
 import inspect
+import logging
 import types
 import typing
+from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow.sdk import DAG, task
+from airflow.sdk import DAG, DeadlineAlert, DeadlineReference, SyncCallback, task
 
 from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator, job_arguments
@@ -30,7 +34,9 @@ from airflow_provider_jax.operators.job_arguments import (
 )
 from airflow_provider_jax.operators.job_operator import JaxJobOperator
 from airflow_provider_jax.operators.job_plan import GPU, TPU
+from airflow_provider_jax.operators.job_settings import TryState, job_settings
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD
+from airflow_provider_jax.runtime.call import decode_call
 
 # Spec fields each build computes from several arguments or from the try, never one argument.
 COMPUTED = {
@@ -206,3 +212,121 @@ def test_only_the_accelerator_is_required():
     """Every other argument has a default: a new one without would break every DAG."""
     required = [f.name for f in ARGUMENTS if f.default is dataclasses.MISSING]
     assert required == ["accelerator"]
+
+
+# Each argument routed to the pods' call, the wait or a try's settings, with a value other than
+# its default (and what it needs beside it): the destination's reader must take it.
+ALERT = DeadlineAlert(
+    reference=DeadlineReference.DAGRUN_QUEUED_AT,
+    interval=datetime.timedelta(hours=1),
+    callback=SyncCallback("builtins.print"),
+)
+COMMAND = {"command": ["python3", "t.py"], "entrypoint": None}
+OUT = {"output_dir": "/tmp/out"}
+SAMPLES: dict[str, tuple[Any, dict[str, Any]]] = {
+    # the pods' call
+    "entrypoint": ("pkg.mod:other", {}),
+    "entrypoint_kwargs": ({"a": 1}, {}),
+    "argv": (["--x=1"], {}),
+    "initialize_distributed": (False, {}),
+    "require_distributed": (True, COMMAND),
+    "pip_packages": (["optax"], {}),
+    "python": ("python3.12", {}),
+    "progress_timeout": (60.0, {}),
+    "total_steps": (10, {}),
+    "profile_steps": ((1, 2), OUT),
+    "debug_dump": (True, OUT),
+    "jax_config": ({"jax_debug_nans": True}, {}),
+    # the wait
+    "poll_interval": (5.0, {}),
+    "stream_logs": ("all", {}),
+    "checkpoint_warn_after": (60.0, {}),
+    "queue_timeout": (600.0, {}),
+    "queue_timeout_until": ("admitted", {"queue_name": "q"}),
+    "deadline": (ALERT, {}),
+    # a try's settings
+    "backend": ("local", {}),
+    "kubernetes_conn_id": ("k8s_other", {}),
+    "deferrable": (True, {}),
+    "on_finish_action": ("keep_jobset", {}),
+    "project_id": ("p", {}),
+    "location": ("us-central1", {}),
+    "cluster_name": ("c", {}),
+    "gcp_conn_id": ("google_other", {}),
+    "impersonation_chain": ("sa@p.iam.gserviceaccount.com", {}),
+}
+RUNTIME = Path(job_arguments.__file__).parents[1] / "runtime"
+
+
+def _runtime_reads() -> set[str]:
+    """The keys the pods' runtime reads from the call (``call.get("k")``, ``call["k"]``)."""
+    keys = set()
+    for path in RUNTIME.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            target = key = None
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                if node.func.attr == "get" and node.args:
+                    target, key = node.func.value, node.args[0]
+            elif isinstance(node, ast.Subscript):
+                target, key = node.value, node.slice
+            called = isinstance(target, ast.Name) and target.id == "call"
+            if called and isinstance(key, ast.Constant) and isinstance(key.value, str):
+                keys.add(key.value)
+    return keys
+
+
+def _operator(**kwargs: Any) -> JaxTpuSliceOperator:
+    with DAG("routes", schedule=None):
+        return JaxTpuSliceOperator(**{**BASE, **kwargs})
+
+
+def _program(op: JaxTpuSliceOperator) -> tuple[list[str], dict[str, str]]:
+    spec = op.build_spec(name="x", rendered=False)
+    return list(spec.command), dict(spec.env)
+
+
+def _settings(op: JaxTpuSliceOperator) -> tuple[str, Any]:
+    """The backend a try gets, and its settings (what the wait and the backend read)."""
+    queued = datetime.datetime(2026, 11, 1, 12, tzinfo=datetime.UTC)
+    context: Any = {
+        "ti": types.SimpleNamespace(start_date=queued),  # Airflow's, standing in
+        "dag_run": types.SimpleNamespace(
+            dag_id="d", run_id="r", run_after=queued, logical_date=queued
+        ),
+    }
+    state = TryState(name="x", slices=op.arguments.num_slices)
+    settings = job_settings(
+        op.arguments, op.plan, state, context, execution_timeout=None, dag=None, log=LOG
+    )
+    return op.resolved_backend, settings
+
+
+BASE = {"task_id": "t", "accelerator": "tpu-v6e-16", "image": "img", "entrypoint": "m:f"}
+LOG = logging.getLogger(__name__)
+READERS = {To.CALL: _program, To.WATCH: _settings, To.SETTINGS: _settings}
+
+
+@pytest.mark.parametrize(
+    ("to", "name"),
+    [(to, name) for to in READERS for name in routed(to)],
+    ids=lambda v: v.name if isinstance(v, To) else v,
+)
+def test_every_routed_argument_has_a_reader(to, name):
+    """A value other than the default changes what its destination's reader gives: the pods'
+    program (its command and env, which carry the call), or a try's backend and settings (the
+    wait's options among them). An option declared but read nowhere fails here."""
+    assert name in SAMPLES, f"{name}: give it a sample value in SAMPLES"
+    value, beside = SAMPLES[name]
+    read = READERS[to]
+    assert read(_operator(**beside, **{name: value})) != read(_operator(**beside)), name
+
+
+def test_the_runtime_reads_every_key_the_call_carries():
+    """Every option for the pods travels in the call under a key the runtime reads: one that
+    reaches the pods and is ignored there fails here."""
+    given = {name: SAMPLES[name][0] for name in routed(To.CALL) if SAMPLES[name][1] != COMMAND}
+    op = _operator(**given, **OUT)
+    call = decode_call(_program(op)[1])
+    unread = set(call) - _runtime_reads()
+    assert not unread, f"the call carries {sorted(unread)}, which runtime/ never reads"
+    assert {"argv", "jax_config", "total_steps"} <= set(call)  # the options are in it

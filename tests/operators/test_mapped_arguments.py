@@ -69,11 +69,9 @@ def test_a_rule_between_arguments_is_checked_for_each_literal_combination():
 
 
 def test_expand_kwargs_of_literal_mappings_is_checked_too():
-    with pytest.raises(ValueError, match="min_slices needs output_dir"):
-        with DAG("mapped", schedule=None):
-            JaxTpuSliceOperator.partial(**TPU, num_slices=2).expand_kwargs(
-                [{"min_slices": 1, "output_dir": "/tmp/out"}, {"min_slices": 1}]
-            )
+    literal = [{"min_slices": 1, "output_dir": "/tmp/out"}, {"min_slices": 1}]
+    with pytest.raises(ValueError, match="min_slices needs output_dir"), DAG("m", schedule=None):
+        JaxTpuSliceOperator.partial(**TPU, num_slices=2).expand_kwargs(literal)
 
 
 def test_dag_default_args_meet_the_mapped_values():
