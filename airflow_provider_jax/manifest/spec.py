@@ -182,6 +182,8 @@ class JaxJobSpec:
                 f"and name the image in the Kubernetes connection's extra "
                 f"{AGENT_IMAGE_EXTRA!r}, or in [jax] {AGENT_IMAGE_EXTRA} (docs/recovery.md)."
             )
+        if self.pathways is not None:
+            self._refuse_beside_pathways()
         if self.local_checkpoint_size is not None:
             if self.pathways is not None:
                 raise ValueError(
@@ -214,6 +216,21 @@ class JaxJobSpec:
         placement_annotations(self.placement, self.accelerator, self.num_slices, self.queue_name)
         if self.accelerator.dynamic_slicing:
             dynamic_slicing.check(self)
+
+    def _refuse_beside_pathways(self) -> None:
+        """What a Pathways JobSet has no place for (pathways_build.py), refused rather than
+        dropped: its pods run on the host network, as xpk's do, and no process joins
+        jax.distributed, so there is no coordinator to put on a port."""
+        if self.host_network is False:
+            raise ValueError(
+                "host_network=False does not go with pathways=: every Pathways pod runs on "
+                "the node's network (its servers' ports, as xpk lays them out)."
+            )
+        if self.coordinator_port is not None:
+            raise ValueError(
+                "coordinator_port does not go with pathways=: under Pathways one process "
+                "drives every chip and joins no jax.distributed, so there is no coordinator."
+            )
 
     def _check_kubernetes_syntax(self) -> None:
         """What Kubernetes would refuse (or Kueue ignore), refused first with the argument's

@@ -1,13 +1,13 @@
-"""The JAX operators' ``__init__`` signatures, written from the declaration (``JobArguments``):
-each operator's module (``tpu.py``, ``gpu.py``) gets the arguments it takes (the shared ones
+"""The JAX operators' signatures, written from the declaration (``JobArguments``) into
+``signatures.py``: each operator's ``__init__`` takes the arguments it takes (the shared ones
 and its own ``only=``), by name, with their types and defaults, and ``**kwargs`` typed as
 Airflow's own ``BaseOperator`` arguments (``base_arguments.py``, written here from Airflow's
-signature); ``job_operator.py`` gets a property for each templated argument. So an editor, a
-type checker and Airflow's ``default_args`` (applied to the parameters a signature has) see
-each operator's arguments and no other's, a type checker refuses a misspelt or another
-operator's argument, and "go to definition" leads from a parameter to the field that
-declares it and on to every use. ``make docs`` writes them, between marker lines; a test fails
-while one is stale.
+signature); a property for each templated argument, which Airflow renders as an attribute.
+So an editor, a type checker and Airflow's ``default_args`` (applied to the parameters a
+signature has) see each operator's arguments and no other's, a type checker refuses a misspelt
+or another operator's argument, and "go to definition" leads from a parameter to the field
+that declares it and on to every use. ``make docs`` writes both files; a test fails while one
+is stale. The operators (``tpu.py``, ``gpu.py``) subclass their signature.
 
     python -m airflow_provider_jax.operators.argument_signature [--check]
 """
@@ -29,30 +29,56 @@ from airflow_provider_jax.operators.job_arguments import TEMPLATED, JobArguments
 from airflow_provider_jax.operators.job_plan import GPU, TPU
 
 HERE = Path(__file__).parent
-OPERATOR = HERE / "job_operator.py"  # the shared properties
-OPERATORS = {TPU: HERE / "tpu.py", GPU: HERE / "gpu.py"}  # each operator's signature
+SIGNATURES = HERE / "signatures.py"
 BASE_ARGUMENTS = HERE / "base_arguments.py"
-BEGIN = "# --- begin: written by argument_signature.py from JobArguments; do not edit ---"
-END = "# --- end: written by argument_signature.py ---"
+# Each operator's signature class, which its class (tpu.py, gpu.py) subclasses.
+CLASSES = {TPU: "TpuSliceSignature", GPU: "GpuJobSignature"}
+TEMPLATED_CLASS = "TemplatedArguments"
 _BUILTINS = {"None", "bool", "int", "float", "str", "bytes", "list", "tuple", "dict", "set"}
 _NAME = re.compile(r"[A-Za-z_][\w.]*")
 
 
-def _block(lines: list[str], indent: str) -> str:
-    """``lines`` between the markers, at ``indent``."""
-    return "\n".join([indent + BEGIN, *lines, indent + END])
+def _names(annotation: str) -> set[str]:
+    """The names an annotation's text uses (the first part of a dotted one)."""
+    return {n.split(".")[0] for n in _NAME.findall(annotation)} - _BUILTINS
 
 
-def signature(platform: str) -> str:
-    """An operator's ``__init__``: its arguments, then Airflow's."""
+def signatures() -> str:
+    """``signatures.py``: the templated arguments' properties, then each operator's
+    ``__init__``: its arguments, then Airflow's."""
     annotations = JobArguments.__annotations__
-    params, passed = [], []
-    for f in for_platform(platform):
-        default = "" if f.default is dataclasses.MISSING else f" = {_source(f.default)}"
-        params.append(f"        {f.name}: {annotations[f.name]}{default},")
-        passed.append(f"                {f.name}={f.name},")
-    return _block(
-        [
+    names = {"Unpack", "AirflowArguments"}
+    lines = [
+        f"class {TEMPLATED_CLASS}(JaxJobOperator):",
+        '    """The templated arguments, as the attributes Airflow renders: each reads and',
+        '    writes the operator\'s arguments."""',
+    ]
+    for name in TEMPLATED:
+        kind = annotations[name]
+        names |= _names(kind)
+        lines += [
+            "",
+            "    @property",
+            f"    def {name}(self) -> {kind}:",
+            f"        return self.arguments.{name}",
+            "",
+            f"    @{name}.setter",
+            f"    def {name}(self, value: {kind}) -> None:",
+            f"        self.arguments = dataclasses.replace(self.arguments, {name}=value)",
+        ]
+    for platform, cls in CLASSES.items():
+        params, passed = [], []
+        for f in for_platform(platform):
+            default = "" if f.default is dataclasses.MISSING else f" = {_source(f.default)}"
+            params.append(f"        {f.name}: {annotations[f.name]}{default},")
+            passed.append(f"                {f.name}={f.name},")
+            names |= _names(annotations[f.name])
+        lines += [
+            "",
+            "",
+            f"class {cls}({TEMPLATED_CLASS}):",
+            f'    """The arguments of the {platform.upper()} operator: the shared ones and its own."""',
+            "",
             "    def __init__(",
             "        self,",
             "        *,",
@@ -65,45 +91,31 @@ def signature(platform: str) -> str:
             "            ),",
             "            kwargs,",
             "        )",
-            "",  # ruff's blank line after a method
-        ],
-        "    ",
-    )
-
-
-def signature_imports(platform: str) -> str:
-    """What the signature's types name, imported for the type checker only, each as
-    ``job_arguments.py`` imports it (nothing more is imported when a DAG is parsed)."""
-    annotations = JobArguments.__annotations__
-    names = {"Unpack", "AirflowArguments"}
-    for f in for_platform(platform):
-        names |= {n.split(".")[0] for n in _NAME.findall(annotations[f.name])} - _BUILTINS
+        ]
     origins = {
         **_imported(job_arguments),
         "Unpack": ("typing", "Unpack"),
         "AirflowArguments": ("airflow_provider_jax.operators.base_arguments", "AirflowArguments"),
     }
-    return _block(_type_checking_imports(origins[name] for name in sorted(names)), "")
-
-
-def properties() -> str:
-    """A property for each templated argument: Airflow renders them as the operator's
-    attributes, and reads and writes them so."""
-    annotations = JobArguments.__annotations__
-    lines: list[str] = []
-    for name in TEMPLATED:
-        kind = annotations[name]
-        lines += [
-            "    @property",
-            f"    def {name}(self) -> {kind}:",
-            f"        return self.arguments.{name}",
-            "",
-            f"    @{name}.setter",
-            f"    def {name}(self, value: {kind}) -> None:",
-            f"        self.arguments = dataclasses.replace(self.arguments, {name}=value)",
-            "",
-        ]
-    return _block(lines, "    ")
+    head = [
+        '"""The JAX operators\' signatures, written by ``make docs`` (``argument_signature.py``)',
+        "from the declaration (``JobArguments``); do not edit. Each operator's ``__init__``",
+        "takes its own arguments by name, type and default, and Airflow's as typed ``**kwargs``;",
+        'each templated argument is a property Airflow renders."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "import dataclasses",
+        "from typing import TYPE_CHECKING",
+        "",
+        "from airflow_provider_jax.operators.job_arguments import JobArguments",
+        "from airflow_provider_jax.operators.job_operator import JaxJobOperator",
+        "",
+        *_type_checking_imports(origins[name] for name in sorted(names)),
+        "",
+        "",
+    ]
+    return "\n".join([*head, *lines]) + "\n"
 
 
 def base_arguments() -> str:
@@ -120,7 +132,7 @@ def base_arguments() -> str:
         annotation = str(parameter.annotation)
         if annotation.startswith("None | "):  # the same type, None last as ruff writes it
             annotation = f"{annotation.removeprefix('None | ')} | None"
-        names |= {n.split(".")[0] for n in _NAME.findall(annotation)} - _BUILTINS
+        names |= _names(annotation)
         required = parameter.default is parameter.empty
         fields.append(f"    {name}: {f'Required[{annotation}]' if required else annotation}")
     head = [
@@ -209,24 +221,9 @@ def _source(value: object) -> str:
     return json.dumps(value) if isinstance(value, str) else repr(value)
 
 
-def _replace(source: str, fresh: str, nth: int = 0) -> str:
-    """``source`` with its ``nth`` marked block (counting from 0) written anew."""
-    start = -1
-    for _ in range(nth + 1):
-        start = source.index(BEGIN, start + 1)
-    start = source.rindex("\n", 0, start) + 1  # from the line's indent
-    end = source.index(END, start) + len(END)
-    return source[:start] + fresh + source[end:]
-
-
 def written() -> dict[Path, str]:
     """Every file this writes, with its text as it should be."""
-    files = {OPERATOR: _replace(OPERATOR.read_text(), properties())}
-    for platform, path in OPERATORS.items():
-        text = _replace(path.read_text(), signature_imports(platform), 0)
-        files[path] = _replace(text, signature(platform), 1)
-    files[BASE_ARGUMENTS] = base_arguments()
-    return files
+    return {SIGNATURES: signatures(), BASE_ARGUMENTS: base_arguments()}
 
 
 def stale() -> list[Path]:

@@ -12,7 +12,6 @@ choice its JobSet's annotation names.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -84,7 +83,8 @@ class JaxJobOperator(BaseOperator):
     Use :class:`JaxTpuSliceOperator` or :class:`JaxGpuJobOperator`, which parse ``accelerator``.
 
     The arguments are declared once, in
-    :mod:`~airflow_provider_jax.operators.job_arguments`, which writes the lines below.
+    :mod:`~airflow_provider_jax.operators.job_arguments`, and each operator's signature is
+    written from them (:mod:`~airflow_provider_jax.operators.signatures`).
     """
 
     template_fields: Sequence[str] = (
@@ -112,105 +112,6 @@ class JaxJobOperator(BaseOperator):
         ProfileLink(),
         DebugDumpLink(),
     )
-
-    # --- begin: written by argument_signature.py from JobArguments; do not edit ---
-    @property
-    def image(self) -> str | None:
-        return self.arguments.image
-
-    @image.setter
-    def image(self, value: str | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, image=value)
-
-    @property
-    def command(self) -> list[str] | tuple[str, ...] | None:
-        return self.arguments.command
-
-    @command.setter
-    def command(self, value: list[str] | tuple[str, ...] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, command=value)
-
-    @property
-    def entrypoint(self) -> str | None:
-        return self.arguments.entrypoint
-
-    @entrypoint.setter
-    def entrypoint(self, value: str | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, entrypoint=value)
-
-    @property
-    def entrypoint_kwargs(self) -> Mapping[str, Any] | None:
-        return self.arguments.entrypoint_kwargs
-
-    @entrypoint_kwargs.setter
-    def entrypoint_kwargs(self, value: Mapping[str, Any] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, entrypoint_kwargs=value)
-
-    @property
-    def argv(self) -> list[str] | tuple[str, ...] | None:
-        return self.arguments.argv
-
-    @argv.setter
-    def argv(self, value: list[str] | tuple[str, ...] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, argv=value)
-
-    @property
-    def env(self) -> Mapping[str, str] | None:
-        return self.arguments.env
-
-    @env.setter
-    def env(self, value: Mapping[str, str] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, env=value)
-
-    @property
-    def output_dir(self) -> str | None:
-        return self.arguments.output_dir
-
-    @output_dir.setter
-    def output_dir(self, value: str | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, output_dir=value)
-
-    @property
-    def name(self) -> str | None:
-        return self.arguments.name
-
-    @name.setter
-    def name(self, value: str | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, name=value)
-
-    @property
-    def namespace(self) -> str:
-        return self.arguments.namespace
-
-    @namespace.setter
-    def namespace(self, value: str) -> None:
-        self.arguments = dataclasses.replace(self.arguments, namespace=value)
-
-    @property
-    def labels(self) -> Mapping[str, str] | None:
-        return self.arguments.labels
-
-    @labels.setter
-    def labels(self, value: Mapping[str, str] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, labels=value)
-
-    @property
-    def annotations(self) -> Mapping[str, str] | None:
-        return self.arguments.annotations
-
-    @annotations.setter
-    def annotations(self, value: Mapping[str, str] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, annotations=value)
-
-    @property
-    def total_steps(self) -> int | str | None:
-        return self.arguments.total_steps
-
-    @total_steps.setter
-    def total_steps(self, value: int | str | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, total_steps=value)
-
-    # --- end: written by argument_signature.py ---
 
     def _start(self, arguments: JobArguments, airflow: Mapping[str, Any]) -> None:
         """The operator, from its arguments as given (its class's signature) and Airflow's own

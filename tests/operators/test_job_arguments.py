@@ -36,6 +36,7 @@ from airflow_provider_jax.operators.job_operator import JaxJobOperator
 from airflow_provider_jax.operators.job_plan import GPU, TPU
 from airflow_provider_jax.operators.job_settings import TryState, job_settings
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD
+from airflow_provider_jax.operators.signatures import TemplatedArguments
 from airflow_provider_jax.runtime.call import decode_call
 
 # Spec fields each build computes from several arguments or from the try, never one argument.
@@ -64,9 +65,10 @@ def test_each_signature_is_its_operators_arguments_in_declaration_order(operator
         assert parameters[f.name].default == expected, f.name
         assert parameters[f.name].annotation == JobArguments.__annotations__[f.name], f.name
     assert parameters["kwargs"].annotation == "Unpack[AirflowArguments]"
-    # The shared class has no signature of its own: Airflow's default_args fill the parameters
-    # of each class's __init__, and a shared one would give every operator every argument.
-    assert "__init__" not in vars(JaxJobOperator)
+    # The shared classes have no signature of their own: Airflow's default_args fill the
+    # parameters of each class's __init__, and a shared one would give every operator every
+    # argument.
+    assert "__init__" not in vars(JaxJobOperator) and "__init__" not in vars(TemplatedArguments)
     assert stale() == [], "run make docs"
 
 
