@@ -25,16 +25,15 @@ from airflow_provider_jax.operators.job_plan import refuse_other_platforms
 if TYPE_CHECKING:
     from airflow.sdk.definitions.mappedoperator import MappedOperator
 
-    from airflow_provider_jax.operators.job_operator import JaxJobOperator
-
 # Each combination costs one construction (a few ms): past this many, the rest are checked
 # item by item at parse and whole when they run. The first ones hold every item once.
 MAX_COMBINATIONS = 32
 
 
-def check_given(operator: type[JaxJobOperator], values: Mapping[str, Any]) -> None:
-    """Each of the operator's arguments among ``values`` through its kind, alone (a value
-    from an upstream task is known only when the task runs)."""
+def check_given(operator: Any, values: Mapping[str, Any]) -> None:
+    """Each of a JAX operator class's arguments among ``values`` through its kind, alone (a
+    value from an upstream task is known only when the task runs). ``operator`` is one of
+    ``JaxJobOperator``'s classes (not imported here: the operator imports this module)."""
     refuse_other_platforms(operator.platform, values)
     templated = operator.templated_arguments()
     for name, value in values.items():
@@ -70,15 +69,11 @@ class CheckedPartial(OperatorPartial):
         made._expand_called = True  # replaced by ``checked``: no task was left unmapped
         return checked
 
-    @property
-    def operator(self) -> type[JaxJobOperator]:
-        return self.operator_class  # type: ignore[return-value]  # JaxJobOperator.partial's
-
     def expand(self, **mapped_kwargs: Any) -> MappedOperator:
         for name, values in mapped_kwargs.items():
             if _literal_list(values):
                 for value in values:
-                    check_given(self.operator, {name: value})
+                    check_given(self.operator_class, {name: value})
         mapped = super().expand(**mapped_kwargs)
         if all(_literal_list(values) for values in mapped_kwargs.values()):
             names, lists = list(mapped_kwargs), [list(v) for v in mapped_kwargs.values()]
@@ -90,7 +85,7 @@ class CheckedPartial(OperatorPartial):
         if literal:
             for combination in kwargs:
                 if isinstance(combination, Mapping):
-                    check_given(self.operator, combination)
+                    check_given(self.operator_class, combination)
         mapped = super().expand_kwargs(kwargs, strict=strict)
         if literal and all(isinstance(c, Mapping) for c in kwargs):
             _construct_each(mapped, iter(kwargs))
