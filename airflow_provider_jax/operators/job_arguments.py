@@ -303,7 +303,14 @@ class JobArguments:
 
     Rules between arguments (a capacity list's waits against ``queue_timeout``, the local tier
     against the host's memory, the provider's own names arriving through another argument) are
-    checked where the values meet: the operator's construction and the job spec, both at parse.
+    checked where the values meet: the operator's construction and the job spec, both at parse,
+    and again on each try's rendered values.
+
+    Each type says what its check takes: ``| None`` exactly where None is taken, an
+    enumeration's choices as its ``Literal``, a list of strings as a list or tuple (which a
+    ``str`` is not). A templated argument also takes one Jinja string in place of its whole
+    value (``env="{{ params.env }}"``), which its type leaves out: a type checker cannot tell
+    a template from a value, and the check runs once it is rendered.
     """
 
     accelerator: str = argument(
