@@ -66,10 +66,10 @@ cluster: $(STAMP) control-plane
 cluster-down: $(STAMP)
 	@$(PY) -m harness.real_cluster down
 
-# docs/arguments.md and docs/accelerators.md, from the code (a test fails when one is stale).
+# The operators' signatures (operators/signatures.py, base_arguments.py), docs/arguments.md and
+# docs/accelerators.md, from the code (a test fails when one is stale).
 docs: $(STAMP)
 	$(PY) -m airflow_provider_jax.operators.argument_signature
-	$(VENV)/bin/ruff format -q airflow_provider_jax/operators/job_operator.py
 	$(PY) -m airflow_provider_jax.operators.argument_docs
 	$(PY) -m airflow_provider_jax.manifest.accelerators.catalogue_docs
 

@@ -8,7 +8,7 @@ import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, overload
+from typing import Any, Literal, get_args, overload
 
 # A container image reference as container runtimes parse it (distribution's grammar):
 # [registry[:port]/]repo[:tag][@digest].
@@ -106,6 +106,32 @@ def holds_template(value: object) -> bool:
     return is_template(value)
 
 
+def templated_key(value: object) -> object | None:
+    """The first key of a mapping in ``value`` (at any depth) that holds Jinja, else None."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if is_template(key):
+                return key
+            if (inner := templated_key(item)) is not None:
+                return inner
+    elif isinstance(value, list | tuple):
+        for item in value:
+            if (inner := templated_key(item)) is not None:
+                return inner
+    return None
+
+
+def refuse_templated_keys(name: str, value: object) -> None:
+    """A ValueError for Jinja in a key of a templated argument's mapping: Airflow renders a
+    mapping's values, never its keys, so the key would reach the job braces and all."""
+    if (key := templated_key(value)) is not None:
+        raise ValueError(
+            f"{name} has the key {key!r}, a template: Airflow renders a mapping's values, never "
+            "its keys, so it would be used as written. Give the key literally, and template "
+            "its value (or the whole argument)."
+        )
+
+
 def not_templated(name: str, value: object, templated: Iterable[str] = ()) -> None:
     """A ValueError for Jinja in ``name``, a field Airflow does not render: it would be used
     exactly as written, braces and all."""
@@ -154,21 +180,25 @@ def as_bool(argument: str, value: object, *, optional: bool = False) -> bool | N
 class Kind:
     """A kind of argument value: what the docs call it, and the one check every argument of
     the kind goes through. ``check(name, value)`` returns the value as the operator keeps it,
-    or raises a ValueError or TypeError that names the argument; ``None`` passes where the
-    kind is ``optional``."""
+    or raises a ValueError or TypeError that names the argument. ``None`` passes where the
+    kind is ``optional`` and is refused where it is not, so an argument takes None exactly
+    when its declared type says ``| None``. ``choices``: an enumeration's values."""
 
     name: str
     check: Callable[[str, Any], Any] = field(repr=False)
     optional: bool = False
+    choices: tuple[object, ...] = ()
 
     def __call__(self, argument: str, value: object) -> Any:
-        if value is None and self.optional:
-            return None
+        if value is None:
+            if self.optional:
+                return None
+            raise TypeError(f"{argument} must not be None (its kind: {self.name}).")
         return self.check(argument, value)
 
     def or_none(self) -> Kind:
         """The same kind, where ``None`` means "not given"."""
-        return Kind(self.name, self.check, optional=True)
+        return Kind(self.name, self.check, optional=True, choices=self.choices)
 
 
 def enum(*choices: object) -> Kind:
@@ -178,7 +208,13 @@ def enum(*choices: object) -> Kind:
         one_of(argument, value, choices)
         return value
 
-    return Kind(" | ".join(f"`{c}`" for c in choices), check)
+    return Kind(" | ".join(f"`{c}`" for c in choices), check, choices=choices)
+
+
+def choice(literal: Any) -> Kind:
+    """One of a ``Literal[...]`` type's values: the type a signature declares is the kind's
+    list of choices, so the two cannot drift apart."""
+    return enum(*get_args(literal))
 
 
 DURATION = Kind(

@@ -3,9 +3,12 @@ its table of layers is the import contract ``make lint`` enforces (``pyproject.t
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 from pathlib import Path
+
+import pytest
 
 import airflow_provider_jax
 
@@ -53,7 +56,10 @@ def test_the_map_names_every_module():
 
 
 def test_the_layers_table_is_the_import_contract():
+    """Row for row, and with nothing ignored: not even an import for the type checker only."""
     config = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert config["tool"]["importlinter"]["exclude_type_checking_imports"] is False
+    assert not any("ignore_imports" in c for c in config["tool"]["importlinter"]["contracts"])
     contract = next(c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers")
     enforced = [sorted(part.strip() for part in layer.split("|")) for layer in contract["layers"]]
     table = MAP[MAP.index("## The layers") :]
@@ -62,11 +68,57 @@ def test_the_layers_table_is_the_import_contract():
     assert documented == enforced
 
 
+def imported(source: str, package: list[str]) -> set[str]:
+    """Every module ``source`` (a module of ``package``) imports, by its absolute name:
+    ``import x``, ``from x import y`` (``x`` and ``x.y``, which may be a module), relative
+    imports resolved against the package, and a constant name given to
+    ``importlib.import_module`` or ``__import__``."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - node.level + 1] if node.level else []
+            module = ".".join([*base, *([node.module] if node.module else [])])
+            names |= {module, *(f"{module}.{alias.name}" for alias in node.names)}
+        elif isinstance(node, ast.Call) and node.args:
+            called = getattr(node.func, "attr", getattr(node.func, "id", None))
+            first = node.args[0]
+            if called in ("import_module", "__import__") and isinstance(first, ast.Constant):
+                names.add(str(first.value))
+    return names
+
+
+def is_test_module(name: str) -> bool:
+    module = REPO.joinpath(*name.split(".")).with_suffix(".py")
+    return module.name.startswith("test_") and module.is_file()
+
+
 def test_no_test_module_imports_another():
-    """What tests share lives in ``tests/support/``, as the map says."""
-    importing = [
-        str(path.relative_to(REPO))
+    """What tests share lives in ``tests/support/``, as the map says: no test module imports
+    another, however it is spelt."""
+    importing = {
+        str(path.relative_to(REPO)): sorted(
+            filter(
+                is_test_module, imported(path.read_text(), list(path.relative_to(REPO).parts[:-1]))
+            )
+        )
         for path in (REPO / "tests").rglob("*.py")
-        if re.search(r"^\s*(from|import) tests\.(\w+\.)*test_", path.read_text(), re.M)
-    ]
-    assert importing == []
+    }
+    assert {path: names for path, names in importing.items() if names} == {}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "import tests.operators.test_job_arguments",
+        "from tests.operators.test_job_arguments import BASE",
+        "from tests.operators import test_job_arguments",
+        "from .operators import test_job_arguments",
+        "from . import test_architecture_map",
+        "importlib.import_module('tests.operators.test_job_arguments')",
+    ],
+)
+def test_an_import_of_a_test_module_is_seen_however_spelt(line):
+    """As a module of ``tests/`` would write it."""
+    assert any(map(is_test_module, imported(f"import importlib\n{line}\n", ["tests"]))), line

@@ -5,7 +5,6 @@ accelerators) by their generators' tests."""
 
 from __future__ import annotations
 
-import re
 import runpy
 import shutil
 import subprocess
@@ -15,18 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.support.docs_pages import PAGES, REPO
-
-FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
-
-
-def samples(language: str) -> list[tuple[str, str]]:
-    return [
-        (f"{page.relative_to(REPO)}#{n}", code)
-        for page in PAGES
-        for n, (lang, code) in enumerate(FENCE.findall(page.read_text()))
-        if lang == language
-    ]
+from tests.support.docs_pages import REPO, samples
 
 
 def ids(samples: list[tuple[str, str]]) -> list[str]:

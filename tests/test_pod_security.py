@@ -35,13 +35,15 @@ JOBS = {
 }
 
 
-POD_NETWORK = {"host_network": False, "gpu_networking": "none"}
+# Each job on the pod network (GPUDirect, the GPU operator's own argument, off as well).
+POD_NETWORK = {job: {"host_network": False} for job in JOBS}
+POD_NETWORK["gpu"]["gpu_networking"] = "none"
 
 
 @pytest.mark.parametrize("job", JOBS)
 def test_jobs_on_the_pod_network_meet_restricted_but_for_run_as_non_root(job: str) -> None:
     secrets = [SecretRef("env", "TOKEN", "wandb", "key"), SecretRef("volume", "/s", "gcs")]
-    for pod in pods(JOBS[job](secrets=secrets, **POD_NETWORK)):
+    for pod in pods(JOBS[job](secrets=secrets, **POD_NETWORK[job])):
         assert restricted_violations(pod) == []
 
 
@@ -70,7 +72,7 @@ def test_gke_networking_relaxes_baseline_exactly_as_documented(job: str, relaxed
 @pytest.mark.parametrize("job", JOBS)
 def test_a_host_path_volume_leaves_baseline(job: str) -> None:
     volumes = [{"name": "data", "hostPath": {"path": "/mnt/disks/ssd0"}}]
-    (pod, *_) = pods(JOBS[job](volumes=volumes, **POD_NETWORK))
+    (pod, *_) = pods(JOBS[job](volumes=volumes, **POD_NETWORK[job]))
     assert baseline_violations(pod) == ["hostPath volume 'data'"]
 
 

@@ -22,7 +22,7 @@ import importlib
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast, get_args
 
 from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import one_of
@@ -53,7 +53,10 @@ class BackendTraits:
     reads_connection: bool
 
 
-BACKEND_TRAITS = {
+# The backends' names: the ``backend=`` argument's type, and the keys of BACKEND_TRAITS (a type
+# checker refuses a key not named here; tests/contract holds the two to each other).
+BackendName = Literal["kubernetes", "local"]
+BACKEND_TRAITS: dict[BackendName, BackendTraits] = {
     "kubernetes": BackendTraits(
         "airflow_provider_jax.backends.kubernetes",
         remote=True,
@@ -67,8 +70,9 @@ BACKEND_TRAITS = {
         reads_connection=False,
     ),
 }
-BACKENDS = tuple(BACKEND_TRAITS)
-ON_FINISH_ACTIONS = ("delete_jobset", "delete_succeeded_jobset", "keep_jobset")
+BACKENDS: tuple[BackendName, ...] = tuple(BACKEND_TRAITS)
+OnFinishAction = Literal["delete_jobset", "delete_succeeded_jobset", "keep_jobset"]
+ON_FINISH_ACTIONS: tuple[OnFinishAction, ...] = get_args(OnFinishAction)
 # execution_timeout is also the cluster's own deadline for the JobSet's Jobs, this much later,
 # so Airflow's timeout (which explains itself) acts first whenever Airflow is there to act.
 CLUSTER_DEADLINE_GRACE_S = 60
@@ -206,15 +210,16 @@ class Backend(Protocol):
     def kill(self) -> None: ...
 
 
-def resolve_backend(name: str | None) -> str:
+def resolve_backend(name: BackendName | None) -> BackendName:
     """``name``, or ``[jax] default_backend`` when None: a backend this provider has."""
     if name is None:
-        name = settings.get("default_backend")
-        one_of("[jax] default_backend", name, BACKENDS)
+        configured = settings.get("default_backend")
+        one_of("[jax] default_backend", configured, BACKENDS)
+        return cast("BackendName", configured)
     return name
 
 
-def get_backend(name: str, settings: JobSettings) -> Backend:
+def get_backend(name: BackendName, settings: JobSettings) -> Backend:
     """The backend called ``name``, imported now (a task runs), never at DAG parse."""
     one_of("backend", name, BACKENDS)
     module = importlib.import_module(BACKEND_TRAITS[name].module)

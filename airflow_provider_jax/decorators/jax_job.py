@@ -52,12 +52,7 @@ class JaxDecoratedMixin(DecoratedOperator):
     ships_source: ClassVar[bool] = True
 
     def __init__(self, **kwargs: Any) -> None:
-        if given := sorted(SOURCE_ARGUMENTS.intersection(kwargs)):
-            raise ValueError(
-                f"{kwargs.get('task_id', 'the task')}: {', '.join(given)} do not go with a "
-                "decorated function, which is itself what every process runs (its arguments "
-                "are the call's). Use the operator for an entrypoint or a command."
-            )
+        refuse_source_arguments(kwargs.get("task_id", "the task"), kwargs)
         self._context: Mapping[str, Any] | None = None
         takes_argv = _leaves_argv_to_the_runtime(kwargs)
         if takes_argv:  # Airflow binds the call at parse: argv's value comes at run time
@@ -117,6 +112,16 @@ class JaxDecoratedMixin(DecoratedOperator):
         for name, value in kwargs.items():
             to_json(encode(value, []), f"argument {name!r} {where}")
         return args, kwargs
+
+
+def refuse_source_arguments(task: str, kwargs: Mapping[str, Any]) -> None:
+    """The operators' ways to name the program, refused: a decorated function is the program."""
+    if given := sorted(SOURCE_ARGUMENTS.intersection(kwargs)):
+        raise ValueError(
+            f"{task}: {', '.join(given)} do not go with a decorated function, which is itself "
+            "what every process runs (its arguments are the call's). Use the operator for an "
+            "entrypoint or a command."
+        )
 
 
 def _leaves_argv_to_the_runtime(kwargs: Mapping[str, Any]) -> bool:
@@ -199,9 +204,15 @@ def decorator_for(
     """The ``@task.<name>`` function for one decorated operator class."""
     from airflow.sdk.bases.decorator import task_decorator_factory
 
+    from airflow_provider_jax.operators.mapped_arguments import check_given
+
     def jax_task(
         python_callable: Callable | None = None, multiple_outputs: bool | None = None, **kwargs: Any
     ) -> TaskDecorator:
+        # Each argument by its kind now: a mapped call (.expand) makes its task only when it
+        # runs, and these values are known when the DAG is parsed.
+        refuse_source_arguments(kwargs.get("task_id", "the task"), kwargs)
+        check_given(operator_class, kwargs)
         return task_decorator_factory(
             python_callable=python_callable,
             multiple_outputs=multiple_outputs,

@@ -14,7 +14,7 @@ import datetime
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, get_args
 
 from airflow_provider_jax.arguments import one_of, positive_seconds
 from airflow_provider_jax.manifest.accelerators import Accelerator
@@ -191,7 +191,8 @@ def placement_annotations(
     return {key: TOPOLOGY_LEVELS[level]}
 
 
-QUEUE_UNTIL = ("running", "admitted")
+QueueUntil = Literal["running", "admitted"]  # queue_timeout_until: every pod running, or admitted
+QUEUE_UNTIL: tuple[QueueUntil, ...] = get_args(QueueUntil)
 
 
 def queue_timeout_seconds(

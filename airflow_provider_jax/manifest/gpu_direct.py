@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 from airflow_provider_jax.manifest.accelerators.model import GpuDirect
 
+# gpu_networking: the machine type's GPUDirect networking, or plain pods.
+GpuNetworking = Literal["auto", "none"]
+GPU_NETWORKING: tuple[GpuNetworking, ...] = get_args(GpuNetworking)
 DEFAULT_INTERFACE_ANNOTATION = "networking.gke.io/default-interface"
 INTERFACES_ANNOTATION = "networking.gke.io/interfaces"
 # The networks GKE's GPUDirect guides create; a cluster's own names go in gpu_networks=.

@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, Literal, get_args
 
 from airflow_provider_jax.manifest.coordination import field_env
 
-RESTART_STRATEGIES = ("recreate", "in_place")  # JobSet's Recreate (its default), InPlaceRestart
+RestartStrategy = Literal["recreate", "in_place"]  # JobSet's Recreate (its default), InPlaceRestart
+RESTART_STRATEGIES: tuple[RestartStrategy, ...] = get_args(RestartStrategy)
 DEFAULT_RESTART_STRATEGY = "recreate"
 JOBSET_STRATEGY = "InPlaceRestart"
 AGENT_CONTAINER = "in-place-restart-agent"

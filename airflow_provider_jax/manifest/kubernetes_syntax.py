@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 from airflow_provider_jax.arguments import one_of
 
@@ -29,7 +29,11 @@ _DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
 _QUANTITY = re.compile(r"^\+?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
 _STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
 ANNOTATIONS_LIMIT = 256 * 1024  # TotalAnnotationSizeLimitB
-PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+PullPolicy = Literal["Always", "IfNotPresent", "Never"]  # a container's imagePullPolicy
+PULL_POLICIES: tuple[PullPolicy, ...] = get_args(PullPolicy)
+# Kubernetes' int32 fields (JobSet's failurePolicy.maxRestarts and ttlSecondsAfterFinished, a
+# Job's parallelism): the API server refuses a larger number at creation.
+INT32_MAX = 2**31 - 1
 TOLERATION_OPERATORS = ("Equal", "Exists")
 TOLERATION_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
 TOLERATION_FIELDS = ("key", "operator", "value", "effect", "tolerationSeconds")
@@ -248,9 +252,25 @@ def volume_source(argument: str, volume: Mapping[str, Any]) -> None:
         )
 
 
-def non_negative_int(argument: str, value: object) -> None:
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
-        raise ValueError(f"{argument} must be an integer >= 0 (seconds), got {value!r}.")
+def int32(argument: str, value: object, minimum: int = 0) -> int:
+    """A whole number for an ``int32`` field of the Kubernetes API (JobSet's
+    ``failurePolicy.maxRestarts`` and ``ttlSecondsAfterFinished`` are ``int32`` in its
+    api/jobset/v1alpha2/jobset_types.go): past :data:`INT32_MAX` the API server refuses the
+    whole JobSet at creation, after the task started."""
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= INT32_MAX:
+        raise ValueError(
+            f"{argument} must be an integer from {minimum} to {INT32_MAX} (an int32 field of the "
+            f"JobSet API), got {value!r}."
+        )
+    return value
+
+
+def queue_name(argument: str, value: object) -> str:
+    """A Kueue LocalQueue's name, as the JobSet's ``kueue.x-k8s.io/queue-name`` label carries
+    it: Kueue's webhook refuses a queue-name label that is not a DNS-1123 subdomain
+    (``ValidateQueueName``, pkg/controller/jobframework/validation.go, v0.19), and a label
+    value is at most 63 characters. An empty name would name no queue at all."""
+    return _dns_name(argument, value, _DNS1123_SUBDOMAIN, 63, "subdomain", ", '-' and '.'")
 
 
 # Where a mount would hide what the image or the kubelet put there.

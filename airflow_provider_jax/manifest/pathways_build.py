@@ -15,6 +15,7 @@ TPU host). Where we differ from xpk, and why:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_jax.manifest.capacity import placement_annotations
@@ -57,6 +58,12 @@ from airflow_provider_jax.manifest.secret_refs import secret_volumes
 from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.runtime.env import PATHWAYS_ENV, RESTART_ATTEMPT_ENV
 
+# JaxJobSpec's fields that a Pathways JobSet does not read, each with why (a test holds every
+# other field to changing it; spec.py refuses a user's value that would be dropped here).
+NOT_FOR_PATHWAYS: Mapping[str, str] = {
+    "megascale_port": "no argument sets it, and Pathways' workers run megascale on the port "
+    "xpk gives them, not the one the provider's multislice env names",
+}
 SHARED_TMP = "shared-tmp"
 _SHARED_TMP_VOLUME = {"hostPath": {"path": "/tmp", "type": "DirectoryOrCreate"}, "name": SHARED_TMP}
 

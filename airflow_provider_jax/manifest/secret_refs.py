@@ -72,11 +72,11 @@ class SecretRef:
         return items
 
 
-def as_secret_refs(values: Iterable[Any] | None) -> tuple[SecretRef, ...]:
+def as_secret_refs(values: Iterable[Any]) -> tuple[SecretRef, ...]:
     """``SecretRef``s from ours or the cncf provider's ``Secret`` objects (read by attribute,
-    so nothing imports ``kubernetes``)."""
+    so nothing imports ``kubernetes``); ``values`` is already a list (its kind's check)."""
     refs = []
-    for value in values or ():
+    for i, value in enumerate(values):
         if isinstance(value, SecretRef):
             refs.append(value)
         elif all(hasattr(value, a) for a in ("deploy_type", "deploy_target", "secret", "key")):
@@ -91,8 +91,8 @@ def as_secret_refs(values: Iterable[Any] | None) -> tuple[SecretRef, ...]:
             )
         else:
             raise TypeError(
-                f"secrets takes SecretRef or airflow.providers.cncf.kubernetes.secret.Secret "
-                f"objects, got {type(value).__name__}."
+                f"secrets[{i}] must be a SecretRef or an airflow.providers.cncf.kubernetes."
+                f"secret.Secret, got {type(value).__name__} {value!r}."
             )
     return tuple(refs)
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_jax.arguments import image_reference, is_template
+from airflow_provider_jax.arguments import image_reference, is_template, one_of
 from airflow_provider_jax.manifest import dynamic_slicing, pod_schema
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest.accelerators import Accelerator
@@ -37,6 +37,7 @@ from airflow_provider_jax.manifest.data_inputs import (
     fuse_volume,
 )
 from airflow_provider_jax.manifest.failure_policy import DEFAULT_MAX_RESTARTS, check_exit_codes
+from airflow_provider_jax.manifest.gpu_direct import GPU_NETWORKING, GpuNetworking
 from airflow_provider_jax.manifest.in_place_restart import (
     AGENT_IMAGE_EXTRA,
     AGENT_RELEASE,
@@ -106,7 +107,7 @@ class JaxJobSpec:
     coordinator_port: int | None = None
     megascale_port: int = DEFAULT_MEGASCALE_PORT
     host_network: bool | None = None
-    gpu_networking: str = "auto"
+    gpu_networking: GpuNetworking = "auto"
     gpu_networks: Sequence[str] = ()
     secrets: Sequence[SecretRef] = ()
     security_context: Mapping[str, Any] = field(default_factory=lambda: SAFE_SECURITY_CONTEXT)
@@ -171,10 +172,7 @@ class JaxJobSpec:
             )
         if both := secret_env & set(self.env):
             raise ValueError(f"{sorted(both)} come from both env and secrets; pick one.")
-        if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int):
-            raise ValueError(f"max_restarts must be an integer >= 0, got {self.max_restarts!r}.")
-        if self.max_restarts < 0:
-            raise ValueError(f"max_restarts must be >= 0, got {self.max_restarts}.")
+        syntax.int32("max_restarts", self.max_restarts)
         check_exit_codes(self.restart_on_exit_codes)
         check_restart_strategy(self.restart_strategy, pathways=self.pathways is not None)
         if self.restart_strategy == "in_place" and not self.restart_agent_image:
@@ -184,6 +182,8 @@ class JaxJobSpec:
                 f"and name the image in the Kubernetes connection's extra "
                 f"{AGENT_IMAGE_EXTRA!r}, or in [jax] {AGENT_IMAGE_EXTRA} (docs/recovery.md)."
             )
+        if self.pathways is not None:
+            self._refuse_beside_pathways()
         if self.local_checkpoint_size is not None:
             if self.pathways is not None:
                 raise ValueError(
@@ -204,10 +204,7 @@ class JaxJobSpec:
             raise ValueError(
                 f"host_network must be True, False or None, got {self.host_network!r}."
             )
-        if self.gpu_networking not in ("auto", "none"):
-            raise ValueError(
-                f"gpu_networking must be 'auto' or 'none', got {self.gpu_networking!r}."
-            )
+        one_of("gpu_networking", self.gpu_networking, GPU_NETWORKING)
         check_multislice(self.accelerator, self.num_slices)
         if self.pathways is not None:
             self.pathways.check(self.accelerator, self.num_slices)
@@ -219,6 +216,21 @@ class JaxJobSpec:
         placement_annotations(self.placement, self.accelerator, self.num_slices, self.queue_name)
         if self.accelerator.dynamic_slicing:
             dynamic_slicing.check(self)
+
+    def _refuse_beside_pathways(self) -> None:
+        """What a Pathways JobSet has no place for (pathways_build.py), refused rather than
+        dropped: its pods run on the host network, as xpk's do, and no process joins
+        jax.distributed, so there is no coordinator to put on a port."""
+        if self.host_network is False:
+            raise ValueError(
+                "host_network=False does not go with pathways=: every Pathways pod runs on "
+                "the node's network (its servers' ports, as xpk lays them out)."
+            )
+        if self.coordinator_port is not None:
+            raise ValueError(
+                "coordinator_port does not go with pathways=: under Pathways one process "
+                "drives every chip and joins no jax.distributed, so there is no coordinator."
+            )
 
     def _check_kubernetes_syntax(self) -> None:
         """What Kubernetes would refuse (or Kueue ignore), refused first with the argument's
@@ -243,12 +255,13 @@ class JaxJobSpec:
             [*self.volumes, *self.data_volumes, *self._override_volumes],
             [*self.volume_mounts, *self.data_mounts],
         )
-        syntax.non_negative_int("ttl_seconds_after_finished", self.ttl_seconds_after_finished)
+        if self.ttl_seconds_after_finished is not None:
+            syntax.int32("ttl_seconds_after_finished", self.ttl_seconds_after_finished)
         for argument in ("service_account_name", "priority_class_name"):
             if (value := getattr(self, argument)) is not None and real(value):
                 syntax.dns1123_subdomain(argument, value)
         if self.queue_name is not None and real(self.queue_name):  # Kueue's queue-name label
-            syntax.label_value("queue_name", self.queue_name)
+            syntax.queue_name("queue_name", self.queue_name)
 
     def _check_nested(self) -> None:
         """Whole Kubernetes objects handed to us, held to the pod's own types, then to the

@@ -19,9 +19,12 @@ INTRO = (
     "operators' signature); `make docs` writes this page, and a test fails when it differs "
     "from the code. Every value is checked by its kind at parse, and the error names the "
     "argument ([kinds of value](operators.md#kinds-of-value)); a templated one is checked "
-    "again once rendered, before anything is created. *Goes to* is the one place that reads "
-    "it: the job spec, the runtime's call in every pod, how the job is waited on, the "
-    "backend's settings, or the operator's plan."
+    "again once rendered, before anything is created. *Goes to* is where its value is routed: "
+    "the job spec, the runtime's call in every pod, how the job is waited on, the backend's "
+    "settings for a try, or the operator's plan (what several arguments come to together). "
+    "It is not the only reader: the plan's rules between arguments read many of them, and the "
+    "GKE cluster's names (`project_id`, `location`, `cluster_name`), routed to the backend, "
+    "also name its Workload Identity provider in a GCS FUSE volume."
 )
 TABLES = (
     ("JaxTpuSliceOperator", TPU, "Its own arguments; `@task.jax_tpu` takes them too."),
@@ -33,6 +36,7 @@ TABLES = (
         "and `entrypoint_kwargs`: a decorated function is itself the program.",
     ),
 )
+ACCELERATOR = "accelerator"
 _GOES_TO = {"TASK": "plan", "SPEC": "spec", "CALL": "call", "WATCH": "wait", "SETTINGS": "backend"}
 
 
@@ -56,11 +60,10 @@ def page() -> str:
     out = ["# Arguments", "", INTRO]
     for title, only, intro in TABLES:
         rows = [f for f in ARGUMENTS if declared(f).only == only]
-        if only is None:  # the shared ones; accelerator and num_slices are in both tables too
-            rows = [f for f in rows if f.name not in ("accelerator", "num_slices")]
+        if only is None:  # the shared ones; accelerator, which each parses, heads both tables
+            rows = [f for f in rows if f.name != ACCELERATOR]
         else:
-            shared = [f for f in ARGUMENTS if f.name in ("accelerator", "num_slices")]
-            rows = [*(f for f in shared if not (only == GPU and f.name == "num_slices")), *rows]
+            rows = [f for f in ARGUMENTS if f.name == ACCELERATOR] + rows
         out += ["", f"## {title}", "", intro, ""]
         out += [
             "| argument | kind | default | templated | goes to | meaning |",

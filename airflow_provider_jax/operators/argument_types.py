@@ -5,7 +5,7 @@ string in a templated field is let through: it is checked again once rendered.""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import ItemsView, KeysView, Mapping, Sequence, ValuesView
 from typing import Any
 
 from airflow_provider_jax.arguments import is_template
@@ -27,16 +27,27 @@ def as_mapping(
     return dict(value)
 
 
-def as_list(argument: str, value: Any, item: type, *, templated: bool = False) -> Any:
-    """``value`` as a list whose items are ``item``; a string is not a list of strings."""
+# Collections with no order of their own: a list argument's order is what the job gets (a
+# process's argv, the GPU networks with eth0 first, a delegation chain), and a set's order
+# may differ between the parse that checks the JobSet and the run that submits it.
+_UNORDERED = (set, frozenset, KeysView, ValuesView, ItemsView)
+
+
+def as_list(
+    argument: str, value: Any, item: type, *, templated: bool = False, example: str = "[...]"
+) -> Any:
+    """``value`` as a list whose items are ``item``: a string is not a list of strings, and a
+    set, which has no order, is not a list either."""
     if value is None:
         return []
     if templated and is_template(value):
         return value
-    if isinstance(value, str | bytes | Mapping) or not isinstance(
-        value, Sequence | set | frozenset
-    ):
-        example = "['numpy==2.1']" if argument == "pip_packages" else "[...]"
+    if isinstance(value, _UNORDERED):
+        raise TypeError(
+            f"{argument} must be a list or tuple: a {type(value).__name__} has no order, so "
+            "the job could get its items in another order in each process, or at each parse."
+        )
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
         raise TypeError(
             f"{argument} must be a list (e.g. {example}), got {type(value).__name__} {value!r}."
         )

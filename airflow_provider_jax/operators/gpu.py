@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from airflow_provider_jax.operators.job_arguments import param_docs
-from airflow_provider_jax.operators.job_operator import JaxJobOperator
 from airflow_provider_jax.operators.job_plan import GPU
+from airflow_provider_jax.operators.signatures import GpuJobSignature
 
 
-class JaxGpuJobOperator(JaxJobOperator):
+class JaxGpuJobOperator(GpuJobSignature):
     """Run a JAX program on ``num_nodes`` nodes with ``gpus_per_node`` GPUs each, one JAX
     process per node."""
 

@@ -21,28 +21,34 @@ from airflow_provider_jax.arguments import (
     SECONDS,
     Kind,
     as_bool,
-    enum,
+    choice,
     holds_template,
     image_reference,
     not_templated,
+    refuse_templated_keys,
     whole_number,
 )
-from airflow_provider_jax.contract.backend import BACKENDS, ON_FINISH_ACTIONS
+from airflow_provider_jax.contract.backend import BackendName, OnFinishAction
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest import pod_schema
-from airflow_provider_jax.manifest.in_place_restart import RESTART_STRATEGIES
+from airflow_provider_jax.manifest.capacity import QueueUntil
+from airflow_provider_jax.manifest.data_inputs import encode
+from airflow_provider_jax.manifest.gpu_direct import GpuNetworking
+from airflow_provider_jax.manifest.in_place_restart import RestartStrategy
+from airflow_provider_jax.manifest.kubernetes_syntax import PullPolicy
 from airflow_provider_jax.manifest.named_storage import Storage
 from airflow_provider_jax.manifest.pathways import Pathways
 from airflow_provider_jax.manifest.pod_command import check_python, step_count, to_json
 from airflow_provider_jax.manifest.pod_override import check_override
-from airflow_provider_jax.manifest.secret_refs import as_secret_refs
+from airflow_provider_jax.manifest.secret_refs import SecretRef, as_secret_refs
 from airflow_provider_jax.operators.argument_types import as_list, as_mapping
 from airflow_provider_jax.operators.deadline_alerts import check_alerts
-from airflow_provider_jax.reporting.host_logs import STREAM_LOGS
+from airflow_provider_jax.reporting.host_logs import StreamLogs
 from airflow_provider_jax.runtime.output_paths import check_storage_path
 from airflow_provider_jax.runtime.profiling import check_profile_steps
 
 if TYPE_CHECKING:
+    from airflow.providers.cncf.kubernetes.secret import Secret
     from airflow.sdk import Asset
     from airflow.sdk.definitions.deadline import DeadlineAlert
 
@@ -50,6 +56,14 @@ if TYPE_CHECKING:
 def whole(minimum: int) -> Kind:
     return Kind(
         f"integer >= {minimum}", lambda name, value: whole_number(name, value, minimum=minimum)
+    )
+
+
+def int32(minimum: int) -> Kind:
+    """A whole number that lands in an ``int32`` field of the JobSet API."""
+    return Kind(
+        f"integer from {minimum} to 2**31-1 (int32)",
+        lambda name, value: syntax.int32(name, value, minimum),
     )
 
 
@@ -71,12 +85,30 @@ def _byte_size(name: str, value: object) -> object:
     return value
 
 
-def list_of(item: type, name: str) -> Kind:
-    return Kind(f"list of {name}", lambda argument, value: as_list(argument, value, item))
+def list_of(item: type, name: str, example: str = "[...]") -> Kind:
+    return Kind(
+        f"list of {name}", lambda argument, value: as_list(argument, value, item, example=example)
+    )
 
 
-def _strings_or_one(name: str, value: object) -> object:
-    return _text(name, value) if isinstance(value, str) else as_list(name, value, str)
+def _chain(name: str, value: object) -> object:
+    """One service account, or a delegation chain of them, in order (each one impersonates
+    the next): a chain names at least one, and each is a non-empty string."""
+    if isinstance(value, str):
+        return _text(name, value)
+    chain = as_list(name, value, str)
+    if not chain:
+        raise ValueError(f"{name} must name a service account (None impersonates nobody), got [].")
+    for i, account in enumerate(chain):
+        _text(f"{name}[{i}]", account)
+    return chain
+
+
+def _secrets(name: str, value: object) -> tuple[SecretRef, ...]:
+    """A list of ``SecretRef`` (or the cncf provider's ``Secret``): one alone, a number or
+    anything else is refused naming ``secrets`` rather than iterated."""
+    example = "[SecretRef('env', 'TOKEN', 'my-secret', 'token')]"
+    return as_secret_refs(as_list(name, value, object, example=example))
 
 
 def _mapping_then(check: Callable[[str, dict[str, Any]], object]) -> Callable[[str, Any], Any]:
@@ -96,7 +128,20 @@ def _security_context(name: str, value: dict[str, Any]) -> None:
 
 
 MAPPING = Kind("mapping", lambda name, value: as_mapping(name, value))
-JSON_OBJECT = Kind("JSON object (str keys)", MAPPING.check)
+
+
+def _json_object(name: str, value: object) -> dict[str, Any]:
+    """Keyword arguments for every pod: str keys, each value one JSON carries (a ``Data``
+    input as its marker), since the call travels as JSON."""
+    mapping = as_mapping(name, value)
+    for key, item in mapping.items():
+        if not isinstance(key, str):
+            raise ValueError(f"{name} keys must be strings (keyword names), got {key!r}.")
+        to_json(encode(item, []), f"{name}[{key!r}]")
+    return mapping
+
+
+JSON_OBJECT = Kind("JSON object (str keys)", _json_object)
 ENV = Kind("env (name → string)", MAPPING.check)
 LABELS = Kind("labels (qualified name → label value)", _mapping_then(syntax.labels))
 ANNOTATIONS = Kind("annotations (qualified name → string)", _mapping_then(syntax.annotation_values))
@@ -111,7 +156,6 @@ POD_TEMPLATE = Kind(
 TEXT = Kind("string", _text)
 LABEL_NAME = Kind("DNS-1123 label", syntax.dns1123_label)
 OBJECT_NAME = Kind("DNS-1123 subdomain", syntax.dns1123_subdomain)
-LABEL_VALUE = Kind("label value", syntax.label_value)
 
 
 def _image(name: str, value: object) -> object:
@@ -136,8 +180,9 @@ CAPACITY = Kind("capacity | [capacity, ...]", lambda name, value: value)
 BY_CAPACITY = Kind("checked with `capacity`", lambda name, value: value)
 PORT = Kind("TCP port (1-65535)", _port)
 STEPS = Kind("(start, count)", lambda name, value: check_profile_steps(value))
-SECRETS = Kind("list of SecretRef or Secret", lambda name, value: as_secret_refs(value))
-CHAIN = Kind("service account or list of them", _strings_or_one)
+SECRETS = Kind("list of SecretRef or Secret", _secrets)
+CHAIN = Kind("service account or list of them", _chain)
+QUEUE_NAME = Kind("Kueue LocalQueue name (DNS-1123 subdomain, at most 63)", syntax.queue_name)
 OPTIONAL_FLAG = Kind(
     "True | False | None", lambda name, value: as_bool(name, value, optional=True), optional=True
 )
@@ -147,11 +192,6 @@ PYTHON = Kind("executable (name or path)", _python)
 def _argv(name: str, value: object) -> list[str]:
     """A process's arguments, in order: strings, none with a NUL byte, which no process can be
     given; a ``command`` starts with the program to run."""
-    if isinstance(value, set | frozenset):
-        raise TypeError(
-            f"{name} must be a list or tuple: a {type(value).__name__} has no order, and each "
-            "process could get its arguments in another one."
-        )
     items = as_list(name, value, str)
     if any("\0" in item for item in items):
         raise ValueError(f"{name} argument holds a NUL byte, which no process can be given.")
@@ -172,8 +212,11 @@ ARGV = Kind("list of strings", _argv)
 
 
 def _jax_config(name: str, value: object) -> dict[str, Any]:
-    """JAX's own option names (``jax_*``, as ``jax.config.update`` takes them), each to a JSON
-    value: the pods set them, so a typo or a value JSON can't carry fails here, at parse."""
+    """JAX's options, each to a JSON value. At parse: each name is spelt as
+    ``jax.config.update`` takes them (``jax_...``, no surrounding whitespace) and each value
+    is one JSON can carry. Whether JAX has an option of that name, and takes that value, only
+    the JAX in the image knows: every process sets them first, before its backends exist, and
+    a name or value JAX refuses fails the process there, naming it."""
     options = as_mapping(name, value)
     for option, setting in options.items():
         if not isinstance(option, str) or not option.startswith("jax_") or option != option.strip():
@@ -210,16 +253,21 @@ class Declared:
     to: To
     only: str | None  # "tpu" or "gpu": an argument of one operator only
 
-    def check(self, name: str, value: object, *, rendered: bool) -> Any:
+    def check(
+        self, name: str, value: object, *, rendered: bool, templated: Sequence[str] = ()
+    ) -> Any:
         """The value as the operator keeps it. Jinja is left for after rendering in a
-        templated argument and refused in any other, which nothing would render. A value
-        nested too deep to walk (Python's recursion limit) is refused naming the argument: no
-        JSON encoder, template renderer or API server would take it either."""
+        templated argument (but for a mapping's keys, which Airflow never renders) and refused
+        in any other, which nothing would render; ``templated`` names those a message offers.
+        A value nested too deep to walk (Python's recursion limit) is refused naming the
+        argument: no JSON encoder, template renderer or API server would take it either."""
         try:
             if not self.templated:
-                not_templated(name, value, TEMPLATED)
-            elif holds_template(value) and not rendered:
-                return value
+                not_templated(name, value, templated or TEMPLATED)
+            else:
+                refuse_templated_keys(name, value)
+                if holds_template(value) and not rendered:
+                    return value
             return self.kind(name, value)
         except RecursionError:
             raise ValueError(
@@ -267,7 +315,14 @@ class JobArguments:
 
     Rules between arguments (a capacity list's waits against ``queue_timeout``, the local tier
     against the host's memory, the provider's own names arriving through another argument) are
-    checked where the values meet: the operator's construction and the job spec, both at parse.
+    checked where the values meet: the operator's construction and the job spec, both at parse,
+    and again on each try's rendered values.
+
+    Each type says what its check takes: ``| None`` exactly where None is taken, an
+    enumeration's choices as its ``Literal``, a list of strings as a list or tuple (which a
+    ``str`` is not). A templated argument also takes one Jinja string in place of its whole
+    value (``env="{{ params.env }}"``), which its type leaves out: a type checker cannot tell
+    a template from a value, and the check runs once it is rendered.
     """
 
     accelerator: str = argument(
@@ -284,6 +339,7 @@ class JobArguments:
         " multi-host slices only.",
         default=1,
         to=To.SPEC,
+        only="tpu",
     )
     chips_per_host: int | None = argument(
         whole(1).or_none(),
@@ -324,7 +380,7 @@ class JobArguments:
         templated=True,
         to=To.TASK,
     )
-    command: Sequence[str] | None = argument(
+    command: list[str] | tuple[str, ...] | None = argument(
         ARGV.or_none(),
         "argv to run on every host instead of an entrypoint; the JAX coordination env is set for "
         "it.",
@@ -347,7 +403,7 @@ class JobArguments:
         templated=True,
         to=To.CALL,
     )
-    argv: Sequence[str] | None = argument(
+    argv: list[str] | tuple[str, ...] | None = argument(
         ARGV.or_none(),
         "``sys.argv[1:]`` for the entrypoint (or decorated function), as ``python train.py "
         "--workdir=...`` would give it: argparse reads it; a program that imports ``absl.app`` is "
@@ -366,6 +422,7 @@ class JobArguments:
         " returns (``docs/elastic.md``). Unset: wait for every slice.",
         default=None,
         to=To.TASK,
+        only="tpu",
     )
     shrink_after: datetime.timedelta | float | None = argument(
         DURATION.or_none(),
@@ -373,6 +430,7 @@ class JobArguments:
         "job goes on without it (default 10 minutes).",
         default=None,
         to=To.TASK,
+        only="tpu",
     )
     env: Mapping[str, str] | None = argument(
         ENV.or_none(),
@@ -413,13 +471,14 @@ class JobArguments:
     )
     pathways: bool | Pathways = argument(
         PATHWAYS,
-        "TPU only: run under Pathways, one process driving every chip of every slice: ``True`` or "
+        "run under Pathways, one process driving every chip of every slice: ``True`` or "
         "``Pathways(...)`` (``docs/pathways.md``).",
         default=False,
         to=To.TASK,
+        only="tpu",
     )
-    pip_packages: Sequence[str] = argument(
-        list_of(str, "strings"),
+    pip_packages: list[str] | tuple[str, ...] = argument(
+        list_of(str, "strings", "['numpy==2.1']"),
         "packages to ``pip install`` in each process before the call.",
         default=(),
         to=To.CALL,
@@ -449,7 +508,7 @@ class JobArguments:
         templated=True,
         to=To.TASK,
     )
-    container_resources: Mapping[str, Mapping[str, str]] | None = argument(
+    container_resources: Mapping[str, Mapping[str, str | int | float]] | None = argument(
         RESOURCES.or_none(),
         '``{"requests": {...}, "limits": {...}}`` beside the accelerator\'s.',
         default=None,
@@ -481,7 +540,7 @@ class JobArguments:
         to=To.SPEC,
     )
     max_restarts: int = argument(
-        whole(0),
+        int32(0),
         "whole-slice restarts on disruptions (preemption, a lost or hung host, a death by signal) "
         "within one try; a bug in the code fails at once and spends none.",
         default=3,
@@ -494,8 +553,8 @@ class JobArguments:
         default=(),
         to=To.SPEC,
     )
-    restart_strategy: str = argument(
-        enum(*RESTART_STRATEGIES),
+    restart_strategy: RestartStrategy = argument(
+        choice(RestartStrategy),
         "``recreate`` (every pod recreated) or ``in_place`` (healthy pods' containers restart "
         "where they are; JobSet's ``InPlaceRestart``).",
         default="recreate",
@@ -548,7 +607,7 @@ class JobArguments:
         default=None,
         to=To.WATCH,
     )
-    profile_steps: tuple[int, int] | None = argument(
+    profile_steps: tuple[int, int] | list[int] | None = argument(
         STEPS.or_none(),
         "every host captures a JAX profiler trace of these steps, as its ``report(step=...)`` "
         "calls count them, into ``<output_dir>/profiles/try-<n>/host-<i>/``. At most 100 steps.",
@@ -566,7 +625,9 @@ class JobArguments:
         JAX_CONFIG.or_none(),
         "JAX options every process sets before anything else, as ``jax.config.update(name, "
         'value)``: ``{"jax_compilation_cache_dir": "gs://bucket/cache"}`` shares compiled '
-        'programs between runs; ``{"jax_debug_nans": True}`` hunts a NaN.',
+        'programs between runs; ``{"jax_debug_nans": True}`` hunts a NaN. The names\' spelling '
+        "(``jax_...``) and JSON values are checked at parse; JAX itself checks each option in "
+        "every process, which fails naming one it refuses.",
         default=None,
         to=To.CALL,
     )
@@ -578,7 +639,7 @@ class JobArguments:
         to=To.WATCH,
     )
     ttl_seconds_after_finished: int | None = argument(
-        whole(0).or_none(),
+        int32(0).or_none(),
         "let Kubernetes delete a finished JobSet after this long.",
         default=None,
         to=To.SPEC,
@@ -587,7 +648,7 @@ class JobArguments:
         OBJECT_NAME.or_none(), "the pods' PriorityClass.", default=None, to=To.SPEC
     )
     queue_name: str | None = argument(
-        LABEL_VALUE.or_none(),
+        QUEUE_NAME.or_none(),
         "a Kueue LocalQueue; the JobSet is created suspended for Kueue to admit.",
         default=None,
         to=To.SPEC,
@@ -599,13 +660,13 @@ class JobArguments:
         default=None,
         to=To.WATCH,
     )
-    queue_timeout_until: str = argument(
-        enum("running", "admitted"),
+    queue_timeout_until: QueueUntil = argument(
+        choice(QueueUntil),
         "``running`` (every pod running) or ``admitted`` (Kueue admitted the JobSet).",
         default="running",
         to=To.WATCH,
     )
-    capacity: str | Sequence[str] = argument(
+    capacity: str | list[str] | tuple[str, ...] = argument(
         CAPACITY,
         "where the nodes come from: ``on-demand``, ``spot``, ``reservation:<name>`` or "
         "``flex-start``; or an ordered list of them (``docs/capacity.md``).",
@@ -645,8 +706,8 @@ class JobArguments:
         default=None,
         to=To.SPEC,
     )
-    image_pull_policy: str | None = argument(
-        enum(*syntax.PULL_POLICIES).or_none(),
+    image_pull_policy: PullPolicy | None = argument(
+        choice(PullPolicy).or_none(),
         "the container's ``imagePullPolicy``.",
         default=None,
         to=To.SPEC,
@@ -665,21 +726,23 @@ class JobArguments:
         default=None,
         to=To.SPEC,
     )
-    gpu_networking: str = argument(
-        enum("auto", "none"),
+    gpu_networking: GpuNetworking = argument(
+        choice(GpuNetworking),
         "``auto`` gives multi-node GPU pods their machine type's GPUDirect networking (TCPX, TCPXO"
         " or RDMA); ``none`` leaves plain pods.",
         default="auto",
         to=To.SPEC,
+        only="gpu",
     )
-    gpu_networks: Sequence[str] = argument(
+    gpu_networks: list[str] | tuple[str, ...] = argument(
         list_of(str, "strings"),
         "the cluster's GKE networks for GPUDirect, eth0 first (default: the names GKE's GPUDirect "
         "guides create).",
         default=(),
         to=To.SPEC,
+        only="gpu",
     )
-    secrets: Sequence[Any] = argument(
+    secrets: Sequence[SecretRef | Secret] = argument(
         SECRETS,
         "Kubernetes Secrets by reference (``SecretRef`` or the cncf provider's ``Secret``); values"
         " never enter the manifest.",
@@ -693,8 +756,8 @@ class JobArguments:
         default=None,
         to=To.TASK,
     )
-    backend: str | None = argument(
-        enum(*BACKENDS).or_none(),
+    backend: BackendName | None = argument(
+        choice(BackendName).or_none(),
         "where the JobSet runs (default: ``[jax] default_backend``).",
         default=None,
         to=To.SETTINGS,
@@ -712,8 +775,8 @@ class JobArguments:
         default=None,
         to=To.SETTINGS,
     )
-    on_finish_action: str = argument(
-        enum(*ON_FINISH_ACTIONS),
+    on_finish_action: OnFinishAction = argument(
+        choice(OnFinishAction),
         "what happens to the JobSet when the task ends.",
         default="delete_jobset",
         to=To.SETTINGS,
@@ -724,8 +787,8 @@ class JobArguments:
         default=10.0,
         to=To.WATCH,
     )
-    stream_logs: str = argument(
-        enum(*STREAM_LOGS),
+    stream_logs: StreamLogs = argument(
+        choice(StreamLogs),
         "whose output the task log shows while the job runs: process 0, every host "
         "(``[slice/host]``-prefixed) or nobody.",
         default="leader",
@@ -749,21 +812,22 @@ class JobArguments:
         default="google_cloud_default",
         to=To.SETTINGS,
     )
-    impersonation_chain: str | Sequence[str] | None = argument(
+    impersonation_chain: str | list[str] | tuple[str, ...] | None = argument(
         CHAIN.or_none(),
         "service accounts to impersonate with ``gcp_conn_id``.",
         default=None,
         to=To.SETTINGS,
     )
 
-    def checked(self, *, rendered: bool) -> JobArguments:
+    def checked(self, *, rendered: bool, templated: Sequence[str] = ()) -> JobArguments:
         """Each argument through its kind: at construction (templates left for later), and
         again once Airflow rendered them, before anything is created (a template can render to
-        anything: a string for ``argv`` would otherwise be split into characters)."""
+        anything: a string for ``argv`` would otherwise be split into characters).
+        ``templated``: the fields the task renders, which a message about Jinja offers."""
         return dataclasses.replace(
             self,
             **{
-                f.name: declared(f).check(f.name, getattr(self, f.name), rendered=rendered)
+                f.name: check_one(f.name, getattr(self, f.name), rendered, templated)
                 for f in dataclasses.fields(self)
             },
         )
@@ -775,6 +839,15 @@ def declared(field: dataclasses.Field[Any]) -> Declared:
 
 
 ARGUMENTS: tuple[dataclasses.Field[Any], ...] = dataclasses.fields(JobArguments)
+BY_NAME: dict[str, dataclasses.Field[Any]] = {f.name: f for f in ARGUMENTS}
+
+
+def check_one(name: str, value: object, rendered: bool, templated: Sequence[str] = ()) -> Any:
+    """One argument through its kind, alone: what construction does for each, and what a
+    mapped task's ``partial()`` and literal ``expand()`` values get at parse."""
+    return declared(BY_NAME[name]).check(name, value, rendered=rendered, templated=templated)
+
+
 TEMPLATED: tuple[str, ...] = tuple(f.name for f in ARGUMENTS if declared(f).templated)
 
 

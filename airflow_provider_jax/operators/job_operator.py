@@ -12,7 +12,6 @@ choice its JobSet's annotation names.
 
 from __future__ import annotations
 
-import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -23,7 +22,12 @@ from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 
 from airflow_provider_jax import settings
 from airflow_provider_jax.arguments import is_template, positive_seconds
-from airflow_provider_jax.contract.backend import BACKEND_TRAITS, get_backend, resolve_backend
+from airflow_provider_jax.contract.backend import (
+    BACKEND_TRAITS,
+    BackendName,
+    get_backend,
+    resolve_backend,
+)
 from airflow_provider_jax.exceptions import NoCapacity, SlicesChanged
 from airflow_provider_jax.links.diagnostics import DebugDumpLink, ProfileLink
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
@@ -31,7 +35,6 @@ from airflow_provider_jax.links.tensorboard import TensorBoardLink
 from airflow_provider_jax.manifest import dynamic_slicing
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.names import jobset_name
-from airflow_provider_jax.manifest.pathways import Pathways
 from airflow_provider_jax.manifest.provider_keys import (
     TASK_INSTANCE_ANNOTATION,
     task_instance_annotation,
@@ -39,20 +42,17 @@ from airflow_provider_jax.manifest.provider_keys import (
 from airflow_provider_jax.operators import job_spec, task_state
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
 from airflow_provider_jax.operators.job_arguments import TEMPLATED, JobArguments
-from airflow_provider_jax.operators.job_plan import JobPlan, plan_job
+from airflow_provider_jax.operators.job_plan import JobPlan, plan_job, refuse_other_platforms
 from airflow_provider_jax.operators.job_spec import JobRequest, airflow_labels
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, shown_manifest
 from airflow_provider_jax.operators.retry_policy import JaxRetryPolicy
 
 if TYPE_CHECKING:
-    import datetime
-
     from airflow.providers.openlineage.extractors import OperatorLineage
-    from airflow.sdk import Asset, Context
-    from airflow.sdk.definitions.deadline import DeadlineAlert
+    from airflow.sdk import Context
+    from airflow.sdk.definitions.mappedoperator import OperatorPartial
 
     from airflow_provider_jax.contract import Backend, BackendTraits, Outcome, Started
-    from airflow_provider_jax.manifest.named_storage import Storage
     from airflow_provider_jax.manifest.spec import JaxJobSpec
     from airflow_provider_jax.operators.publish import OutcomePublisher
 
@@ -83,7 +83,8 @@ class JaxJobOperator(BaseOperator):
     Use :class:`JaxTpuSliceOperator` or :class:`JaxGpuJobOperator`, which parse ``accelerator``.
 
     The arguments are declared once, in
-    :mod:`~airflow_provider_jax.operators.job_arguments`, which writes the lines below.
+    :mod:`~airflow_provider_jax.operators.job_arguments`, and each operator's signature is
+    written from them (:mod:`~airflow_provider_jax.operators.signatures`).
     """
 
     template_fields: Sequence[str] = (
@@ -112,268 +113,12 @@ class JaxJobOperator(BaseOperator):
         DebugDumpLink(),
     )
 
-    # --- begin: written by argument_signature.py from JobArguments; do not edit ---
-    def __init__(
-        self,
-        *,
-        accelerator: str,
-        num_slices: int = 1,
-        chips_per_host: int | None = None,
-        dynamic_slicing: bool = False,
-        gpus_per_node: int | None = None,
-        num_nodes: int | None = None,
-        image: str | None = None,
-        command: Sequence[str] | None = None,
-        entrypoint: str | None = None,
-        entrypoint_kwargs: Mapping[str, Any] | None = None,
-        argv: Sequence[str] | None = None,
-        min_slices: int | None = None,
-        shrink_after: datetime.timedelta | float | None = None,
-        env: Mapping[str, str] | None = None,
-        output_dir: str | None = None,
-        checkpoint_asset: Asset | None = None,
-        initialize_distributed: bool | None = None,
-        require_distributed: bool = False,
-        pathways: bool | Pathways = False,
-        pip_packages: Sequence[str] = (),
-        python: str = "python3",
-        name: str | None = None,
-        namespace: str = "default",
-        labels: Mapping[str, str] | None = None,
-        annotations: Mapping[str, str] | None = None,
-        container_resources: Mapping[str, Mapping[str, str]] | None = None,
-        service_account_name: str | None = None,
-        node_selector: Mapping[str, str] | None = None,
-        tolerations: Sequence[Mapping[str, Any]] = (),
-        volumes: Sequence[Mapping[str, Any]] = (),
-        volume_mounts: Sequence[Mapping[str, Any]] = (),
-        storage: Sequence[Storage] = (),
-        max_restarts: int = 3,
-        restart_on_exit_codes: Sequence[int] = (),
-        restart_strategy: str = "recreate",
-        local_checkpoint_size: str | None = None,
-        termination_grace_period: int | None = None,
-        retry_on_code_error: bool | None = None,
-        progress_timeout: float | None = None,
-        total_steps: int | str | None = None,
-        deadline: DeadlineAlert | Sequence[DeadlineAlert] | None = None,
-        profile_steps: tuple[int, int] | None = None,
-        debug_dump: bool = False,
-        jax_config: Mapping[str, Any] | None = None,
-        checkpoint_warn_after: datetime.timedelta | float | None = 600.0,
-        ttl_seconds_after_finished: int | None = None,
-        priority_class_name: str | None = None,
-        queue_name: str | None = None,
-        queue_timeout: datetime.timedelta | float | None = None,
-        queue_timeout_until: str = "running",
-        capacity: str | Sequence[str] = "on-demand",
-        capacity_wait: datetime.timedelta | float | None = None,
-        compute_class: str | None = None,
-        reservation_project: str | None = None,
-        placement: str | None = None,
-        pod_template_override: Mapping[str, Any] | None = None,
-        image_pull_policy: str | None = None,
-        coordinator_port: int | None = None,
-        host_network: bool | None = None,
-        gpu_networking: str = "auto",
-        gpu_networks: Sequence[str] = (),
-        secrets: Sequence[Any] = (),
-        security_context: Mapping[str, Any] | None = None,
-        backend: str | None = None,
-        kubernetes_conn_id: str | None = "kubernetes_default",
-        deferrable: bool | None = None,
-        on_finish_action: str = "delete_jobset",
-        poll_interval: float = 10.0,
-        stream_logs: str = "leader",
-        project_id: str | None = None,
-        location: str | None = None,
-        cluster_name: str | None = None,
-        gcp_conn_id: str = "google_cloud_default",
-        impersonation_chain: str | Sequence[str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self._start(
-            JobArguments(
-                accelerator=accelerator,
-                num_slices=num_slices,
-                chips_per_host=chips_per_host,
-                dynamic_slicing=dynamic_slicing,
-                gpus_per_node=gpus_per_node,
-                num_nodes=num_nodes,
-                image=image,
-                command=command,
-                entrypoint=entrypoint,
-                entrypoint_kwargs=entrypoint_kwargs,
-                argv=argv,
-                min_slices=min_slices,
-                shrink_after=shrink_after,
-                env=env,
-                output_dir=output_dir,
-                checkpoint_asset=checkpoint_asset,
-                initialize_distributed=initialize_distributed,
-                require_distributed=require_distributed,
-                pathways=pathways,
-                pip_packages=pip_packages,
-                python=python,
-                name=name,
-                namespace=namespace,
-                labels=labels,
-                annotations=annotations,
-                container_resources=container_resources,
-                service_account_name=service_account_name,
-                node_selector=node_selector,
-                tolerations=tolerations,
-                volumes=volumes,
-                volume_mounts=volume_mounts,
-                storage=storage,
-                max_restarts=max_restarts,
-                restart_on_exit_codes=restart_on_exit_codes,
-                restart_strategy=restart_strategy,
-                local_checkpoint_size=local_checkpoint_size,
-                termination_grace_period=termination_grace_period,
-                retry_on_code_error=retry_on_code_error,
-                progress_timeout=progress_timeout,
-                total_steps=total_steps,
-                deadline=deadline,
-                profile_steps=profile_steps,
-                debug_dump=debug_dump,
-                jax_config=jax_config,
-                checkpoint_warn_after=checkpoint_warn_after,
-                ttl_seconds_after_finished=ttl_seconds_after_finished,
-                priority_class_name=priority_class_name,
-                queue_name=queue_name,
-                queue_timeout=queue_timeout,
-                queue_timeout_until=queue_timeout_until,
-                capacity=capacity,
-                capacity_wait=capacity_wait,
-                compute_class=compute_class,
-                reservation_project=reservation_project,
-                placement=placement,
-                pod_template_override=pod_template_override,
-                image_pull_policy=image_pull_policy,
-                coordinator_port=coordinator_port,
-                host_network=host_network,
-                gpu_networking=gpu_networking,
-                gpu_networks=gpu_networks,
-                secrets=secrets,
-                security_context=security_context,
-                backend=backend,
-                kubernetes_conn_id=kubernetes_conn_id,
-                deferrable=deferrable,
-                on_finish_action=on_finish_action,
-                poll_interval=poll_interval,
-                stream_logs=stream_logs,
-                project_id=project_id,
-                location=location,
-                cluster_name=cluster_name,
-                gcp_conn_id=gcp_conn_id,
-                impersonation_chain=impersonation_chain,
-            ),
-            kwargs,
-        )
-
-    @property
-    def image(self) -> str | None:
-        return self.arguments.image
-
-    @image.setter
-    def image(self, value: str | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, image=value)
-
-    @property
-    def command(self) -> Sequence[str] | None:
-        return self.arguments.command
-
-    @command.setter
-    def command(self, value: Sequence[str] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, command=value)
-
-    @property
-    def entrypoint(self) -> str | None:
-        return self.arguments.entrypoint
-
-    @entrypoint.setter
-    def entrypoint(self, value: str | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, entrypoint=value)
-
-    @property
-    def entrypoint_kwargs(self) -> Mapping[str, Any] | None:
-        return self.arguments.entrypoint_kwargs
-
-    @entrypoint_kwargs.setter
-    def entrypoint_kwargs(self, value: Mapping[str, Any] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, entrypoint_kwargs=value)
-
-    @property
-    def argv(self) -> Sequence[str] | None:
-        return self.arguments.argv
-
-    @argv.setter
-    def argv(self, value: Sequence[str] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, argv=value)
-
-    @property
-    def env(self) -> Mapping[str, str] | None:
-        return self.arguments.env
-
-    @env.setter
-    def env(self, value: Mapping[str, str] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, env=value)
-
-    @property
-    def output_dir(self) -> str | None:
-        return self.arguments.output_dir
-
-    @output_dir.setter
-    def output_dir(self, value: str | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, output_dir=value)
-
-    @property
-    def name(self) -> str | None:
-        return self.arguments.name
-
-    @name.setter
-    def name(self, value: str | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, name=value)
-
-    @property
-    def namespace(self) -> str:
-        return self.arguments.namespace
-
-    @namespace.setter
-    def namespace(self, value: str) -> None:
-        self.arguments = dataclasses.replace(self.arguments, namespace=value)
-
-    @property
-    def labels(self) -> Mapping[str, str] | None:
-        return self.arguments.labels
-
-    @labels.setter
-    def labels(self, value: Mapping[str, str] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, labels=value)
-
-    @property
-    def annotations(self) -> Mapping[str, str] | None:
-        return self.arguments.annotations
-
-    @annotations.setter
-    def annotations(self, value: Mapping[str, str] | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, annotations=value)
-
-    @property
-    def total_steps(self) -> int | str | None:
-        return self.arguments.total_steps
-
-    @total_steps.setter
-    def total_steps(self, value: int | str | None) -> None:
-        self.arguments = dataclasses.replace(self.arguments, total_steps=value)
-
-    # --- end: written by argument_signature.py ---
-
-    def _start(self, arguments: JobArguments, kwargs: dict[str, Any]) -> None:
-        """The operator, from its arguments as given (the signature above) and Airflow's own
-        (``kwargs``): each argument through its kind, then the rules between them, then the
+    def _start(self, arguments: JobArguments, airflow: Mapping[str, Any]) -> None:
+        """The operator, from its arguments as given (its class's signature) and Airflow's own
+        (``airflow``): each argument through its kind, then the rules between them, then the
         JobSet of the literal values, all at parse."""
+        kwargs = dict(airflow)
+        refuse_other_platforms(self.platform, kwargs)  # in kwargs: the signature has none
         if arguments.checkpoint_asset is not None:
             kwargs["outlets"] = with_checkpoint_outlet(
                 kwargs.get("task_id", ""),
@@ -394,17 +139,15 @@ class JaxJobOperator(BaseOperator):
             # fails after the task ran (the provider's own durations are held the same).
             if duration is not None:
                 positive_seconds(name, duration, timedelta_ok=True, zero_ok=True)
-        self.arguments = arguments.checked(rendered=False)
-        self.plan = plan_job(
-            self.arguments,
-            platform=self.platform,
-            task_id=self.task_id,
-            ships_source=self.ships_source,
-            execution_timeout=self.execution_timeout,
-            remote=self.backend_traits.remote,
-            default_deferrable=conf.getboolean("operators", "default_deferrable", fallback=False),
-            log=self.log,
-        )
+        self.arguments = arguments.checked(rendered=False, templated=self.templated_arguments())
+        self.plan = self._plan(self.arguments)
+        if self.plan.pip_dropped:
+            self.log.warning(
+                "%s: not installing %s at process start; the image's accelerator-matched JAX is "
+                "used instead.",
+                self.task_id,
+                list(self.plan.pip_dropped),
+            )
         settings.check()  # a bad [jax] setting fails at parse, not at the end of a run
         self.jobset_manifest: str | None = None  # filled when the templates are rendered
         self.capacity_choice = 0  # the choice the next manifest asks for
@@ -423,8 +166,36 @@ class JaxJobOperator(BaseOperator):
         literal = given if given is not None and _literal(given) else "x"
         build_jobset(self.build_spec(name=literal, rendered=False))
 
+    def _plan(self, arguments: JobArguments) -> JobPlan:
+        """What ``arguments`` come to together, their rules between them checked: at parse,
+        and again on each try's rendered values (a template can render to what a rule
+        refuses: ``output_dir`` to None beside ``min_slices``)."""
+        return plan_job(
+            arguments,
+            platform=self.platform,
+            task_id=self.task_id,
+            ships_source=self.ships_source,
+            execution_timeout=self.execution_timeout,
+            remote=self.backend_traits.remote,
+            default_deferrable=conf.getboolean("operators", "default_deferrable", fallback=False),
+        )
+
+    @classmethod
+    def templated_arguments(cls) -> tuple[str, ...]:
+        """The arguments this task renders (a message about Jinja offers them)."""
+        return tuple(name for name in cls.template_fields if name != MANIFEST_FIELD)
+
+    @classmethod
+    def partial(cls, **kwargs: Any) -> OperatorPartial:
+        """Airflow's ``partial()``, whose values (and ``expand()``'s literal lists) are checked
+        at parse, as the operator's construction checks them (``mapped_arguments.py``)."""
+        from airflow_provider_jax.operators.mapped_arguments import CheckedPartial, check_given
+
+        check_given(cls, kwargs)
+        return CheckedPartial.of(super().partial(**kwargs))
+
     @property
-    def resolved_backend(self) -> str:
+    def resolved_backend(self) -> BackendName:
         return resolve_backend(self.arguments.backend)
 
     @property
@@ -435,11 +206,15 @@ class JaxJobOperator(BaseOperator):
 
     def request(self, *, rendered: bool = True, try_number: int = 0) -> JobRequest:
         """This operator's arguments, as one build reads them: once rendered, each goes
-        through its kind again (a template can render to anything) before anything is made."""
-        a = self.arguments.checked(rendered=True) if rendered else self.arguments
+        through its kind again, and the rules between them run again (a template can render to
+        anything), before anything is made."""
+        a, plan = self.arguments, self.plan
+        if rendered:
+            a = a.checked(rendered=True, templated=self.templated_arguments())
+            plan = self._plan(a)
         return JobRequest(
             arguments=a,
-            plan=self.plan,
+            plan=plan,
             traits=self.backend_traits,
             rendered=rendered,
             execution_timeout=self.execution_timeout,

@@ -12,8 +12,8 @@ spec (``job_spec.build_spec``), the runtime's call (``job_spec.runtime_call``), 
 from __future__ import annotations
 
 import datetime
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from airflow_provider_jax.arguments import positive_seconds
 from airflow_provider_jax.contract.elastic import ElasticSlices
@@ -45,6 +45,7 @@ class JobPlan:
     :param pathways: the Pathways controller, or None for one JAX process per host.
     :param initialize_distributed: whether the runtime joins ``jax.distributed`` first.
     :param pip_packages: what each process installs (never JAX, which is the image's).
+    :param pip_dropped: what ``pip_packages`` named that is not installed (JAX's own).
     :param capacity: the capacity choices, in order.
     :param elastic: an elastic job's size policy (``min_slices``), or None.
     :param deferrable: whether the task waits in the triggerer.
@@ -56,6 +57,7 @@ class JobPlan:
     pathways: Pathways | None
     initialize_distributed: bool
     pip_packages: tuple[str, ...]
+    pip_dropped: tuple[str, ...]
     capacity: CapacityChoices
     elastic: ElasticSlices | None
     deferrable: bool
@@ -72,10 +74,10 @@ def plan_job(
     execution_timeout: datetime.timedelta | None,
     remote: bool,
     default_deferrable: bool,
-    log: Any,
 ) -> JobPlan:
     """The plan of ``a`` (checked already) for an operator of ``platform``, or a ValueError
-    that names the task and the arguments that can't go together."""
+    that names the task and the arguments that can't go together: the one place the rules
+    between arguments run, at parse and again on each try's rendered values."""
     accelerator = parse_accelerator(a, platform)
     _refuse_unmet(a, task_id, ships_source)
     pathways = Pathways.of(a.pathways)
@@ -86,13 +88,6 @@ def plan_job(
         )
     initialize = pathways is None if a.initialize_distributed is None else a.initialize_distributed
     kept, dropped = split_pip_packages(list(a.pip_packages))
-    if dropped:
-        log.warning(
-            "%s: not installing %s at process start; the image's accelerator-matched JAX is "
-            "used instead.",
-            task_id,
-            dropped,
-        )
     queue_timeout = queue_timeout_seconds(a.queue_timeout, a.queue_timeout_until, a.queue_name)
     capacity = CapacityChoices.parse(
         a.capacity,
@@ -135,6 +130,7 @@ def plan_job(
         pathways=pathways,
         initialize_distributed=initialize,
         pip_packages=tuple(kept),
+        pip_dropped=tuple(dropped),
         capacity=capacity,
         elastic=elastic,
         deferrable=default_deferrable if a.deferrable is None else a.deferrable,
@@ -143,23 +139,19 @@ def plan_job(
     )
 
 
-def parse_accelerator(a: JobArguments, platform: str) -> Accelerator:
-    """``accelerator`` as ``platform``'s operator parses it; another platform's arguments,
-    given, are refused naming them."""
-    others = [
-        f.name
-        for f in ARGUMENTS
-        if declared(f).only not in (None, platform) and getattr(a, f.name) != f.default
-    ]
-    if platform == GPU:  # a GPU job is one "slice" of num_nodes
-        given = (a.num_slices != 1, a.min_slices is not None, a.shrink_after is not None)
-        sliced = ("num_slices", "min_slices", "shrink_after")
-        others = [name for name, on in zip(sliced, given, strict=True) if on] + others
-    if others:
+def refuse_other_platforms(platform: str, given: Iterable[str]) -> None:
+    """Another operator's arguments, given to ``platform``'s (whose signature has none of
+    them, so they arrive among Airflow's), refused naming them and what to use instead."""
+    others = [f.name for f in ARGUMENTS if declared(f).only not in (None, platform)]
+    if wrong := [name for name in given if name in others]:
         what = "slices" if platform == GPU else "GPU nodes"
         use = "num_nodes" if platform == GPU else "num_slices"
         operator = "JaxGpuJobOperator" if platform == GPU else "JaxTpuSliceOperator"
-        raise ValueError(f"{operator} has no {what} ({', '.join(others)}); use {use}.")
+        raise ValueError(f"{operator} has no {what} ({', '.join(wrong)}); use {use}.")
+
+
+def parse_accelerator(a: JobArguments, platform: str) -> Accelerator:
+    """``accelerator`` as ``platform``'s operator parses it."""
     if platform == TPU:
         return parse_tpu(
             a.accelerator, chips_per_host=a.chips_per_host, dynamic_slicing=a.dynamic_slicing

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,7 +26,7 @@ class Diagnostics:
     """``profile_steps`` and ``debug_dump``, as checked; ``output_dir`` is given at each use,
     since it is templated."""
 
-    profile_steps: tuple[int, int] | None = None
+    profile_steps: Sequence[int] | None = None  # (start, count)
     debug_dump: bool = False
 
     @property

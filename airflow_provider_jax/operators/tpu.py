@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import ClassVar
 
 from airflow_provider_jax.operators.job_arguments import param_docs
-from airflow_provider_jax.operators.job_operator import JaxJobOperator
 from airflow_provider_jax.operators.job_plan import TPU
+from airflow_provider_jax.operators.signatures import TpuSliceSignature
 
 
-class JaxTpuSliceOperator(JaxJobOperator):
+class JaxTpuSliceOperator(TpuSliceSignature):
     """Run a JAX program on ``num_slices`` TPU slices of type ``accelerator``."""
 
     platform: ClassVar[str] = TPU

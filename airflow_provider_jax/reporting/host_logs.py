@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from typing import Literal, get_args
 
 from airflow_provider_jax.runtime.messages import FAILURE_BEGIN, FAILURE_END
 
-STREAM_LEADER, STREAM_ALL, STREAM_NONE = "leader", "all", "none"
-STREAM_LOGS = (STREAM_LEADER, STREAM_ALL, STREAM_NONE)
+StreamLogs = Literal["leader", "all", "none"]  # the argument's type, and so its choices
+STREAM_LOGS: tuple[StreamLogs, ...] = get_args(StreamLogs)
+STREAM_LEADER, STREAM_ALL, STREAM_NONE = STREAM_LOGS
 SUMMARY_HEADER = "The other hosts' last lines (they stopped after the failure above):"
 SUMMARY_LINES = 5  # per host
 SUMMARY_HOSTS = 16  # hosts shown; a 64-host slice's summary is still one screen

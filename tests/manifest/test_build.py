@@ -151,7 +151,7 @@ def test_names_are_deterministic_and_fit():
         ({"env": {"LR": 0.1}}, "env value for 'LR' must be a string, got float"),
         ({"env": {"BAD NAME": "1"}}, "not a valid environment variable name"),
         ({"env": {"JAX_PROCESS_ID": "3"}}, "which the provider sets"),
-        ({"max_restarts": -1}, "max_restarts must be >= 0"),
+        ({"max_restarts": -1}, "max_restarts must be an integer from 0"),
         ({"name": "Train"}, "must be a DNS-1035 label"),
         ({"name": "1train"}, "must be a DNS-1035 label"),
         ({"name": "t" * 50}, "Use at most"),

@@ -158,7 +158,7 @@ def test_refused_at_parse(kwargs: dict[str, Any], message: str):
 
 
 def test_refused_on_gpus_and_in_the_decorator():
-    with DAG("bad", schedule=None), pytest.raises(ValueError, match="pathways= runs TPU slices"):
+    with DAG("bad", schedule=None), pytest.raises(ValueError, match=r"has no slices \(pathways\)"):
         JaxGpuJobOperator(
             **TPU_GCS | {"accelerator": "h100-80gb-8", "num_nodes": 2, "pathways": True}
         )

@@ -5,11 +5,13 @@ name and what would be valid, never a raw internal error, and nothing reaches a 
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
 from airflow.sdk import DAG, task
 
+from airflow_provider_jax.manifest.secret_refs import SecretRef
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
 
 TPU = {"task_id": "t", "accelerator": "tpu-v6e-16", "image": "img", "entrypoint": "m:f"}
@@ -48,7 +50,18 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("ttl_text", {"ttl_seconds_after_finished": "1h"}, "ttl_seconds_after_finished must be"),
     ("service_account", {"service_account_name": "My SA"}, "service_account_name must be a DNS"),
     ("priority_class", {"priority_class_name": "High!"}, "priority_class_name must be a DNS"),
-    ("queue_label", {"queue_name": "team a"}, "queue_name value 'team a' is not a valid label"),
+    # Kueue refuses a queue-name label that is not a DNS-1123 subdomain; a label value is <= 63
+    ("queue_label", {"queue_name": "team a"}, "queue_name must be a DNS-1123 subdomain"),
+    ("queue_empty", {"queue_name": ""}, "queue_name must be a DNS-1123 subdomain .*got ''"),
+    ("queue_case", {"queue_name": "Team"}, "queue_name must be a DNS-1123 subdomain"),
+    ("queue_long", {"queue_name": "q" * 64}, "queue_name must be a DNS-1123 .*at most 63"),
+    # JobSet's failurePolicy.maxRestarts and ttlSecondsAfterFinished are int32
+    (
+        "restarts_int32",
+        {"max_restarts": 2**31},
+        r"max_restarts must be .* to 2147483647 \(an int32",
+    ),
+    ("ttl_int32", {"ttl_seconds_after_finished": 10**12}, "ttl_seconds_after_finished .*int32"),
     # types: a string where a list or mapping goes
     ("pip_string", {"pip_packages": "numpy"}, r"pip_packages must be a list .*got str 'numpy'"),
     ("override_string", {"pod_template_override": "x"}, "pod_template_override must be a map"),
@@ -59,7 +72,30 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("tolerations_dict", {"tolerations": {"key": "k"}}, "tolerations must be a list"),
     ("volumes_string", {"volumes": "data"}, "volumes must be a list"),
     ("exit_codes_bool", {"restart_on_exit_codes": [True]}, r"restart_on_exit_codes\[0\] must"),
-    ("gpu_networks_string", {"gpu_networks": "net"}, "gpu_networks must be a list"),
+    # secrets: a list of SecretRef (or the cncf provider's Secret), nothing else
+    ("secrets_one", {"secrets": SecretRef("env", "T", "s", "k")}, "secrets must be a list .*Sec"),
+    ("secrets_int", {"secrets": 5}, r"secrets must be a list \(e.g. \[SecretRef"),
+    ("secrets_zero", {"secrets": 0}, "secrets must be a list"),
+    ("secrets_timedelta", {"secrets": datetime.timedelta(0)}, "secrets must be a list"),
+    ("secrets_string", {"secrets": "token"}, "secrets must be a list"),
+    ("secrets_item", {"secrets": ["token"]}, r"secrets\[0\] must be a SecretRef or .*Secret"),
+    # an order that matters: no set, and no dict's keys or values
+    ("pip_set", {"pip_packages": {"numpy"}}, "pip_packages must be a list or tuple: a set has no"),
+    ("argv_frozenset", {"argv": frozenset({"-x"})}, "argv must be a list or tuple: a frozenset"),
+    ("chain_set", {"impersonation_chain": {"a@p.iam"}}, "impersonation_chain must be a list or"),
+    ("exit_codes_keys", {"restart_on_exit_codes": {7: 1}.keys()}, "restart_on_exit_codes .*order"),
+    ("chain_empty", {"impersonation_chain": []}, "impersonation_chain must name a service account"),
+    ("chain_blank", {"impersonation_chain": ["a@p.iam", ""]}, r"impersonation_chain\[1\] must be"),
+    # Airflow renders a templated mapping's values, never its keys
+    (
+        "labels_key_jinja",
+        {"labels": {"{{ params.k }}": "a"}},
+        "labels has the key .*never its keys",
+    ),
+    ("env_key_jinja", {"env": {"{{ params.k }}": "a"}}, "env has the key .*never its keys"),
+    ("kwargs_key_jinja", {"entrypoint_kwargs": {"{{ k }}": 5}}, "entrypoint_kwargs has the key"),
+    ("kwargs_nested_key", {"entrypoint_kwargs": {"o": [{"{% if x %}": 1}]}}, "never its keys"),
+    ("annotation_key_jinja", {"annotations": {"a/{{ k }}": "v"}}, "annotations has the key"),
     # injection and sizes
     ("pip_option", {"pip_packages": ["--index-url=http://x/simple"]}, r"pip_packages\[0\].*PEP"),
     ("pip_requirements_file", {"pip_packages": ["-r", "reqs.txt"]}, r"pip_packages\[0\]"),
@@ -78,6 +114,27 @@ def test_refused_at_parse_with_the_argument_named(kwargs: dict[str, Any], messag
         JaxTpuSliceOperator(**TPU | kwargs)
 
 
+GPU_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("gpu_networks_string", {"gpu_networks": "net"}, "gpu_networks must be a list"),
+    ("gpu_networks_set", {"gpu_networks": {"a", "b"}}, "gpu_networks must be a list or tuple"),
+    ("gpu_networking_case", {"gpu_networking": "Auto"}, "gpu_networking must be one of"),
+]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"), [c[1:] for c in GPU_CASES], ids=[c[0] for c in GPU_CASES]
+)
+def test_gpu_arguments_refused_at_parse_with_the_argument_named(kwargs, message):
+    with DAG("bad", schedule=None), pytest.raises((ValueError, TypeError), match=message):
+        JaxGpuJobOperator(**GPU | kwargs)
+
+
+def test_the_largest_int32_is_taken():
+    with DAG("good", schedule=None):
+        op = JaxTpuSliceOperator(**TPU, max_restarts=2**31 - 1, ttl_seconds_after_finished=0)
+    assert op.dry_run()["spec"]["failurePolicy"]["maxRestarts"] == 2**31 - 1
+
+
 def test_gpu_nodes_beyond_any_cluster():
     with DAG("bad", schedule=None), pytest.raises(ValueError, match="at most 65000 nodes"):
         JaxGpuJobOperator(**GPU | {"num_nodes": 100_000})
@@ -90,6 +147,21 @@ def test_the_decorator_refuses_the_same():
         def train() -> None: ...
 
         train()
+
+
+def test_the_decorators_jinja_message_offers_what_it_renders():
+    """A decorator renders op_args and op_kwargs, and takes no command or entrypoint."""
+    with DAG("bad", schedule=None), pytest.raises(ValueError, match="accelerator is not a") as err:
+
+        @task.jax_tpu(accelerator="{{ params.accelerator }}", image="img")
+        def train() -> None: ...
+
+        train()
+    offered = str(err.value).split("the templated ones:")[1]
+    assert "op_kwargs" in offered and "argv" in offered
+    assert not {"command", "entrypoint", "entrypoint_kwargs"} & set(
+        offered.strip(" ).").split(", ")
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,6 +8,17 @@ import re
 from tests.support.jobset_schema import REPO
 
 PAGES = [*sorted((REPO / "docs").glob("*.md")), REPO / "README.md"]
+FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
+
+
+def samples(language: str) -> list[tuple[str, str]]:
+    """Every ``language`` code block of the pages, with where it is (``page#n``)."""
+    return [
+        (f"{page.relative_to(REPO)}#{n}", code)
+        for page in PAGES
+        for n, (lang, code) in enumerate(FENCE.findall(page.read_text()))
+        if lang == language
+    ]
 
 
 @functools.cache
