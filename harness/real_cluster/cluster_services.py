@@ -1,0 +1,136 @@
+"""What a cluster runs beside its control plane for its nodes' pods: kube-scheduler (on this
+machine, like the other controllers), and, in the pods' network namespace, kube-proxy (the
+``kubernetes`` Service and kube-dns's ClusterIP) and CoreDNS.
+
+CoreDNS answers for ``cluster.local`` only, from the API server (Services, pods, and the
+headless Service of each JobSet, whose pods' host names JAX's coordinator address uses); it has
+no ``forward``: a name outside the cluster gets no answer, so no query leaves the machine. It
+runs as a process in the pods' network (the project builds no image of it) behind the
+``kube-dns`` Service, as a cluster's DNS is: a selector-less Service whose EndpointSlice names
+CoreDNS's address.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.real_cluster.components import Component, free_port, http_ok, https_ok
+from harness.real_cluster.node import CLUSTER_DNS
+from harness.real_cluster.pod_network import POD_RANGE, PodNetwork
+
+DNS_PORT, DNS_READY_PORT = 53, 8181
+
+
+def kube_scheduler(binary: Path, kubeconfig: Path, log: Path) -> Component:
+    port = free_port()
+    return Component(
+        "kube-scheduler",
+        [
+            str(binary),
+            f"--kubeconfig={kubeconfig}",
+            f"--authentication-kubeconfig={kubeconfig}",
+            f"--authorization-kubeconfig={kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+        ],
+        log,
+        lambda: https_ok(f"https://127.0.0.1:{port}/healthz"),
+        ports=(port,),
+    )
+
+
+def kube_proxy(
+    binary: Path, kubeconfig: Path, network: PodNetwork, node: str, directory: Path
+) -> Component:
+    """kube-proxy in iptables mode, in the pods' network (its chains are the namespace's).
+    Every setting it would write outside that namespace is off: conntrack's table size and
+    timeouts (machine-wide sysctls), and its own ``oom_score_adj``."""
+    config = {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig)},
+        "mode": "iptables",
+        "clusterCIDR": str(POD_RANGE),
+        "hostnameOverride": node,
+        "bindAddress": network.inside_ip,
+        "healthzBindAddress": f"{network.inside_ip}:10256",
+        "metricsBindAddress": "127.0.0.1:10249",
+        "oomScoreAdj": 0,
+        "conntrack": {
+            "maxPerCore": 0,
+            "min": 0,
+            "tcpEstablishedTimeout": "0s",
+            "tcpCloseWaitTimeout": "0s",
+        },
+        "iptables": {"localhostNodePorts": False},
+    }
+    path = directory / "kube-proxy.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return Component(
+        "kube-proxy",
+        [*network.enter, str(binary), f"--config={path}", "--v=1"],
+        directory / "logs" / "kube-proxy.log",
+        lambda: http_ok(f"http://{network.inside_ip}:10256/healthz"),
+    )
+
+
+def coredns(
+    binary: Path, kubeconfig: Path, identity: str, network: PodNetwork, directory: Path
+) -> Component:
+    corefile = directory / "Corefile"
+    corefile.write_text(
+        f""".:{DNS_PORT} {{
+    bind {network.inside_ip}
+    errors
+    health {network.inside_ip}:8080
+    ready {network.inside_ip}:{DNS_READY_PORT}
+    kubernetes cluster.local in-addr.arpa ip6.arpa {{
+        kubeconfig {kubeconfig} {identity}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }}
+    cache 30
+}}
+"""
+    )
+    return Component(
+        "coredns",
+        [*network.enter, str(binary), "-conf", str(corefile)],
+        directory / "logs" / "coredns.log",
+        lambda: http_ok(f"http://{network.inside_ip}:{DNS_READY_PORT}/ready"),
+    )
+
+
+def kube_dns(network: PodNetwork) -> list[dict[str, Any]]:
+    """The ``kube-dns`` Service (the kubelets' ``clusterDNS``) and its EndpointSlice."""
+    ports = [{"name": "dns", "port": DNS_PORT, "protocol": "UDP"},
+             {"name": "dns-tcp", "port": DNS_PORT, "protocol": "TCP"}]  # fmt: skip
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-system"}},
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": "kube-dns",
+                "namespace": "kube-system",
+                "labels": {"k8s-app": "kube-dns"},
+            },
+            "spec": {"clusterIP": CLUSTER_DNS, "ports": ports},
+        },
+        {
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": {
+                "name": "kube-dns-coredns",
+                "namespace": "kube-system",
+                "labels": {"kubernetes.io/service-name": "kube-dns"},
+            },
+            "addressType": "IPv4",
+            "endpoints": [{"addresses": [network.inside_ip], "conditions": {"ready": True}}],
+            "ports": ports,
+        },
+    ]
