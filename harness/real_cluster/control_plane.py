@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,8 @@ import yaml
 
 from harness.real_cluster import cgroups, manifests
 from harness.real_cluster.api import Api
-from harness.real_cluster.build import CACHE, binaries, build, versions
-from harness.real_cluster.cluster_nodes import ClusterNodes
+from harness.real_cluster.build import CACHE, REPO, binaries, build, versions
+from harness.real_cluster.cluster_nodes import ClusterNodes, node_ready
 from harness.real_cluster.cluster_services import kube_scheduler
 from harness.real_cluster.components import (
     Component,
@@ -39,7 +40,8 @@ from harness.real_cluster.components import (
     stop_group,
 )
 from harness.real_cluster.identities import make_identities
-from harness.real_cluster.nodes import NODES, Node
+from harness.real_cluster.images import AGENT, CODE_DIRS
+from harness.real_cluster.nodes import CUBE_NODES, NODES, Node
 
 RUN_DIR = CACHE / "run"  # `make cluster`'s
 SERVICE_CIDR = "10.0.0.0/24"
@@ -400,6 +402,38 @@ class ControlPlane:
         for obj in objects:
             api.apply(obj)
         api.wait_apiservices_available()
+
+    # -- the stand-in kubelet ---------------------------------------------------------------
+
+    def start_stand_in_kubelet(self) -> Component:
+        """The STAND-IN kubelet of the tpu7x cube's 16 nodes (``kubelet.py``), which this
+        machine cannot hold as real ones; its pods run as processes. Until
+        :meth:`stop_stand_in_kubelet`."""
+        port = free_port()
+        api = self.api()
+        component = Component(
+            "stand-in kubelet",
+            [
+                sys.executable, "-m", "harness.real_cluster.kubelet",
+                f"--kubeconfig={self.kubeconfig('admin')}", f"--port={port}",
+                f"--cert-dir={self.authority.server_dir('stand-in-kubelet')}",
+                f"--work-dir={self.directory / 'stand-in-pods'}",
+                # What the runtime image holds: the training code, and the agent's binary.
+                *(f"--pythonpath={REPO / d}" for d in CODE_DIRS),
+                f"--entrypoint={AGENT}={binaries()['in-place-restart-agent']}",
+            ],
+            self._log("stand-in-kubelet"),
+            lambda: all(node_ready(api, n) for n in CUBE_NODES),
+            ports=(port,),
+            env={"PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        return component.start(90)
+
+    def stop_stand_in_kubelet(self, component: Component) -> None:
+        """Stop it, and delete its Nodes (its pods' processes stop with it)."""
+        component.stop()
+        for node in CUBE_NODES:
+            self.api().delete(f"/api/v1/nodes/{node.name}")
 
 
 def stop_recorded(directory: Path = RUN_DIR) -> list[str]:

@@ -121,5 +121,10 @@ def grant_pods(api: Api, role: dict[str, Any]) -> str:
 
 
 def connection(kubeconfig: Path) -> str:
-    """An ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value for this kubeconfig."""
-    return json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}})
+    """An ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value for this kubeconfig, naming the image of
+    JobSet's in-place restart agent that the cluster's nodes hold (as a platform team sets
+    it: docs/recovery.md)."""
+    from harness.real_cluster.images import AGENT_IMAGE
+
+    extra = {"kube_config_path": str(kubeconfig), "in_place_restart_agent_image": AGENT_IMAGE}
+    return json.dumps({"conn_type": "kubernetes", "extra": extra})

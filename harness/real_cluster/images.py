@@ -36,8 +36,10 @@ _spec.loader.exec_module(_builder)
 
 CACHE: Path = _builder.CACHE
 RUNTIME, AGENT, PAUSE = "jax-runtime", "in-place-restart-agent", "pause"
-# Where the runtime image keeps the training code: a test names a program by its path there.
+# Where the runtime image keeps the training code (the repository's CODE_DIRS): a test names a
+# program by its path there.
 CODE_ROOT = f"/{_builder.CODE_ROOT}/code"
+CODE_DIRS: tuple[str, ...] = _builder.CODE_DIRS
 
 
 def names() -> dict[str, str]:

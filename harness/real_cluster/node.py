@@ -193,7 +193,8 @@ class RealNode:
             f"--hostname-override={self.name}",
             f"--node-ip={self.ip}",
             f"--node-labels={labels}",
-            f"--root-dir={self.directory / 'kubelet'}",
+            # Its default root, /var/lib/kubelet: in the node's /var/lib overlay (its folder's
+            # var-lib/upper), and short enough for the unix sockets it makes there.
             "--v=1",
         ]
         plugin = None
@@ -221,7 +222,7 @@ class RealNode:
         """Start the node (a fresh machine: its containerd root and pods' state from scratch);
         ``ready()`` says when the API server shows it Ready."""
         self.stop()
-        for stale in ("containerd-root", "kubelet", "var-lib", "cni-ipam"):
+        for stale in ("containerd-root", "var-lib", "cni-ipam"):
             shutil.rmtree(self.directory / stale, ignore_errors=True)
         self.directory.mkdir(parents=True, exist_ok=True)
         cgroups.create(self.cgroup)

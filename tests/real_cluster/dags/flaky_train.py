@@ -4,7 +4,8 @@ to a hardware fault does."""
 from __future__ import annotations
 
 import os
-import signal
+
+from host_loss import lose_this_host
 
 
 def lose_host_1_once() -> dict:
@@ -12,7 +13,7 @@ def lose_host_1_once() -> dict:
 
     attempt = int(os.environ.get("AIRFLOW_JAX_RESTART_ATTEMPT", "0"))
     if attempt == 0 and jax.process_index() == 1:
-        os.kill(os.getpid(), signal.SIGKILL)
+        lose_this_host()
     return {"attempt": attempt, "processes": jax.process_count()}
 
 
@@ -24,5 +25,5 @@ def lose_host_1_once_in_place() -> dict:
 
     attempt = restart_attempt()
     if attempt == 0 and jax.process_index() == 1:
-        os.kill(os.getpid(), signal.SIGKILL)
+        lose_this_host()
     return {"attempt": attempt, "processes": jax.process_count()}
