@@ -13,7 +13,14 @@ from pathlib import Path
 from harness import reaper
 from harness.real_cluster import cgroups, cluster_services, images
 from harness.real_cluster.api import Api
-from harness.real_cluster.components import Component, ControlPlaneError, log_tail, stop_all
+from harness.real_cluster.cluster_services import PROXY_HEALTH_PORT
+from harness.real_cluster.components import (
+    Component,
+    ControlPlaneError,
+    http_ok,
+    log_tail,
+    stop_all,
+)
 from harness.real_cluster.node import RealNode, containerd_config
 from harness.real_cluster.nodes import Node
 from harness.real_cluster.pod_network import PodNetwork
@@ -58,21 +65,21 @@ class ClusterNodes:
             api.apply(obj)
         self.services = [
             cluster_services.coredns(
-                binaries["coredns"], kubeconfig("controllers"), "controllers", self.network,
+                binaries["coredns"],
+                kubeconfig("controllers"),
+                "controllers",
+                self.network,
                 self.directory,
             ),
-            cluster_services.kube_proxy(
-                binaries["kube-proxy"], kubeconfig("kube-proxy"), self.network,
-                self.specs[-1].name, self.directory,
-            ),
-        ]  # fmt: skip
-        for service in self.services:  # kube-proxy waits for its node: all start at once
+        ]
+        for service in self.services:
             service.spawn()
         reaper.register_cgroup(self.cgroup)
         for index, spec in enumerate(self.specs):
             self.nodes[spec.name] = RealNode(
                 spec, index, self.directory / "nodes" / spec.name,
                 network=self.network, kubeconfig=kubeconfig(f"node-{spec.name}"),
+                proxy_kubeconfig=kubeconfig("kube-proxy"),
                 tls=tls(spec.name, self.network.node_ip(index)), ca=ca,
                 cgroup_parent=self.cgroup, binaries=binaries, images=self.images,
             )  # fmt: skip
@@ -85,7 +92,9 @@ class ClusterNodes:
     def start(self, names: list[str], api: Api, timeout: float = NODE_START_S) -> None:
         """Start the nodes ``names`` (again, after :meth:`stop`) and wait until each is Ready."""
         components = [
-            self.nodes[name].spawn(lambda n=name: node_ready(api, self.nodes[n].node))
+            self.nodes[name].spawn(
+                lambda n=name: node_ready(api, self.nodes[n].node, self.nodes[n].ip)
+            )
             for name in names
         ]
         deadline = time.monotonic() + timeout
@@ -115,13 +124,14 @@ class ClusterNodes:
     @property
     def components(self) -> list[Component]:
         nodes = [n.component for n in self.nodes.values() if n.component is not None]
-        holder = [self.network.holder] if self.network.holder is not None else []
-        return [*holder, *self.services, *nodes]
+        return [*self.network.components, *self.services, *nodes]
 
 
-def node_ready(api: Api, spec: Node) -> bool:
+def node_ready(api: Api, spec: Node, ip: str | None = None) -> bool:
     """Whether the API server shows ``spec`` Ready, with its accelerator allocatable (the
-    device plugin registered)."""
+    device plugin registered), and (a real node at ``ip``) its kube-proxy serving."""
+    if ip is not None and not http_ok(f"http://{ip}:{PROXY_HEALTH_PORT}/healthz"):
+        return False
     try:
         node = api.get(f"/api/v1/nodes/{spec.name}")
     except (urllib.error.URLError, OSError):

@@ -1,6 +1,6 @@
 """What a cluster runs beside its control plane for its nodes' pods: kube-scheduler (on this
-machine, like the other controllers), and, in the pods' network namespace, kube-proxy (the
-``kubernetes`` Service and kube-dns's ClusterIP) and CoreDNS.
+machine, like the other controllers), kube-proxy on every node (the ``kubernetes`` Service and
+kube-dns's ClusterIP; ``node_init.py`` starts it), and CoreDNS on the nodes' LAN.
 
 CoreDNS answers for ``cluster.local`` only, from the API server (Services, pods, and the
 headless Service of each JobSet, whose pods' host names JAX's coordinator address uses); it has
@@ -15,13 +15,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from harness.real_cluster.components import Component, free_port, http_ok, https_ok
-from harness.real_cluster.node import CLUSTER_DNS
 from harness.real_cluster.pod_network import POD_RANGE, PodNetwork
 
+CLUSTER_DNS = "10.0.0.10"  # kube-dns's ClusterIP (in the API server's service range)
 DNS_PORT, DNS_READY_PORT = 53, 8181
+PROXY_HEALTH_PORT = 10256
 
 
 def kube_scheduler(binary: Path, kubeconfig: Path, log: Path) -> Component:
@@ -43,22 +42,21 @@ def kube_scheduler(binary: Path, kubeconfig: Path, log: Path) -> Component:
     )
 
 
-def kube_proxy(
-    binary: Path, kubeconfig: Path, network: PodNetwork, node: str, directory: Path
-) -> Component:
-    """kube-proxy in iptables mode, in the pods' network (its chains are the namespace's).
-    Every setting it would write outside that namespace is off: conntrack's table size and
-    timeouts (machine-wide sysctls), and its own ``oom_score_adj``."""
-    config = {
+def kube_proxy_config(kubeconfig: Path, node: str, ip: str) -> dict[str, Any]:
+    """A node's kube-proxy, in iptables mode in the node's network (its chains are that
+    namespace's). Every setting it would write outside that namespace is off: conntrack's
+    table size and timeouts (machine-wide sysctls), and its own ``oom_score_adj``."""
+    return {
         "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
         "kind": "KubeProxyConfiguration",
         "clientConnection": {"kubeconfig": str(kubeconfig)},
         "mode": "iptables",
         "clusterCIDR": str(POD_RANGE),
         "hostnameOverride": node,
-        "bindAddress": network.inside_ip,
-        "healthzBindAddress": f"{network.inside_ip}:10256",
+        "bindAddress": ip,
+        "healthzBindAddress": f"{ip}:{PROXY_HEALTH_PORT}",
         "metricsBindAddress": "127.0.0.1:10249",
+        "nodePortAddresses": ["primary"],
         "oomScoreAdj": 0,
         "conntrack": {
             "maxPerCore": 0,
@@ -68,14 +66,6 @@ def kube_proxy(
         },
         "iptables": {"localhostNodePorts": False},
     }
-    path = directory / "kube-proxy.yaml"
-    path.write_text(yaml.safe_dump(config))
-    return Component(
-        "kube-proxy",
-        [*network.enter, str(binary), f"--config={path}", "--v=1"],
-        directory / "logs" / "kube-proxy.log",
-        lambda: http_ok(f"http://{network.inside_ip}:10256/healthz"),
-    )
 
 
 def coredns(
@@ -84,10 +74,10 @@ def coredns(
     corefile = directory / "Corefile"
     corefile.write_text(
         f""".:{DNS_PORT} {{
-    bind {network.inside_ip}
+    bind {network.lan_ip}
     errors
-    health {network.inside_ip}:8080
-    ready {network.inside_ip}:{DNS_READY_PORT}
+    health {network.lan_ip}:8080
+    ready {network.lan_ip}:{DNS_READY_PORT}
     kubernetes cluster.local in-addr.arpa ip6.arpa {{
         kubeconfig {kubeconfig} {identity}
         pods insecure
@@ -99,9 +89,9 @@ def coredns(
     )
     return Component(
         "coredns",
-        [*network.enter, str(binary), "-conf", str(corefile)],
+        [*network.enter_lan, str(binary), "-conf", str(corefile)],
         directory / "logs" / "coredns.log",
-        lambda: http_ok(f"http://{network.inside_ip}:{DNS_READY_PORT}/ready"),
+        lambda: http_ok(f"http://{network.lan_ip}:{DNS_READY_PORT}/ready"),
     )
 
 
@@ -130,7 +120,7 @@ def kube_dns(network: PodNetwork) -> list[dict[str, Any]]:
                 "labels": {"kubernetes.io/service-name": "kube-dns"},
             },
             "addressType": "IPv4",
-            "endpoints": [{"addresses": [network.inside_ip], "conditions": {"ready": True}}],
+            "endpoints": [{"addresses": [network.lan_ip], "conditions": {"ready": True}}],
             "ports": ports,
         },
     ]

@@ -42,9 +42,9 @@ from harness.real_cluster.components import (
 from harness.real_cluster.identities import make_identities
 from harness.real_cluster.images import AGENT, CODE_DIRS
 from harness.real_cluster.nodes import CUBE_NODES, NODES, Node
+from harness.real_cluster.pod_network import SERVICE_CIDR
 
 RUN_DIR = CACHE / "run"  # `make cluster`'s
-SERVICE_CIDR = "10.0.0.0/24"
 # Kueue's integrations: JobSets, and the Jobs they own (on by default in a real install).
 KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 APISERVER_GATES = ("ContainerRestartRules", "RestartAllContainersOnContainerExits")

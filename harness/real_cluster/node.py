@@ -1,7 +1,7 @@
 """A real node: a kubelet (v1.36, built from the pinned module) with a containerd of its own
-(Debian's 1.6), runc, the CNI bridge plugin on the pods' network, and the accelerator's device
-plugin, all in the node's own pid and mount namespaces (``node_init.py``) inside the pods'
-network namespace (``pod_network.py``).
+(Debian's 1.6), runc, the CNI bridge plugin, kube-proxy and the accelerator's device plugin,
+all in the node's own pid, mount and UTS namespaces (``node_init.py``) inside its own network
+namespace on the nodes' LAN (``pod_network.py``).
 
 What had to be set, each for a reason found by running it:
 
@@ -31,12 +31,12 @@ import yaml
 from harness import reaper
 from harness.real_cluster import cgroups
 from harness.real_cluster.build import REPO
+from harness.real_cluster.cluster_services import CLUSTER_DNS, kube_proxy_config
 from harness.real_cluster.components import Component
 from harness.real_cluster.images import PAUSE_IMAGE, Images
 from harness.real_cluster.nodes import Node
 from harness.real_cluster.pod_network import PodNetwork, pod_cidr
 
-CLUSTER_DNS = "10.0.0.10"  # kube-dns's ClusterIP (in the API server's service range)
 CONTAINERD_SOCKET = "/run/containerd/containerd.sock"  # in the node's own /run
 CNI_BIN = "/usr/lib/cni"  # Debian's containernetworking-plugins
 # Beta and on by default in 1.36; named so a reader need not know (JobSet's in-place restarts).
@@ -91,6 +91,7 @@ class RealNode:
         *,
         network: PodNetwork,
         kubeconfig: Path,
+        proxy_kubeconfig: Path,
         tls: tuple[Path, Path],
         ca: Path,
         cgroup_parent: str,
@@ -99,6 +100,7 @@ class RealNode:
     ) -> None:
         self.node, self.index, self.directory = node, index, directory
         self.network, self.kubeconfig, self.tls, self.ca = network, kubeconfig, tls, ca
+        self.proxy_kubeconfig = proxy_kubeconfig
         self.cgroup = f"{cgroup_parent}/{node.name}"
         self.binaries, self.images = binaries, images
         self.component: Component | None = None
@@ -202,8 +204,14 @@ class RealNode:
             resource, count = accelerator
             plugin = [str(self.binaries["device-plugin"]), f"--resource={resource}",
                       f"--count={count}"]  # fmt: skip
+        proxy = self.directory / "kube-proxy.yaml"
+        proxy.write_text(
+            yaml.safe_dump(kube_proxy_config(self.proxy_kubeconfig, self.name, self.ip))
+        )
         config = {
             "directory": str(self.directory),
+            "hostname": self.name,
+            "ip": self.ip,
             "containerd": shutil.which("containerd") or "containerd",
             "containerd_config": str(containerd_toml),
             "containerd_root": str(root),
@@ -211,6 +219,7 @@ class RealNode:
             "seed": str(self.images.seed) if self.images.seed else None,
             "kubelet": kubelet,
             "device_plugin": plugin,
+            "kube_proxy": [str(self.binaries["kube-proxy"]), f"--config={proxy}", "--v=1"],
         }
         path = self.directory / "node.json"
         path.write_text(json.dumps(config, indent=1))
@@ -230,7 +239,7 @@ class RealNode:
         self.component = Component(
             f"node {self.name}",
             [
-                *self.network.enter,
+                *self.network.enter_node(self.index),
                 "unshare",
                 "--pid",
                 "--fork",
@@ -239,6 +248,7 @@ class RealNode:
                 "--propagation",
                 "private",
                 "--mount-proc",
+                "--uts",  # its own host name (node_init sets it), never the machine's
                 "--",
                 sys.executable,
                 "-m",

@@ -1,8 +1,8 @@
 """The first process of a real node (its pid 1), in the node's own pid and mount namespaces
-inside the pods' network (``harness/real_cluster/node.py`` starts it).
+inside its own network (``harness/real_cluster/node.py`` starts it).
 
-It makes the machine the node's processes see, then starts containerd, the device plugin
-and the kubelet, and reaps what is reparented to it (containerd's shims). When it ends, the
+It makes the machine the node's processes see, then starts containerd, the device plugin,
+the kubelet and kube-proxy, and reaps what is reparented to it (containerd's shims). When it ends, the
 kernel kills every process of the node (the pid namespace's), and the node's mounts go with
 its mount namespace: a node stopped (or killed) leaves nothing but its cgroups, which the
 harness removes.
@@ -17,6 +17,9 @@ The node's view of the machine, private to it:
   the CNI plugins cache results in ``/var/lib/cni``.
 - ``/var/log`` is the node's folder's ``var-log`` (the kubelet's ``/var/log/pods`` and
   ``/var/log/containers``).
+- Its host name is the node's, and its ``/etc/hosts`` maps that name to the node's address,
+  as a VM's does: a ``hostNetwork`` pod gets both, and a program that finds its own address
+  from its host name (Gloo, in JAX's CPU collectives) finds the node's, not loopback.
 - The six kernel settings the kubelet checks at start (``setupKernelTunables``: overcommit,
   panic on OOM and on oops, panic timeout, root's key quotas) read as the kubelet wants them:
   a file with that value is bound over each ``/proc/sys`` file. Left to itself the kubelet
@@ -59,11 +62,15 @@ def sh(*argv: str) -> None:
     subprocess.run(argv, check=True)
 
 
-def make_machine(folder: Path, whole: bool) -> None:
-    """The node's mounts (see the module's doc); ``whole`` False: only ``/run``."""
+def make_machine(folder: Path, config: dict[str, Any] | None) -> None:
+    """The node's mounts and name (see the module's doc); ``config`` None: only ``/run``."""
     sh("mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", "/run")
-    if not whole:
+    if config is None:
         return
+    hosts = folder / "hosts"
+    hosts.write_text(f"127.0.0.1 localhost\n{config['ip']} {config['hostname']}\n")
+    sh("mount", "--bind", "-o", "ro", str(hosts), "/etc/hosts")
+    sh("hostname", config["hostname"])
     upper, work = folder / "var-lib" / "upper", folder / "var-lib" / "work"
     for path in (upper, work, folder / "var-log", folder / "sysctl"):
         path.mkdir(parents=True, exist_ok=True)
@@ -152,6 +159,7 @@ class Node:
         if plugin := self.config.get("device_plugin"):
             self.start("device-plugin", plugin)
         self.start("kubelet", self.config["kubelet"])
+        self.start("kube-proxy", self.config["kube_proxy"])
         while True:  # a node whose kubelet or containerd died is a broken machine: it ends
             if (ended := self.reap(block=True)) and ended[1] in ("kubelet", "containerd"):
                 sys.exit(f"{ended[1]} exited: the node stops")
@@ -172,7 +180,7 @@ def main(argv: list[str]) -> int:
     folder = Path(config["directory"])
     (folder / "logs").mkdir(parents=True, exist_ok=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # the kernel then kills the rest
-    make_machine(folder, whole=not seeding)
+    make_machine(folder, None if seeding else config)
     node = Node(config)
     node.seed() if seeding else node.run()
     return 0

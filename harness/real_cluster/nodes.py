@@ -2,7 +2,8 @@
 
 ``NODES``: the real nodes every control plane gets (a kubelet and a containerd each,
 ``harness/real_cluster/node.py``): two ``tpu-v5e`` 2x4 pools of two ``ct5lp-hightpu-4t`` hosts
-each (the second a Spot pool), two ``a3-highgpu-8g`` hosts with 8 H100s each, and one CPU node.
+each (the second a Spot pool) and two ``a3-highgpu-8g`` hosts with 8 H100s each: two TPU
+slices and a GPU job at once, what the tests run together at most.
 
 ``CUBE_NODES``: one 4x4x4 cube of an Ironwood dynamic slicing pool, 16 ``tpu7x-standard-4t``
 hosts with their block, cube and sub-slice partition ids. Sixteen real nodes do not fit this
@@ -111,13 +112,6 @@ NODES: tuple[Node, ...] = (
     _tpu_v5e("tpu-v5e-b", 1, spot=True),
     _h100(0),
     _h100(1),
-    Node(
-        "gke-cpu-pool-0",
-        {
-            "cloud.google.com/gke-nodepool": "cpu-pool",
-            "node.kubernetes.io/instance-type": "n2-standard-32",
-        },
-    ),
 )
 
 # One cube of an Ironwood dynamic slicing pool (docs/ironwood.md): the stand-in kubelet's.

@@ -51,9 +51,16 @@ WHEELS = ("jax", "jaxlib", "numpy", "orbax-checkpoint", "optax")
 PYTHON = "3.11"  # bookworm's python3, and the lock's
 SITE = f"usr/local/lib/python{PYTHON}/dist-packages"
 CODE_ROOT = "opt/airflow-jax"
-# The training code the tests and the example DAGs run, at <CODE_ROOT>/code/<dir>.
+# The training code the tests, the benches and the example DAGs run, at <CODE_ROOT>/code/<its
+# path here>: each folder's modules (on the image's PYTHONPATH, but for the programs a test
+# names by path), and the packages entrypoints name (``tests.support.programs:...``).
 CODE_DIRS = ("dags", "tests/real_cluster/dags", "tests/fixtures/programs", "bench/pods")
+CODE_PACKAGES = (
+    "tests/__init__.py", "tests/support/__init__.py", "tests/support/programs.py",
+    "bench/__init__.py",
+)  # fmt: skip
 CODE_PATH = [f"/{CODE_ROOT}/code/{d}" for d in CODE_DIRS if d != "tests/fixtures/programs"]
+CODE_PATH.append(f"/{CODE_ROOT}/code")
 RUNTIME_ENV = {
     "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
     "LANG": "C.UTF-8",
@@ -273,6 +280,8 @@ def code_layer() -> Path:
     for folder in CODE_DIRS:
         for path in sorted((ROOT / folder).glob("*.py")):
             files[f"{CODE_ROOT}/code/{folder}/{path.name}"] = path
+    for name in CODE_PACKAGES:
+        files[f"{CODE_ROOT}/code/{name}"] = ROOT / name
     stamp = key(*(f"{name}:{digest_of(path)}" for name, path in files.items()))
     out = CACHE / "layers" / f"code-{stamp}.tar"
     if out.exists():
