@@ -290,6 +290,11 @@ class PodLogs:
             )
             async for line in lines:
                 stamp, _, text = line.partition(" ")
+                if kubelet_time(stamp) is None:
+                    # Not the container's: the kubelet's own error, written into the stream
+                    # once its header is sent (the container was removed: a pod restarting in
+                    # place). The log ended; the next look follows the new container.
+                    break
                 if stamp <= stream.last_stamp:
                     continue
                 stream.last_stamp = stamp
