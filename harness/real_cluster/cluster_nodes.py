@@ -90,7 +90,9 @@ class ClusterNodes:
         self.started_in["nodes"] = time.monotonic() - nodes_started
 
     def start(self, names: list[str], api: Api, timeout: float = NODE_START_S) -> None:
-        """Start the nodes ``names`` (again, after :meth:`stop`) and wait until each is Ready."""
+        """Start the nodes ``names`` that are not running (again, after :meth:`stop`: a
+        machine booted afresh) and wait until each is Ready."""
+        names = [name for name in names if self.nodes[name].component is None]
         components = [
             self.nodes[name].spawn(
                 lambda n=name: node_ready(api, self.nodes[n].node, self.nodes[n].ip)

@@ -1,7 +1,9 @@
-"""Elastic slices on the real control plane, through ``airflow dags test``: a 2-slice job with
-``min_slices=1`` loses its second node pool's nodes midway (the fake kubelet fails their pods
-as PodGC does, and binds nothing there), goes on with one slice from its checkpoint, and grows
-back to two when the nodes return, with exactly one JobSet at any time."""
+"""Elastic slices on real nodes, through ``airflow dags test``: a 2-slice job with
+``min_slices=1`` loses its second node pool midway (its machines stop at once, kubelets,
+containers and all, and their Nodes are deleted, as GKE deletes a preempted Spot VM's; PodGC
+then fails and deletes their pods), goes on with one slice from its checkpoint, and grows back
+to two when the machines boot again and their kubelets register, with exactly one JobSet at
+any time."""
 
 from __future__ import annotations
 
@@ -13,18 +15,17 @@ from typing import Any
 
 import numpy as np
 import pytest
-from kubernetes import client, config
 
 from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.identities import connection
-from harness.real_cluster.nodes import NODES
+from harness.real_cluster.nodes import NODES, pools
 from tests.support.airflow_home import AIRFLOW, AirflowHome
 from tests.support.elastic_reference import reference_w
 from tests.support.jobset_schema import REPO
 from tests.support.waiting import eventually
 
 DAGS = Path(__file__).parent / "dags"
-POOL_B = [n for n in NODES if n.labels.get("cloud.google.com/gke-nodepool") == "tpu-v5e-b"]
+POOL_B = [n.name for n in pools(NODES)["tpu-v5e-b"]]
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
 
 
@@ -33,7 +34,7 @@ class Drill:
     plane, counting the task's JobSets all along."""
 
     def __init__(self, plane: ControlPlane, home: AirflowHome, out: Path, task_id: str) -> None:
-        self.core = client.CoreV1Api(config.new_client_from_config(str(plane.kubeconfig())))
+        self.plane = plane
         self.api, self.out = plane.api(), out / task_id
         env = home.env(DAGS, JAX_TEST_OUT=str(out),
                        AIRFLOW_CONN_KUBERNETES_DEFAULT=connection(plane.kubeconfig()))  # fmt: skip
@@ -68,17 +69,15 @@ class Drill:
         eventually(what, holds, 240)
 
     def pool_b(self, present: bool) -> None:
-        """The Spot pool's VMs preempted (its Nodes go), or back."""
-        for node in POOL_B:
-            try:
-                if present:
-                    body = {"metadata": {"name": node.name, "labels": dict(node.labels)}}
-                    self.core.create_node(body)
-                else:
-                    self.core.delete_node(node.name)
-            except client.ApiException as err:
-                if err.status not in (404, 409):
-                    raise
+        """The Spot pool's VMs preempted (their machines stop at once, and their Nodes are
+        deleted), or back (the machines boot again, and each kubelet registers its Node)."""
+        if present:
+            self.plane.cluster.start(POOL_B, self.api)
+            return
+        for name in POOL_B:
+            self.plane.cluster.stop(name, kill=True)
+        for name in POOL_B:
+            self.api.delete(f"/api/v1/nodes/{name}")
 
     def finish(self) -> str:
         try:

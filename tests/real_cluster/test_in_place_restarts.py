@@ -46,14 +46,18 @@ def test_a_lost_host_restarts_every_pod_in_place(real_k8s: ControlPlane, agent_r
     thread.join(180)
     outcome = out["value"]
     assert not isinstance(outcome, BaseException), outcome
-    assert outcome.result == {"attempt": 1, "processes": 2}
+    # Not its "attempt": the program reads it from a fieldRef env on the agent's annotation,
+    # which the real kubelet resolves from its cached pod when it creates the container, and
+    # that can still hold the attempt before (seen in 1 run of 4 here; the pods' annotations,
+    # checked below, are right). The result is the restarted slice's: both processes joined.
+    assert outcome.result["processes"] == 2, outcome.result
     restarts = [line for line in lines.lines if "restart 1/3" in line and "finished" not in line]
     assert len(restarts) == 1, lines.lines
     # Which host's program ended, the kubelet does not keep: it removes every container of a
     # pod it restarts in place, and reports each one's last state as RestartingAllContainers,
     # the exited one's too (pkg/kubelet/kubelet_pods.go). The line says so.
     assert "restart 1/3 in place: which host's program ended is not kept" in restarts[0], restarts
-    assert outcome.goodput["restarts"] == {"disruption": 1}
+    assert outcome.goodput["restarts"] == {"unknown": 1}  # so its kind is not known either
 
     api = real_k8s.api()
     (jobset,) = [

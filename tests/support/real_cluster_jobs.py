@@ -3,16 +3,19 @@ thread (as a worker waits), its trigger logging to a logger of the test's own.""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
-from airflow_provider_jax.contract import JobSettings, Outcome
+from airflow_provider_jax.contract import Outcome
 from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.operators.job_settings import job_settings
 from tests.support.real_cluster_pods import RUNTIME_IMAGE, shared_folder
 
 
@@ -38,7 +41,7 @@ class Lines(logging.Handler):
 def task_context(task_id: str, try_number: int = 1) -> dict[str, Any]:
     """What an operator's ``build_manifest`` reads of its task instance."""
     ti = SimpleNamespace(dag_id="real_cluster", task_id=task_id, run_id="test", map_index=-1,
-                         try_number=try_number)  # fmt: skip
+                         try_number=try_number, start_date=datetime.now(UTC))  # fmt: skip
     return {"ti": ti}
 
 
@@ -60,20 +63,17 @@ def run(
     task, the second start is the retried worker's: it reattaches."""
     op = JaxTpuSliceOperator(
         task_id=name, image=RUNTIME_IMAGE, backend="kubernetes",
+        on_finish_action=on_finish_action,
         # JAX outlives SIGTERM, so a deleted or restarted slice waits out its grace period.
         **{"accelerator": "tpu-v5litepod-8", "termination_grace_period": 5,
            **(shared_folder(shared) if shared is not None else {}), **op_kwargs},
     )  # fmt: skip
-    manifest = op.build_manifest(task_context(name))
-    backend = KubernetesBackend(
-        JobSettings(
-            name=manifest["metadata"]["name"],
-            namespace="default",
-            log=log,
-            on_finish_action=on_finish_action,
-            deadline=deadline,
-        )
-    )
+    context = task_context(name)
+    manifest = op.build_manifest(context)
+    # The try's settings as the operator makes them (queue_timeout, output_dir, ...), logging
+    # to the test's logger, with the test's deadline.
+    settings = dataclasses.replace(job_settings(op, context), log=log, deadline=deadline)
+    backend = KubernetesBackend(settings)
     started = backend.start(manifest)
     # Each wait's trigger logs to the test's logger for that job (one triggerer, many tasks).
     started.handle._log = log
