@@ -7,8 +7,9 @@ ports and memory for the next run. A run starts one reaper (:func:`start`): a sm
 a session of its own that waits for the run's process to exit, however it exits, then stops
 every process group and daemon registered with it and not stopped already.
 
-The real nodes' cgroups (``harness/real_cluster/cgroups.py``) are registered too, by path: once
-the processes are gone, their folders are removed (cgroup v1 keeps them after the last process).
+The real nodes' cgroups (``harness/real_cluster/cgroups.py``) and their state folders are
+registered too, by path: once the processes are gone, they are removed (cgroup v1 keeps its
+folders after the last process; a node's containerd root and kubelet state would stay on disk).
 
 Registration is a file per process (or cgroup) in the reaper's folder, named by ``AIRFLOW_JAX_REAPER_DIR``
 in the environment, so processes the run starts (the fake kubelet) register theirs too. Each
@@ -22,8 +23,10 @@ to outlive the command that started it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -34,7 +37,7 @@ from harness.processes import alive
 
 ENV = "AIRFLOW_JAX_REAPER_DIR"
 GRACE_S = 10.0  # from SIGTERM to SIGKILL, as the harness's own stop gives
-_GROUP, _DAEMON, _CGROUP = "group", "daemon", "cgroup"
+_GROUP, _DAEMON, _CGROUP, _FOLDER = "group", "daemon", "cgroup", "folder"
 
 
 def start_time(pid: int) -> str | None:
@@ -69,6 +72,14 @@ def unregister_cgroup(relative: str) -> None:
         name = relative.strip("/").replace("/", "_")
         with contextlib.suppress(FileNotFoundError):
             Path(folder, f"{_CGROUP}-{name}").unlink()
+
+
+def register_folder(path: Path) -> None:
+    """Remove folder ``path`` once the run's processes are gone (a real node's containerd
+    root and kubelet state: a killed run leaves none behind)."""
+    if folder := os.environ.get(ENV):
+        name = hashlib.sha1(str(path).encode()).hexdigest()[:16]
+        Path(folder, f"{_FOLDER}-{name}").write_text(str(path))
 
 
 def unregister(pid: int) -> None:
@@ -142,6 +153,8 @@ def reap(folder: Path, grace: float = GRACE_S) -> list[int]:
 
         for relative in cgroups:
             cgroup_folders.remove(relative, timeout=grace + 5)
+    for entry in sorted(folder.glob(f"{_FOLDER}-*")):
+        shutil.rmtree(entry.read_text(), ignore_errors=True)
     return [pid for _, pid, _ in targets]
 
 

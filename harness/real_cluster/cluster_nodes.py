@@ -21,6 +21,7 @@ from harness.real_cluster.components import (
     log_tail,
     stop_all,
 )
+from harness.real_cluster.host_limits import check_room_for
 from harness.real_cluster.node import RealNode, containerd_config
 from harness.real_cluster.nodes import Node
 from harness.real_cluster.pod_network import PodNetwork
@@ -53,7 +54,10 @@ class ClusterNodes:
         tls: Callable[[str, str], tuple[Path, Path]],  # node name, its address -> cert, key
         ca: Path,
     ) -> None:
-        """kube-proxy, CoreDNS and every node, then wait for them all."""
+        """CoreDNS and every node (each with its kube-proxy), then wait for them all. With no
+        nodes (a bench of API objects only), nothing: a control plane alone."""
+        if not self.specs:
+            return
         started = time.monotonic()
         archives = images.build()
         seed = images.seeded(
@@ -75,6 +79,7 @@ class ClusterNodes:
         for service in self.services:
             service.spawn()
         reaper.register_cgroup(self.cgroup)
+        reaper.register_folder(self.directory / "nodes")  # a killed run's nodes' state
         for index, spec in enumerate(self.specs):
             self.nodes[spec.name] = RealNode(
                 spec, index, self.directory / "nodes" / spec.name,
@@ -93,6 +98,7 @@ class ClusterNodes:
         """Start the nodes ``names`` that are not running (again, after :meth:`stop`: a
         machine booted afresh) and wait until each is Ready."""
         names = [name for name in names if self.nodes[name].component is None]
+        check_room_for(len(names))
         components = [
             self.nodes[name].spawn(
                 lambda n=name: node_ready(api, self.nodes[n].node, self.nodes[n].ip)
@@ -116,6 +122,7 @@ class ClusterNodes:
         stop_all([n.component for n in self.nodes.values() if n.component is not None], grace=5)
         for node in self.nodes.values():
             node.stop()  # its cgroups
+            node.clean()
         for service in reversed(self.services):
             service.stop()
         self.services.clear()

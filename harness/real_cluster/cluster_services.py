@@ -42,30 +42,30 @@ def kube_scheduler(binary: Path, kubeconfig: Path, log: Path) -> Component:
     )
 
 
-def kube_proxy_config(kubeconfig: Path, node: str, ip: str) -> dict[str, Any]:
+def kube_proxy_argv(binary: Path, kubeconfig: Path, node: str, ip: str) -> list[str]:
     """A node's kube-proxy, in iptables mode in the node's network (its chains are that
     namespace's). Every setting it would write outside that namespace is off: conntrack's
-    table size and timeouts (machine-wide sysctls), and its own ``oom_score_adj``."""
-    return {
-        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
-        "kind": "KubeProxyConfiguration",
-        "clientConnection": {"kubeconfig": str(kubeconfig)},
-        "mode": "iptables",
-        "clusterCIDR": str(POD_RANGE),
-        "hostnameOverride": node,
-        "bindAddress": ip,
-        "healthzBindAddress": f"{ip}:{PROXY_HEALTH_PORT}",
-        "metricsBindAddress": "127.0.0.1:10249",
-        "nodePortAddresses": ["primary"],
-        "oomScoreAdj": 0,
-        "conntrack": {
-            "maxPerCore": 0,
-            "min": 0,
-            "tcpEstablishedTimeout": "0s",
-            "tcpCloseWaitTimeout": "0s",
-        },
-        "iptables": {"localhostNodePorts": False},
-    }
+    table size and timeouts (machine-wide sysctls), and its own ``oom_score_adj``. Flags, not
+    a config file: kube-proxy watches its config file (an inotify instance a node, of the 128
+    a user has on this machine)."""
+    return [
+        str(binary),
+        f"--kubeconfig={kubeconfig}",
+        "--proxy-mode=iptables",
+        f"--cluster-cidr={POD_RANGE}",
+        f"--hostname-override={node}",
+        f"--bind-address={ip}",
+        f"--healthz-bind-address={ip}:{PROXY_HEALTH_PORT}",
+        "--metrics-bind-address=127.0.0.1:10249",
+        "--nodeport-addresses=primary",
+        "--oom-score-adj=0",
+        "--conntrack-max-per-core=0",
+        "--conntrack-min=0",
+        "--conntrack-tcp-timeout-established=0s",
+        "--conntrack-tcp-timeout-close-wait=0s",
+        "--iptables-localhost-nodeports=false",
+        "--v=1",
+    ]
 
 
 def coredns(

@@ -41,6 +41,7 @@ from harness.real_cluster.components import (
 )
 from harness.real_cluster.identities import make_identities
 from harness.real_cluster.images import AGENT, CODE_DIRS
+from harness.real_cluster.node import clean_node_folder
 from harness.real_cluster.nodes import CUBE_NODES, NODES, Node
 from harness.real_cluster.pod_network import SERVICE_CIDR
 
@@ -449,6 +450,8 @@ def stop_recorded(directory: Path = RUN_DIR) -> list[str]:
             stopped.append(name)
     if state.get("cgroup"):
         cgroups.remove(state["cgroup"])
+    for node in (directory / "nodes").glob("*") if (directory / "nodes").exists() else ():
+        clean_node_folder(node)
     if state.get("link"):  # gone with its namespace; in case a process still held that
         subprocess.run(["ip", "link", "del", state["link"]], capture_output=True)
     state_file.unlink()

@@ -28,10 +28,9 @@ from typing import Any
 
 import yaml
 
-from harness import reaper
 from harness.real_cluster import cgroups
 from harness.real_cluster.build import REPO
-from harness.real_cluster.cluster_services import CLUSTER_DNS, kube_proxy_config
+from harness.real_cluster.cluster_services import CLUSTER_DNS, kube_proxy_argv
 from harness.real_cluster.components import Component
 from harness.real_cluster.images import PAUSE_IMAGE, Images
 from harness.real_cluster.nodes import Node
@@ -204,10 +203,6 @@ class RealNode:
             resource, count = accelerator
             plugin = [str(self.binaries["device-plugin"]), f"--resource={resource}",
                       f"--count={count}"]  # fmt: skip
-        proxy = self.directory / "kube-proxy.yaml"
-        proxy.write_text(
-            yaml.safe_dump(kube_proxy_config(self.proxy_kubeconfig, self.name, self.ip))
-        )
         config = {
             "directory": str(self.directory),
             "hostname": self.name,
@@ -219,7 +214,9 @@ class RealNode:
             "seed": str(self.images.seed) if self.images.seed else None,
             "kubelet": kubelet,
             "device_plugin": plugin,
-            "kube_proxy": [str(self.binaries["kube-proxy"]), f"--config={proxy}", "--v=1"],
+            "kube_proxy": kube_proxy_argv(
+                self.binaries["kube-proxy"], self.proxy_kubeconfig, self.name, self.ip
+            ),
         }
         path = self.directory / "node.json"
         path.write_text(json.dumps(config, indent=1))
@@ -231,8 +228,7 @@ class RealNode:
         """Start the node (a fresh machine: its containerd root and pods' state from scratch);
         ``ready()`` says when the API server shows it Ready."""
         self.stop()
-        for stale in ("containerd-root", "var-lib", "cni-ipam"):
-            shutil.rmtree(self.directory / stale, ignore_errors=True)
+        clean_node_folder(self.directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         cgroups.create(self.cgroup)
         launch = self._launch_config()
@@ -270,11 +266,18 @@ class RealNode:
             self.component = None
             cgroups.remove(self.cgroup)
 
+    def clean(self) -> None:
+        """Remove what the stopped node kept on disk (its containerd root, the kubelet's state):
+        its logs stay."""
+        clean_node_folder(self.directory)
+
     def kill(self) -> None:
         """The machine goes at once (a VM preempted): no process gets a grace period."""
         self.stop(grace=0)
 
 
-def register_run_cgroup(parent: str) -> None:
-    """The run's cgroup folder, removed with the run however it ends."""
-    reaper.register_cgroup(parent)
+def clean_node_folder(folder: Path) -> None:
+    """A node's state on disk, all but its logs: its containerd root (a gigabyte of image
+    layers, hard links to the seed's), its kubelet's (``/var/lib`` overlay), its pods' IPs."""
+    for state in ("containerd-root", "var-lib", "cni-ipam"):
+        shutil.rmtree(folder / state, ignore_errors=True)

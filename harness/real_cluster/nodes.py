@@ -114,6 +114,16 @@ NODES: tuple[Node, ...] = (
     _h100(1),
 )
 
+# A node of a pool without accelerators (GKE's default pool): no taint, so a pod that asks for
+# no accelerator runs there (the cncf provider's KubernetesJobOperator in bench.startup).
+CPU_NODE = Node(
+    "gke-cpu-pool-0",
+    {
+        "cloud.google.com/gke-nodepool": "cpu-pool",
+        "node.kubernetes.io/instance-type": "n2-standard-8",
+    },
+)
+
 # One cube of an Ironwood dynamic slicing pool (docs/ironwood.md): the stand-in kubelet's.
 CUBE_NODES: tuple[Node, ...] = tuple(
     _tpu7x_cube("block-a", "tpu7x-cube-a", i) for i in range(CUBE_HOSTS)

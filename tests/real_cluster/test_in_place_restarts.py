@@ -34,12 +34,16 @@ def program_status(pod: dict[str, Any]) -> dict[str, Any]:
     return next(s for s in pod["status"]["containerStatuses"] if s["name"] == "jax")
 
 
-def test_a_lost_host_restarts_every_pod_in_place(real_k8s: ControlPlane, agent_role: None):
+def test_a_lost_host_restarts_every_pod_in_place(
+    real_k8s: ControlPlane, agent_role: None, tmp_path
+):
     log, lines = logger("in-place")
     thread, out = run(
         "in-place",
         log,
         entrypoint="flaky_train:lose_host_1_once_in_place",
+        entrypoint_kwargs={"lost": str(tmp_path / "lost")},
+        shared=tmp_path,
         restart_strategy="in_place",
         on_finish_action="keep_jobset",
     )

@@ -17,13 +17,15 @@ def lose_host_1_once() -> dict:
     return {"attempt": attempt, "processes": jax.process_count()}
 
 
-def lose_host_1_once_in_place() -> dict:
-    """As :func:`lose_host_1_once`, counting restarts as the runtime does: in place too."""
+def lose_host_1_once_in_place(lost: str) -> dict:
+    """As :func:`lose_host_1_once`, once: until the file ``lost`` (shared with the test)
+    exists, not by the restart attempt, which after an in-place restart the kubelet may hand
+    the container as it was before (docs/testing.md). Returns the attempt the runtime read."""
     import jax
 
     from airflow_provider_jax.runtime import restart_attempt
 
-    attempt = restart_attempt()
-    if attempt == 0 and jax.process_index() == 1:
+    if not os.path.exists(lost) and jax.process_index() == 1:
+        open(lost, "w").close()
         lose_this_host()
-    return {"attempt": attempt, "processes": jax.process_count()}
+    return {"attempt": restart_attempt(), "processes": jax.process_count()}
