@@ -12,9 +12,9 @@ from pathlib import Path
 from harness.real_cluster.components import ControlPlaneError
 
 LIMIT = Path("/proc/sys/fs/inotify/max_user_instances")
-# A node's: kubelet 5 (its client CA, serving certificate, cgroups, device plugins' and
-# plugins' folders), containerd 1 (its CNI folder); one to spare.
-PER_NODE = 7
+# A node's, counted: the kubelet 6 (its client CA, serving certificate, cgroups, device plugins'
+# and plugins' folders, ...), containerd 1 (its CNI folder); one to spare.
+PER_NODE = 8
 
 
 def inotify_in_use(uid: int | None = None) -> int:

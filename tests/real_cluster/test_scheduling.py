@@ -66,15 +66,15 @@ def test_a_job_no_node_can_take_says_why_and_fails_at_queue_timeout(real_k8s: Co
     created = time.monotonic()
     thread, out = run(
         "nowhere", log, **HELLO,
-        node_selector={POOL: "no-such-pool"}, queue_timeout=75,
+        node_selector={POOL: "no-such-pool"}, queue_timeout=40,
     )  # fmt: skip
     said = lines.wait_for("unschedulable: 0/", timeout=60)
     assert time.monotonic() - created < 60
     assert "didn't match Pod's node affinity/selector" in said, said
-    thread.join(150)
+    thread.join(120)
     failure = out["value"]
     assert isinstance(failure, BaseException), failure
-    assert "queue_timeout (75s)" in str(failure), str(failure)
+    assert "queue_timeout (40s)" in str(failure), str(failure)
     assert "didn't match Pod's node affinity/selector" in str(failure), str(failure)
 
 
@@ -107,7 +107,7 @@ def test_an_untolerated_taint_says_why_and_a_users_toleration_meets_it(
     real_k8s: ControlPlane, tainted_pool: str
 ):
     log, lines = logger("untolerated")
-    thread, out = run("untolerated", log, **HELLO, queue_timeout=45)
+    thread, out = run("untolerated", log, **HELLO, queue_timeout=30)
     said = lines.wait_for("unschedulable: 0/", timeout=60)
     # The TPU pool tainted, the other cordoned, the GPU nodes' taint not the job's.
     assert "4 node(s) had untolerated taint(s)" in said, said

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from xdist.scheduler import LoadFileScheduling
 
-# Where the tests that start a real cluster are (the ``real_cluster`` tier, and the docs'
-# ``make cluster`` blocks): a test of that tier elsewhere is refused at collection.
+# Where the tests that start a real cluster are (the ``real_cluster`` tier, the docs' ``make
+# cluster`` blocks, the quick benches): a test of that tier elsewhere is refused at collection.
 CLUSTER_FILES = (
     "tests/real_cluster/",
     "tests/harness/test_reaper.py",
