@@ -60,10 +60,9 @@ class ClusterNodes:
             return
         started = time.monotonic()
         archives = images.build()
-        seed = images.seeded(
+        self.images = images.seeded(
             archives, self.directory, containerd_config(self.directory / "cni-unused")
         )
-        self.images = images.Images(archives, seed)
         self.started_in["images"] = time.monotonic() - started
         for obj in cluster_services.kube_dns(self.network):
             api.apply(obj)

@@ -6,8 +6,10 @@ A node's start is almost all importing: copying and unpacking the runtime image'
 its containerd (about 35 s a node on two busy cores). So the first node of a machine imports
 the archives into a containerd root in the cache, stops that containerd, and every node after
 links its files (``node_init.seed_root``): blobs and unpacked layers are never written in
-place, and the databases are copied. Where the cache is on another filesystem than the node (no
-hard links across), each node imports the archives itself.
+place, and the databases are copied. A seed is keyed by the layers no code edit changes: after
+an edit of the training code a node imports the new runtime archive on top, writing only its
+new code layer. Where the cache is on another filesystem than the node (no hard links
+across), each node imports the archives itself.
 """
 
 from __future__ import annotations
@@ -55,7 +57,12 @@ PAUSE_IMAGE = names()[PAUSE]
 @dataclass(frozen=True)
 class Images:
     archives: dict[str, Path]  # image -> its OCI archive
-    seed: Path | None  # a containerd root holding them all, or None: import on each node
+    seed: Path | None  # a containerd root with them imported, or None: import on each node
+    seeded: tuple[str, ...] = ()  # the archives (file names) imported into the seed
+
+    def to_import(self) -> list[Path]:
+        """What a node imports itself: what its seed lacks (an edit of the training code)."""
+        return [p for p in self.archives.values() if p.name not in self.seeded]
 
 
 def build() -> dict[str, Path]:
@@ -76,11 +83,22 @@ def build() -> dict[str, Path]:
     return archives
 
 
+def stable_layers(archive: Path) -> list[str]:
+    """The layers of ``archive`` that no edit of the code changes (its ``.layers.json``)."""
+    sidecar = archive.with_name(archive.name + ".layers.json")
+    return json.loads(sidecar.read_text())["stable"] if sidecar.exists() else [archive.name]
+
+
 def seed_key(archives: dict[str, Path]) -> str:
+    """A seed is good for every set of archives with the same stable layers: an edit of the
+    training code (a new code layer) reuses it, each node importing the new archive, whose
+    other layers it has."""
     containerd = subprocess.run(
         ["containerd", "--version"], capture_output=True, text=True
     ).stdout.strip()
-    parts = [containerd, *sorted(f"{image}={path.name}" for image, path in archives.items())]
+    parts = [containerd]
+    for image, path in sorted(archives.items()):
+        parts += [image, *stable_layers(path)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -90,15 +108,19 @@ def same_filesystem(a: Path, b: Path) -> bool:
     return os.stat(a).st_dev == os.stat(b).st_dev
 
 
-def seeded(archives: dict[str, Path], work: Path, containerd_config: str) -> Path | None:
-    """The seed for ``archives``: made now if the cache has none. ``containerd_config``: a
-    node's config template (``{root}`` filled in). None where nodes cannot link to it."""
+def seeded(archives: dict[str, Path], work: Path, containerd_config: str) -> Images:
+    """``archives`` with their seed, made now if the cache has none. ``containerd_config``: a
+    node's config template (``{root}`` filled in). No seed where nodes cannot link to it."""
     seeds = CACHE / "seeds"
     if not same_filesystem(seeds, work):
-        return None
+        return Images(archives, None)
     seed = seeds / seed_key(archives)
     if (seed / "root").exists():
-        return seed / "root"
+        with contextlib.suppress(OSError):
+            os.utime(seed)  # in use: the newest are kept
+        return Images(
+            archives, seed / "root", tuple(json.loads((seed / "imported.json").read_text()))
+        )
     partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=seeds))
     config = {
         "directory": str(partial),
@@ -136,7 +158,21 @@ def seeded(archives: dict[str, Path], work: Path, containerd_config: str) -> Pat
         shutil.rmtree(partial, ignore_errors=True)
         raise ControlPlaneError(f"importing the images failed: {done.stdout}{done.stderr}{logs}")
     seed.mkdir(parents=True, exist_ok=True)
+    names = [p.name for p in archives.values()]
+    (seed / "imported.json").write_text(json.dumps(names))
     with contextlib.suppress(OSError):  # another run made it first
         (partial / "root").rename(seed / "root")
     shutil.rmtree(partial, ignore_errors=True)
-    return seed / "root"
+    prune_seeds(seeds)
+    return Images(archives, seed / "root", tuple(names))
+
+
+SEEDS_KEPT = 2
+
+
+def prune_seeds(seeds: Path) -> None:
+    """Keep the newest seeds only (each a gigabyte or two). A node that linked an older one
+    keeps its files: hard links outlive the seed's."""
+    made = [d for d in seeds.iterdir() if d.is_dir() and not d.name.startswith(".")]
+    for old in sorted(made, key=lambda d: d.stat().st_mtime, reverse=True)[SEEDS_KEPT:]:
+        shutil.rmtree(old, ignore_errors=True)

@@ -210,7 +210,7 @@ class RealNode:
             "containerd": shutil.which("containerd") or "containerd",
             "containerd_config": str(containerd_toml),
             "containerd_root": str(root),
-            "archives": [str(p) for p in self.images.archives.values()],
+            "archives": [str(p) for p in self.images.to_import()],
             "seed": str(self.images.seed) if self.images.seed else None,
             "kubelet": kubelet,
             "device_plugin": plugin,

@@ -148,14 +148,12 @@ class Node:
     def run(self) -> None:
         root = Path(self.config["containerd_root"])
         seed = self.config.get("seed")
-        seeded = bool(seed) and not root.exists()
-        if seeded:
+        if seed and not root.exists():
             started = time.monotonic()
             seed_root(Path(seed), root)
             log(f"containerd root linked from {seed} in {time.monotonic() - started:.1f} s")
         self.containerd()
-        if not seeded:
-            self.import_images()
+        self.import_images()  # what the seed lacks: all, or a newer runtime archive
         if plugin := self.config.get("device_plugin"):
             self.start("device-plugin", plugin)
         self.start("kubelet", self.config["kubelet"])

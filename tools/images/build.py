@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -90,6 +91,17 @@ def binaries() -> dict[str, Path]:
         check=True,
     ).stdout
     return {name: Path(path) for name, _, path in (line.partition("=") for line in out.split())}
+
+
+def layer_digest(layer: Path) -> str:
+    """A cached layer's sha256, kept beside it (a layer is a gigabyte: hashing it on every
+    start would cost seconds)."""
+    kept = layer.with_name(layer.name + ".sha256")
+    if kept.exists() and kept.stat().st_mtime >= layer.stat().st_mtime:
+        return kept.read_text().strip()
+    digest = digest_of(layer)
+    kept.write_text(digest)
+    return digest
 
 
 def digest_of(path: Path) -> str:
@@ -296,16 +308,23 @@ def code_layer() -> Path:
             _BUNDLE_INIT
         )
         compile_tree(Path(tmp))
-        return tree_layer(out, Path(tmp))
+        tree_layer(out, Path(tmp))
+    prune((CACHE / "layers").glob("code-*.tar"), KEEP)
+    return out
 
 
 # -- images ---------------------------------------------------------------------------------
 
 
-def oci_archive(name: str, layers: list[Path], config: dict, out_dir: Path) -> Path:
+def oci_archive(
+    name: str, layers: list[Path], config: dict, out_dir: Path, volatile: int = 0
+) -> Path:
     """An OCI image layout in one tar (what ``ctr images import`` reads), named ``name``
-    (``io.containerd.image.name``); its file is keyed by the manifest's digest."""
-    diff_ids = [f"sha256:{digest_of(layer)}" for layer in layers]
+    (``io.containerd.image.name``); its file is keyed by the manifest's digest. Beside it,
+    ``<archive>.layers.json``: its layers' digests, and which of them (the last ``volatile``)
+    change with any edit of the code, so a node's containerd seeded with the others only
+    imports those (harness/real_cluster/images.py)."""
+    diff_ids = [f"sha256:{layer_digest(layer)}" for layer in layers]
     image_config = {
         "architecture": "amd64",
         "os": "linux",
@@ -334,6 +353,12 @@ def oci_archive(name: str, layers: list[Path], config: dict, out_dir: Path) -> P
     manifest_blob = json.dumps(manifest, sort_keys=True).encode()
     manifest_digest = hashlib.sha256(manifest_blob).hexdigest()
     out = out_dir / f"{name.rsplit('/', 1)[-1].replace(':', '-')}-{manifest_digest[:16]}.tar"
+    sidecar = out.with_name(out.name + ".layers.json")
+    if out.exists() and sidecar.exists():
+        return out
+    stable = diff_ids[: len(diff_ids) - volatile]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sidecar.write_text(json.dumps({"layers": diff_ids, "stable": stable}))
     if out.exists():
         return out
     index = {
@@ -369,7 +394,19 @@ def oci_archive(name: str, layers: list[Path], config: dict, out_dir: Path) -> P
             with layer.open("rb") as f:
                 tar.addfile(_info(f"blobs/sha256/{digest.split(':')[1]}", layer.stat().st_size), f)
     partial.replace(out)
+    prune(out_dir.glob(f"{name.rsplit('/', 1)[-1].replace(':', '-')}-*.tar"), KEEP)
     return out
+
+
+KEEP = 3  # archives of an image, and code layers, kept in the cache (the newest)
+
+
+def prune(paths: Iterable[Path], keep: int) -> None:
+    """Remove all but the ``keep`` newest of ``paths`` (and their sidecars): every edit of
+    the training code makes a new code layer and runtime archive."""
+    for old in sorted(paths, key=lambda p: p.stat().st_mtime, reverse=True)[keep:]:
+        for path in (old, *old.parent.glob(f"{old.name}.*")):
+            path.unlink(missing_ok=True)
 
 
 def image_names() -> dict[str, str]:
@@ -397,7 +434,7 @@ def build(name: str) -> Path:
     if name == "jax-runtime":
         layers = [debian_layer(versions()["DEBIAN_SUITE"]), wheels_layer(), code_layer()]
         config = {"Env": [f"{k}={v}" for k, v in RUNTIME_ENV.items()], "Cmd": ["python3"]}
-        return oci_archive(names[name], layers, config, out_dir)
+        return oci_archive(names[name], layers, config, out_dir, volatile=1)  # the code
     raise SystemExit(f"unknown image {name!r}; known: {', '.join(names)}")
 
 
