@@ -37,6 +37,7 @@ from harness.real_cluster.components import (
     http_ok,
     https_ok,
     port_in_use,
+    stop_all,
     stop_group,
 )
 from harness.real_cluster.identities import make_identities
@@ -119,8 +120,7 @@ class ControlPlane:
 
     def down(self) -> None:
         self.cluster.down()
-        for component in reversed(self.components):
-            component.stop()
+        stop_all(list(reversed(self.components)))  # together: each takes a moment to end
         self.components.clear()
         (self.directory / "state.json").unlink(missing_ok=True)
 

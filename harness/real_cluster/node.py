@@ -21,6 +21,7 @@ What had to be set, each for a reason found by running it:
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -33,6 +34,7 @@ from harness.real_cluster.build import REPO
 from harness.real_cluster.cluster_services import CLUSTER_DNS, kube_proxy_argv
 from harness.real_cluster.components import Component
 from harness.real_cluster.images import PAUSE_IMAGE, Images
+from harness.real_cluster.node_init import MACHINE_UTS
 from harness.real_cluster.nodes import Node
 from harness.real_cluster.pod_network import PodNetwork, pod_cidr
 
@@ -253,7 +255,7 @@ class RealNode:
             ],
             self.directory / "logs" / "node.log",
             ready,
-            env={"PYTHONPATH": str(REPO)},
+            env={"PYTHONPATH": str(REPO), MACHINE_UTS: os.readlink("/proc/self/ns/uts")},
             cwd=REPO,
         ).spawn()
         return self.component

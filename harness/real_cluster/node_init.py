@@ -52,6 +52,7 @@ KERNEL_TUNABLES = {
     "kernel/keys/root_maxbytes": 25000000,
 }
 SOCKET = "/run/containerd/containerd.sock"
+MACHINE_UTS = "AIRFLOW_JAX_MACHINE_UTS"  # the machine's UTS namespace, which a node never names
 
 
 def log(message: str) -> None:
@@ -67,10 +68,12 @@ def make_machine(folder: Path, config: dict[str, Any] | None) -> None:
     sh("mount", "-t", "tmpfs", "-o", "mode=755", "tmpfs", "/run")
     if config is None:
         return
+    if os.readlink("/proc/self/ns/uts") == os.environ.get(MACHINE_UTS):
+        sys.exit("not in a UTS namespace of its own: naming the node would rename the machine")
+    sh("hostname", config["hostname"])
     hosts = folder / "hosts"
     hosts.write_text(f"127.0.0.1 localhost\n{config['ip']} {config['hostname']}\n")
     sh("mount", "--bind", "-o", "ro", str(hosts), "/etc/hosts")
-    sh("hostname", config["hostname"])
     upper, work = folder / "var-lib" / "upper", folder / "var-lib" / "work"
     for path in (upper, work, folder / "var-log", folder / "sysctl"):
         path.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -23,6 +24,7 @@ from harness.real_cluster.nodes import NODES, pools
 from tests.support.airflow_home import AIRFLOW, AirflowHome
 from tests.support.elastic_reference import reference_w
 from tests.support.jobset_schema import REPO
+from tests.support.real_cluster_fixtures import MACHINE_HOSTNAME
 from tests.support.waiting import eventually
 
 DAGS = Path(__file__).parent / "dags"
@@ -114,6 +116,7 @@ def test_a_job_with_min_slices_shrinks_when_a_pool_goes_and_grows_back(
         -8000:
     ]
     assert "growing from 1 to 2 slices" in log, log[-8000:]
+    assert socket.gethostname() == MACHINE_HOSTNAME  # nodes booted again named only themselves
     recorded = json.loads((tmp_path / f"{task_id}.json").read_text())
     result, goodput = recorded["result"], recorded["goodput"]
     assert (result["slices"], result["start_reason"], result["devices"]) == (2, "grew", 16)

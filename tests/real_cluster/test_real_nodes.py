@@ -6,8 +6,12 @@ nothing outside the cluster (no upstream)."""
 
 from __future__ import annotations
 
+import socket
+
 from harness.real_cluster.build import versions
 from harness.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.nodes import NODES
+from tests.support.real_cluster_fixtures import MACHINE_HOSTNAME
 from tests.support.real_cluster_jobs import logger, run
 
 
@@ -24,3 +28,10 @@ def test_a_pod_sees_its_node_its_chips_the_api_and_cluster_dns_only(real_k8s: Co
     assert view["api_through_the_service"] == versions()["KUBERNETES_VERSION"], view
     assert view["kubernetes_service"] == "10.0.0.1", view
     assert view["outside_name"] == "gaierror", view
+
+
+def test_the_nodes_name_themselves_never_the_machine(real_cluster: ControlPlane):
+    """Each node's host name is set in its own UTS namespace: the machine's stays as it was
+    (a node that set it for the machine broke Gloo for every other process here)."""
+    assert socket.gethostname() == MACHINE_HOSTNAME
+    assert MACHINE_HOSTNAME not in {n.name for n in NODES}
