@@ -15,7 +15,7 @@ from typing import Any
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
 from airflow_provider_jax.contract import Outcome
 from airflow_provider_jax.operators import JaxTpuSliceOperator
-from airflow_provider_jax.operators.job_settings import job_settings
+from airflow_provider_jax.operators.job_settings import TryState, job_settings
 from tests.support.real_cluster_pods import RUNTIME_IMAGE, shared_folder
 
 
@@ -72,7 +72,10 @@ def run(
     manifest = op.build_manifest(context)
     # The try's settings as the operator makes them (queue_timeout, output_dir, ...), logging
     # to the test's logger, with the test's deadline.
-    settings = dataclasses.replace(job_settings(op, context), log=log, deadline=deadline)
+    state = TryState(name=op.jobset_name_for(context), slices=op.arguments.num_slices)
+    settings = job_settings(op.arguments, op.plan, state, context,
+                            execution_timeout=op.execution_timeout, dag=None, log=log)  # fmt: skip
+    settings = dataclasses.replace(settings, deadline=deadline)
     backend = KubernetesBackend(settings)
     started = backend.start(manifest)
     # Each wait's trigger logs to the test's logger for that job (one triggerer, many tasks).
