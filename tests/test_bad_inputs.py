@@ -344,6 +344,7 @@ def bad_run(
     k8s_emulator.reset()
 
 
+@pytest.mark.slow  # the bad_inputs DAG under `airflow dags test`: a minute or more
 @pytest.mark.parametrize("task_id", ONCE_RENDERED)
 def test_rejected_once_rendered_before_any_cluster_call(bad_run: Run, task_id: str):
     assert bad_run.states[task_id] == ("failed", 1), bad_run.proc.stdout[-3000:]
@@ -351,6 +352,7 @@ def test_rejected_once_rendered_before_any_cluster_call(bad_run: Run, task_id: s
     assert bad_run.created_for(task_id) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", IN_THE_PODS)
 def test_rejected_in_the_pods_and_the_jobset_deleted(bad_run: Run, task_id: str):
     assert bad_run.states[task_id][0] == "failed", bad_run.proc.stdout[-3000:]
@@ -362,6 +364,7 @@ def test_rejected_in_the_pods_and_the_jobset_deleted(bad_run: Run, task_id: str)
     assert bad_run.created_for(task_id) == 1
 
 
+@pytest.mark.slow
 def test_no_cluster_object_is_left(bad_run: Run, k8s_emulator: Emulator):
     # ...and no noise about the links a task that never made a JobSet has none of
     assert "XCom not found" not in bad_run.proc.stdout

@@ -25,7 +25,7 @@ from airflow_provider_jax.backends.kubernetes import GONE_TIMEOUT_S
 from airflow_provider_jax.backends.local.runner import _TICK_S
 from airflow_provider_jax.backends.timeout_alarm import BACKSTOP_S
 from airflow_provider_jax.checkpoints import stream
-from airflow_provider_jax.contract.backend import CLUSTER_DEADLINE_GRACE_S
+from airflow_provider_jax.contract.backend import BACKENDS, CLUSTER_DEADLINE_GRACE_S
 from airflow_provider_jax.contract.elastic import DEFAULT_SHRINK_AFTER_S
 from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.hooks.jobset import LIST_PAGE_SIZE
@@ -357,7 +357,8 @@ def source_text() -> str:
 
 def callables() -> list[Callable[..., Any]]:
     """What a DAG passes ``name=`` to: the operators and decorators, the sensor and triggers,
-    the values, and Airflow's own operator and sensor."""
+    the values, and Airflow's own operator and sensor; and what a contributor declares an
+    operator argument with (docs/architecture.md's recipe)."""
     from airflow.sdk import BaseOperator, BaseSensorOperator
 
     from airflow_provider_jax import Data, Pathways, SecretRef, Storage
@@ -366,13 +367,14 @@ def callables() -> list[Callable[..., Any]]:
         JaxRetryPolicy,
         JaxTpuSliceOperator,
     )
+    from airflow_provider_jax.operators.job_arguments import argument
     from airflow_provider_jax.operators.job_operator import JaxJobOperator
     from airflow_provider_jax.sensors import OrbaxCheckpointSensor
 
     return [
         JaxJobOperator, JaxTpuSliceOperator, JaxGpuJobOperator, JaxRetryPolicy,
         OrbaxCheckpointSensor, OrbaxCheckpointEventTrigger, Data, Pathways, SecretRef, Storage,
-        BaseOperator, BaseSensorOperator,
+        BaseOperator, BaseSensorOperator, argument,
     ]  # fmt: skip
 
 
@@ -518,6 +520,8 @@ def test_the_settings_table_says_what_the_declaration_says():
     assert {key for key, _, _ in rows} == set(settings.SETTINGS)
     for key, kind, what in rows:
         setting = settings.SETTINGS[key]
-        choices = " or ".join(f"`{c}`" for c in setting.choices)
+        # default_backend's values are the backend registry's, checked where a task resolves it
+        allowed = BACKENDS if key == "default_backend" else setting.choices
+        choices = " or ".join(f"`{c}`" for c in allowed)
         assert kind.strip() == (choices or setting.kind), key
         assert what.strip() == setting.description, key

@@ -263,6 +263,7 @@ class AsyncJobSetOperations:
         async with self.api() as api:
             custom = async_client.CustomObjectsApi(api)
             while True:
+                after: dict[str, Any] = {"_continue": token} if token else {}  # first: none
                 page = await custom.list_namespaced_custom_object(
                     resource.group,
                     version,
@@ -270,7 +271,7 @@ class AsyncJobSetOperations:
                     resource.plural,
                     label_selector=label_selector,
                     limit=page_size or LIST_PAGE_SIZE,
-                    _continue=token or "",  # the API server takes "" as none
+                    **after,
                 )
                 items = [resource.trim(obj) for obj in page.pop("items")]
                 token = page["metadata"].get("continue")

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 
 from airflow_provider_jax.manifest.accelerators.catalogue_docs import PAGE, page
-from tests.manifest.test_accelerators import XPK_ROWS
-from tests.support.tpu_table import TPU_TABLE
+from tests.support.tpu_table import TPU_TABLE, XPK_ROWS
 
 
 def test_the_accelerators_page_is_written_from_the_catalogue():

@@ -7,15 +7,17 @@ from __future__ import annotations
 import datetime
 import json
 import re
+from pathlib import Path
 
 import pytest
 from airflow.sdk import DeadlineAlert, DeadlineReference, SyncCallback
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
-from tests.operators.test_elastic import DAGS
 from tests.support.dag_runs import task_states
 
 BASE = {"task_id": "t", "accelerator": "tpu-v5litepod-4", "backend": "local", "entrypoint": "m:f"}
+
+DAGS = Path(__file__).parent / "dags"
 
 
 def callback(**kwargs):  # a top-level callable: Airflow imports callbacks by path
