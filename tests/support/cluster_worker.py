@@ -21,6 +21,7 @@ CLUSTER_FILES = (
     "tests/real_cluster/",
     "tests/harness/test_reaper.py",
     "tests/test_docs_commands.py",
+    "tests/test_bench.py",
 )
 
 

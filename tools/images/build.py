@@ -47,8 +47,9 @@ REPOSITORY = "localhost/airflow-provider-jax"
 EPOCH = 1_700_000_000  # every file's time in the layers we write: the same input, the same digest
 DEBIAN_PACKAGES = ("python3",)
 # The distributions the training code imports; their dependencies come with them, every one at
-# the lock's version.
-WHEELS = ("jax", "jaxlib", "numpy", "orbax-checkpoint", "optax")
+# the lock's version. ``kubernetes``: what JAX's own Kubernetes route (``K8sCluster``, the
+# ``jax[k8s]`` extra) imports, which a test takes beside the provider's.
+WHEELS = ("jax", "jaxlib", "numpy", "orbax-checkpoint", "optax", "kubernetes")
 PYTHON = "3.11"  # bookworm's python3, and the lock's
 SITE = f"usr/local/lib/python{PYTHON}/dist-packages"
 CODE_ROOT = "opt/airflow-jax"
