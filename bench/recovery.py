@@ -59,6 +59,7 @@ def run_once(plane: Any, strategy: str, work: Path, run: int) -> dict[str, float
     from airflow_provider_jax.contract import JobSettings
     from airflow_provider_jax.manifest import status
     from airflow_provider_jax.operators import JaxTpuSliceOperator
+    from harness.real_cluster.host_folder import shared_folder
     from harness.real_cluster.images import RUNTIME_IMAGE
 
     out = Path(tempfile.mkdtemp(prefix=f"{strategy}-", dir=work))
@@ -70,9 +71,7 @@ def run_once(plane: Any, strategy: str, work: Path, run: int) -> dict[str, float
         entrypoint="recovery_train:train", entrypoint_kwargs={"kill_at": KILL_AT, "step_s": STEP_S},
         restart_strategy=strategy, local_checkpoint_size="256Mi" if in_place else None,
         termination_grace_period=30,  # Kubernetes' default: what a restart waits out
-        # The output folder, shared with the pods (every node is this machine).
-        volumes=[{"name": "out", "hostPath": {"path": str(work), "type": "Directory"}}],
-        volume_mounts=[{"name": "out", "mountPath": str(work)}],
+        **shared_folder(work),  # the output folder, shared with the pods
     )  # fmt: skip
     # Rendered as a task's: the connection names the cluster's agent image.
     ti = SimpleNamespace(dag_id="bench", task_id="recovery", run_id=f"run-{run}", map_index=-1,

@@ -117,6 +117,16 @@ class ClusterNodes:
         node = self.nodes[name]
         node.kill() if kill else node.stop()
 
+    def preempt(self, names: list[str], api: Api) -> None:
+        """Spot VMs preempted: the machines ``names`` stop at once (kubelets, containers and
+        all), and their Nodes are deleted, as GKE deletes a preempted VM's (PodGC then fails
+        and deletes their pods). :meth:`start` boots them again: each kubelet registers its
+        Node."""
+        for name in names:
+            self.stop(name, kill=True)
+        for name in names:
+            api.delete(f"/api/v1/nodes/{name}")
+
     def down(self) -> None:
         stop_all([n.component for n in self.nodes.values() if n.component is not None], grace=5)
         for node in self.nodes.values():

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from harness.real_cluster.build import REPO
 from harness.real_cluster.components import ControlPlaneError, log_tail
+from harness.real_cluster.node_init import UNSHARE
 
 BUILDER = REPO / "tools" / "images" / "build.py"
 # The builder is a script of tools/, not a package: its names and cache, read from it.
@@ -133,14 +134,7 @@ def seeded(archives: dict[str, Path], work: Path, containerd_config: str) -> Ima
     (partial / "seed.json").write_text(json.dumps(config))
     done = subprocess.run(
         [
-            "unshare",
-            "--pid",
-            "--fork",
-            "--kill-child",
-            "--mount",
-            "--propagation",
-            "private",
-            "--mount-proc",
+            *UNSHARE,
             "--",
             sys.executable,
             "-m",

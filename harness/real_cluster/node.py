@@ -34,7 +34,7 @@ from harness.real_cluster.build import REPO
 from harness.real_cluster.cluster_services import CLUSTER_DNS, kube_proxy_argv
 from harness.real_cluster.components import Component
 from harness.real_cluster.images import PAUSE_IMAGE, Images
-from harness.real_cluster.node_init import MACHINE_UTS
+from harness.real_cluster.node_init import MACHINE_UTS, UNSHARE
 from harness.real_cluster.nodes import Node
 from harness.real_cluster.pod_network import PodNetwork, pod_cidr
 
@@ -238,14 +238,7 @@ class RealNode:
             f"node {self.name}",
             [
                 *self.network.enter_node(self.index),
-                "unshare",
-                "--pid",
-                "--fork",
-                "--kill-child",
-                "--mount",
-                "--propagation",
-                "private",
-                "--mount-proc",
+                *UNSHARE,
                 "--uts",  # its own host name (node_init sets it), never the machine's
                 "--",
                 sys.executable,

@@ -52,6 +52,10 @@ KERNEL_TUNABLES = {
     "kernel/keys/root_maxbytes": 25000000,
 }
 SOCKET = "/run/containerd/containerd.sock"
+# Where this runs: pid and mount namespaces of its own (its processes end with it, its mounts
+# go with it); a running node adds a UTS namespace (``--uts``), for its host name.
+UNSHARE = ("unshare", "--pid", "--fork", "--kill-child", "--mount", "--propagation", "private",
+           "--mount-proc")  # fmt: skip
 MACHINE_UTS = "AIRFLOW_JAX_MACHINE_UTS"  # the machine's UTS namespace, which a node never names
 
 

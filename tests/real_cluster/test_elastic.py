@@ -76,11 +76,8 @@ class Drill:
         deleted), or back (the machines boot again, and each kubelet registers its Node)."""
         if present:
             self.plane.cluster.start(POOL_B, self.api)
-            return
-        for name in POOL_B:
-            self.plane.cluster.stop(name, kill=True)
-        for name in POOL_B:
-            self.api.delete(f"/api/v1/nodes/{name}")
+        else:
+            self.plane.cluster.preempt(POOL_B, self.api)
 
     def finish(self) -> str:
         try:

@@ -20,6 +20,7 @@ from xdist.scheduler import LoadFileScheduling
 CLUSTER_FILES = (
     "tests/real_cluster/",
     "tests/harness/test_reaper.py",
+    "tests/harness/held_services.py",  # the run the reaper's test kills
     "tests/test_docs_commands.py",
     "tests/test_bench.py",
 )

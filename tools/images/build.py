@@ -30,7 +30,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -160,12 +160,25 @@ def binary_layer(stem: str, files: dict[str, Path]) -> Path:
     out = CACHE / "layers" / f"{stem}-{key(*(f'{n}:{digest_of(p)}' for n, p in files.items()))}.tar"
     if out.exists():
         return out
+    return staged_layer(out, files, shutil.copy2)
+
+
+def staged_layer(
+    out: Path,
+    files: dict[str, Path],
+    copy: Callable[[Path, Path], object],
+    finish: Callable[[Path], None] | None = None,
+) -> Path:
+    """The layer ``out`` of ``files`` (image path -> a file here), each ``copy``-ied into a
+    fresh tree, which ``finish`` may then complete."""
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
         for name, source in files.items():
             target = Path(tmp) / name
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
+            copy(source, target)
+        if finish is not None:
+            finish(Path(tmp))
         return tree_layer(out, Path(tmp))
 
 
@@ -299,17 +312,12 @@ def code_layer() -> Path:
     out = CACHE / "layers" / f"code-{stamp}.tar"
     if out.exists():
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=CACHE) as tmp:
-        for name, source in files.items():
-            target = Path(tmp) / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(source, target)
-        (Path(tmp) / CODE_ROOT / "lib" / "airflow_provider_jax" / "__init__.py").write_text(
-            _BUNDLE_INIT
-        )
-        compile_tree(Path(tmp))
-        tree_layer(out, Path(tmp))
+
+    def finish(tree: Path) -> None:
+        (tree / CODE_ROOT / "lib" / "airflow_provider_jax" / "__init__.py").write_text(_BUNDLE_INIT)
+        compile_tree(tree)
+
+    staged_layer(out, files, shutil.copyfile, finish)
     prune((CACHE / "layers").glob("code-*.tar"), KEEP)
     return out
 
