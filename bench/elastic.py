@@ -1,15 +1,20 @@
-"""A lost slice: waiting for it (as a job does today) against ``min_slices=1`` (#65).
+"""A lost slice: waiting for it (as a job does today) against ``min_slices=1`` (#65), on real
+nodes.
 
 The job: 2 slices x 2 hosts (``tpu-v5litepod-8``, four real JAX processes on the CPU) training
 ``dags/elastic_train.py`` (a global batch held constant, Orbax checkpoints every 10 steps,
-parameters resharded onto the mesh of each size), run by the local backend through
-``airflow dags test``, so the operator's own loop makes each new JobSet. A step is about 0.1 s
-of "compute" on 2 slices and twice that on one (the same rows over half the devices).
+parameters resharded onto the mesh of each size), run by the Kubernetes backend through
+``airflow dags test``, so the operator's own loop makes each new JobSet, on
+``harness/real_cluster`` with the two TPU pools' four real nodes (pool a holds one slice, pool
+b the other). A step is about 0.1 s of "compute" on 2 slices and twice that on one (the same
+rows over half the devices).
 
-Once the job reports step 20, slice 1's capacity goes (``[jax] local_capacity_file``: its
-processes are killed and do not start again) for a fixed outage, then comes back. The same
-outage, both ways; each run is stopped at the same deadline after the loss (SIGTERM, as a
-worker is stopped). From process 0's own step times (``bench/pods/elastic_steps.py``):
+Once the job reports step 20, pool b's Spot VMs are preempted: their machines stop at once
+(kubelets, containers and all) and their Nodes are deleted, as GKE deletes a preempted VM's;
+after a fixed outage the machines boot again and their kubelets register. The same outage,
+both ways; each run is stopped at the same deadline after the nodes are back (SIGTERM, as a
+worker is stopped). From process 0's own step times (``bench/pods/elastic_steps.py``) and the
+task's JobSets, polled:
 
 - steps: the newest step reached by the deadline (the same step 20 before the loss);
 - idle slice-seconds: slices held (with capacity, and asked for by the job) while no step
@@ -17,8 +22,12 @@ worker is stopped). From process 0's own step times (``bench/pods/elastic_steps.
 - goodput: the steps gained after the loss, at the 2-slice step time, over the time from the
   loss to the deadline;
 - redone: the most steps run again after a restart (the checkpoint interval at most);
-- restart: from the end of the last step before a restart to the first step after it, less
-  any wait for capacity (the outage must be at least 5 times the longest).
+- detection: from the loss to the first new attempt (a JobSet restart, or the provider's
+  JobSet of another size): the lost pods' end as Kubernetes sees it (PodGC, once the Nodes
+  are gone), the JAX collectives' failure, ``shrink_after``;
+- restart: from a new attempt (or the capacity's return, for pods that waited for it) to its
+  first step: pods scheduled and started, JAX and Orbax imported, the checkpoint restored.
+  The outage must be at least 5 times the longest.
 
     python -m bench.elastic
 """
@@ -32,6 +41,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -40,64 +50,110 @@ from bench.targets import Targets, quick
 
 ROOT = Path(__file__).resolve().parent.parent
 LOSE_AT = 20
-OUTAGE_S = quick(60.0, 12.0)
-TAIL_S = quick(20.0, 6.0)  # from the capacity's return to the deadline
+OUTAGE_S = quick(150.0, 12.0)
+TAIL_S = quick(40.0, 6.0)  # from the capacity's return to the deadline
 CHECKPOINT_EVERY = 10
-SHRINK_AFTER_S = 2.0
 TARGET_STEPS = 1.5  # min_slices' steps over waiting's, by the deadline
 MODES = {"waiting": "bench_elastic_wait", "min_slices": "bench_elastic_min_slices"}
+JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
 
 
-def airflow_home(work: Path) -> dict[str, str]:
-    """The env of an ``airflow`` command on a fresh SQLite home, migrated."""
+def airflow_home(work: Path, kubeconfig: Path) -> dict[str, str]:
+    """The env of an ``airflow`` command on a fresh SQLite home, migrated, whose
+    ``kubernetes_default`` is the cluster."""
+    from harness.real_cluster.identities import connection
+
     env = {
         **os.environ,
         "AIRFLOW_HOME": str(work / "airflow"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "bench" / "dags"),
         "AIRFLOW__JAX__RESUME_SETTLE_SECONDS": "0",
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT": connection(kubeconfig),
         "PYTHONPATH": str(ROOT),
         "BENCH_ELASTIC_OUT": str(work),
-        "BENCH_ELASTIC_DEADLINE": str(LOSE_AT + OUTAGE_S + TAIL_S + 120),  # a backstop
+        "BENCH_ELASTIC_DEADLINE": str(LOSE_AT + OUTAGE_S + TAIL_S + 300),  # a backstop
     }
     migrate = [sys.executable, "-m", "airflow", "db", "migrate"]
     subprocess.run(migrate, env=env, check=True, capture_output=True)
     return env
 
 
-def run_once(env: dict[str, str], mode: str, work: Path) -> dict[str, Any]:
-    """One job with slice 1's capacity lost for ``OUTAGE_S``: its step times and moves."""
+class Attempts:
+    """When each new attempt of the task's job appeared: a JobSet restart, or a JobSet of
+    its own (the provider's resize), polled from the API server."""
+
+    def __init__(self, api: Any) -> None:
+        self.api, self.times = api, []
+        self._seen: set[tuple[str, int]] = set()
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+
+    def _poll(self) -> None:
+        from airflow_provider_jax.manifest import status
+
+        while not self._done.wait(0.1):
+            try:
+                jobsets = self.api.get(JOBSETS)["items"]
+            except Exception:  # the API server busy a moment: look again
+                continue
+            for jobset in jobsets:
+                attempt = (status.uid(jobset) or "", status.restarts(jobset))
+                if attempt not in self._seen:
+                    self._seen.add(attempt)
+                    self.times.append(time.time())
+
+    def stop(self) -> list[float]:
+        self._done.set()
+        self._thread.join()
+        return self.times
+
+
+def run_once(plane: Any, env: dict[str, str], mode: str, work: Path) -> dict[str, Any]:
+    """One job whose pool b is preempted for ``OUTAGE_S``: its step times and moves."""
+    from harness.real_cluster.nodes import NODES, pools
+
+    pool_b = [n.name for n in pools(NODES)["tpu-v5e-b"]]
+    api = plane.api()
     dag_id = MODES[mode]
-    capacity = work / f"{mode}-capacity.json"
-    set_capacity(capacity, 2)
     steps_file = work / dag_id / "steps.jsonl"
     log = (work / f"{mode}.log").open("w")
+    attempts = Attempts(api)
     proc = subprocess.Popen(
         [sys.executable, "-m", "airflow", "dags", "test", dag_id, "2024-01-01"],
-        env={**env, "AIRFLOW__JAX__LOCAL_CAPACITY_FILE": str(capacity)},
-        stdout=log, stderr=subprocess.STDOUT,
+        env=env, stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     try:
         wait_for(proc, lambda: newest(steps_file) >= LOSE_AT, "step 20")
         lost = time.time()
-        set_capacity(capacity, 1)
+        plane.cluster.preempt(pool_b, api)
         wait_for(proc, lambda: time.time() >= lost + OUTAGE_S, "the outage's end")
+        plane.cluster.start(pool_b, api)  # until each node is Ready again
         back = time.time()
-        set_capacity(capacity, 2)
         wait_for(proc, lambda: time.time() >= back + TAIL_S, "the deadline")
         deadline = time.time()
     finally:
-        proc.terminate()  # the task's on_kill stops its processes
+        proc.terminate()  # as a worker is stopped
         proc.wait(timeout=120)
         log.close()
+        plane.cluster.start(pool_b, api)  # booted again, if a failure left them stopped
+        leave_nothing(api)
+        changes = attempts.stop()
     marks = [json.loads(line) for line in steps_file.read_text().splitlines()]
-    return measure(marks, lost, back, deadline)
+    return measure(marks, lost, back, deadline, [t for t in changes if t > lost])
 
 
-def set_capacity(path: Path, slices: int) -> None:
-    staged = path.with_suffix(".new")
-    staged.write_text(json.dumps({"slices": slices}))
-    os.replace(staged, path)
+def leave_nothing(api: Any) -> None:
+    """The job's JobSets deleted (a stopped ``airflow dags test`` may not get to it) and its
+    pods gone, before the next run."""
+    body = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": "Foreground"}
+    for jobset in api.get(JOBSETS)["items"]:
+        api.delete(f"{JOBSETS}/{jobset['metadata']['name']}", body)
+    pods = "/api/v1/namespaces/default/pods"
+    api.wait_for(
+        "the job's pods gone", lambda: not api.get(JOBSETS)["items"] + api.get(pods)["items"], 180
+    )
 
 
 def newest(steps_file: Path) -> int:
@@ -116,8 +172,14 @@ def wait_for(proc: subprocess.Popen[bytes], done: Any, what: str) -> None:
 
 
 def measure(
-    marks: list[dict[str, Any]], lost: float, back: float, deadline: float
+    marks: list[dict[str, Any]],
+    lost: float,
+    back: float,
+    deadline: float,
+    attempts: list[float],
 ) -> dict[str, Any]:
+    """The figures of one run from process 0's steps and the new attempts' times (after the
+    loss)."""
     marks = [m for m in marks if m["t"] <= deadline]
     before = [m for m in marks if m["t"] < lost]
     step_s = statistics.median(b["t"] - a["t"] for a, b in itertools.pairwise(before))
@@ -132,10 +194,12 @@ def measure(
         if gap > 1.0:  # no step ran: a restart, or a wait for capacity
             idle += held(previous["t"], mark["t"], mark["slices"], lost, back)
             redone = max(redone, previous["step"] - mark["step"] + 1)
-            waited = max(min(back, mark["t"]) - max(lost, previous["t"]), 0.0)
-            if mark["slices"] == 1 or mark["t"] < back:  # capacity was there: a shrink
-                waited = 0.0
-            restarts.append(gap - waited - (SHRINK_AFTER_S if mark["slices"] == 1 else 0.0))
+            began = max((t for t in attempts if previous["t"] < t < mark["t"]), default=None)
+            if began is None:  # no new attempt seen: the whole gap
+                began = previous["t"]
+            if mark["slices"] == 2 and began < back < mark["t"]:
+                began = back  # its pods waited for the capacity
+            restarts.append(mark["t"] - began)
         previous = mark
     window = deadline - lost
     return {
@@ -144,6 +208,7 @@ def measure(
         "idle slice-seconds": idle,
         "goodput": (reached - at_loss) * step_s / window,
         "steps redone": redone,
+        "detection": (attempts[0] - lost) if attempts else float("nan"),
         "restart": max(restarts, default=0.0),
         "step time": step_s,
         "sizes": sorted({m["slices"] for m in after}),
@@ -158,9 +223,17 @@ def held(start: float, end: float, slices: int, lost: float, back: float) -> flo
 
 
 def main() -> None:
+    from harness.real_cluster.control_plane import ControlPlane
+    from harness.real_cluster.nodes import NODES, pools
+
     work = Path(tempfile.mkdtemp(prefix="bench-elastic-"))
-    env = airflow_home(work)
-    runs = {mode: run_once(env, mode, work) for mode in MODES}
+    tpu = pools(NODES)
+    plane = ControlPlane(work / "control-plane", (*tpu["tpu-v5e-a"], *tpu["tpu-v5e-b"])).up()
+    try:
+        env = airflow_home(work, plane.kubeconfig("admin"))
+        runs = {mode: run_once(plane, env, mode, work) for mode in MODES}
+    finally:
+        plane.down()
     report(runs)
 
 
@@ -171,7 +244,7 @@ def report(runs: dict[str, dict[str, Any]]) -> None:
     )
     print(f"  {'':<24}{'waiting':>12}{'min_slices=1':>14}")
     rows = ["steps", "steps after the loss", "idle slice-seconds", "goodput", "steps redone",
-            "restart", "step time"]  # fmt: skip
+            "detection", "restart", "step time"]  # fmt: skip
     for row in rows:
         w, e = runs["waiting"][row], runs["min_slices"][row]
         print(f"  {row:<24}{w:>12.3g}{e:>14.3g}")
