@@ -3,8 +3,10 @@
 # a failure that names them: a test never skips because one is missing.
 #   check: docker-compose (validates docker-compose.yaml; no Docker engine is needed)
 #   test:  that, PostgreSQL (the running-Airflow tests' metadata DB), Chromium and its driver
-#          (the UI tests, headless)
-# Go (the JobSet CRD for manifest checks, and the real control plane) is checked too.
+#          (the UI tests, headless), and for the compose stack's tests a Docker engine
+#          (docker.io) and mmdebstrap (the stand-in images, tools/compose-images)
+# Go (the JobSet CRD for manifest checks, and the real control plane) is checked too; with it,
+# `test` builds Docker Compose v2 where the docker CLI has none (tools/compose-images).
 set -euo pipefail
 tier=${1:-test}
 missing=()
@@ -13,6 +15,8 @@ if [ "$tier" = test ]; then
   compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || missing+=(postgresql)
   command -v chromium >/dev/null || missing+=(chromium)
   command -v chromedriver >/dev/null || missing+=(chromium-driver)
+  command -v dockerd >/dev/null || missing+=(docker.io)
+  command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
@@ -27,4 +31,8 @@ fi
 if ! command -v go >/dev/null; then
   echo "make $tier needs Go 1.25+ (the JobSet CRD comes from its pinned Go module): https://go.dev/dl or apt-get install golang-go" >&2
   exit 1
+fi
+if [ "$tier" = test ]; then
+  bash tools/compose-images/compose-plugin.sh ||
+    { echo "make test needs Docker Compose v2 (docker compose): building it failed" >&2; exit 1; }
 fi

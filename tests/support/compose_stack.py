@@ -1,0 +1,225 @@
+"""docker-compose.yaml's stack, driven as a user drives it: ``docker compose`` in the
+repository with a few settings (ports, executor), then Airflow's REST API with the user's
+password. Each stack is a compose project of its own (``ajx<pid>-<name>``), so stacks never
+meet, and ``down`` checks that it left no container, network or volume."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from tests.support.airflow_stack import free_port
+from tests.support.docker_engine import DockerEngine
+from tests.support.jobset_schema import REPO
+
+COMPOSE_FILE = REPO / "docker-compose.yaml"
+CELERY_ENV = REPO / "docker" / "celery.env"
+USER = "airflow"  # docker-compose.yaml's UI/API user
+IMAGES_TIMEOUT_S = 3600  # the stand-ins' first build: mmdebstrap and the wheels, once a machine
+
+
+def compose_images(engine: DockerEngine) -> None:
+    """``make compose-images`` into ``engine``: the stand-ins, built once per machine."""
+    done = subprocess.run(
+        ["make", "-s", "compose-images"],
+        cwd=REPO,
+        env=engine.env,
+        capture_output=True,
+        text=True,
+        timeout=IMAGES_TIMEOUT_S,
+    )
+    if done.returncode:
+        raise RuntimeError(f"make compose-images failed:\n{done.stdout}{done.stderr}")
+
+
+@dataclass
+class ComposeStack:
+    engine: DockerEngine
+    name: str
+    env_file: Path | None = None  # docker/celery.env for the CeleryExecutor stack
+    overrides: tuple[Path, ...] = ()  # more compose files after docker-compose.yaml
+    settings: Mapping[str, str] = field(default_factory=dict)  # as a user's shell has them
+    password: str = "airflow"
+    api_port: int = field(default_factory=free_port)
+    _token: str | None = field(default=None, repr=False)
+
+    @property
+    def project(self) -> str:
+        return f"ajx{os.getpid()}-{self.name}"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """A user's shell: none of the test run's variables, the stack's settings."""
+        return {
+            "PATH": os.environ["PATH"],
+            "HOME": os.environ["HOME"],
+            "DOCKER_HOST": self.engine.host,
+            "AIRFLOW_API_PORT": str(self.api_port),
+            "FLOWER_PORT": str(free_port()),
+            **self.settings,
+        }
+
+    def compose(self, *args: str, timeout: float = 900, check: bool = True) -> str:
+        """``docker compose ARGS`` in the repository, as this project: its output (both
+        streams); a failure carries it, with the stack's state."""
+        argv = ["docker", "compose", "-p", self.project, "-f", str(COMPOSE_FILE)]
+        for extra in self.overrides:
+            argv += ["-f", str(extra)]
+        if self.env_file:
+            argv += ["--env-file", str(self.env_file)]
+        done = subprocess.run(
+            [*argv, *args],
+            cwd=REPO,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
+        )
+        if check and done.returncode:
+            raise AssertionError(
+                f"docker compose {' '.join(args)} failed ({done.returncode}):\n"
+                f"{done.stdout[-6000:]}\n{self.state()}"
+            )
+        return done.stdout
+
+    def state(self) -> str:
+        """``ps`` and each service's last log lines, for a failure's message."""
+        ps = self.compose("ps", "-a", check=False, timeout=120)
+        logs = self.compose("logs", "--no-color", "--tail", "40", check=False, timeout=120)
+        return f"{ps}\n{logs[-12000:]}"
+
+    def up(self, *args: str, timeout: float = 900) -> None:
+        """``up -d --wait``: every service running, and healthy where it has a check."""
+        self.compose("up", "-d", "--wait", *args, timeout=timeout)
+
+    def down(self) -> None:
+        """``down -v``, then nothing of the project may be left: no container, no network,
+        no volume (its named ones, and those its containers' images declare)."""
+        attached = {
+            mount["Name"]
+            for container in self.containers()
+            for mount in container["Mounts"]
+            if mount["Type"] == "volume"
+        }
+        self.compose("down", "-v", "--remove-orphans", timeout=300)
+        label = f"label=com.docker.compose.project={self.project}"
+        volumes = set(self.engine.docker("volume", "ls", "-q").split())
+        left = {
+            "containers": self.engine.docker("ps", "-aq", "--filter", label).split(),
+            "networks": self.engine.docker("network", "ls", "-q", "--filter", label).split(),
+            "volumes": sorted(
+                volumes & attached
+                | set(self.engine.docker("volume", "ls", "-q", "--filter", label).split())
+            ),
+        }
+        assert not any(left.values()), f"down -v left {left}"
+
+    def containers(self) -> list[dict[str, Any]]:
+        """``docker inspect`` of every container of the project."""
+        ids = self.compose("ps", "-aq", timeout=120).split()
+        return json.loads(self.engine.docker("inspect", *ids)) if ids else []
+
+    def restarts(self) -> dict[str, int]:
+        """Each container's restart count: a crash loop under ``restart: always`` shows here,
+        not in ``ps``."""
+        return {c["Name"].lstrip("/"): c["RestartCount"] for c in self.containers()}
+
+    # Airflow's REST API, as the user: the password, then a bearer token.
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.api_port}"
+
+    def token(self) -> str:
+        if self._token is None:
+            body = json.dumps({"username": USER, "password": self.password}).encode()
+            request = urllib.request.Request(
+                f"{self.url}/auth/token",
+                data=body,
+                headers={"Content-Type": "application/json"},
+                method="POST",
+            )
+            with urllib.request.urlopen(request, timeout=60) as reply:
+                self._token = json.load(reply)["access_token"]
+        return self._token
+
+    def api(self, method: str, path: str, body: Mapping[str, Any] | None = None) -> Any:
+        request = urllib.request.Request(
+            self.url + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={
+                "Authorization": f"Bearer {self.token()}",
+                "Content-Type": "application/json",
+                "Accept": "application/json",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=120) as reply:
+                return json.load(reply)
+        except urllib.error.HTTPError as error:
+            raise AssertionError(f"{method} {path}: {error.code} {error.read()[:2000]!r}") from None
+
+    def wait_until(
+        self, what: str | Callable[[], str], check: Callable[[], Any], timeout: float
+    ) -> Any:
+        """``check()``'s first truthy value, polled every second; on a timeout, ``what`` and
+        the stack's state."""
+        deadline = time.monotonic() + timeout
+        while not (value := check()):
+            if time.monotonic() > deadline:
+                awaited = what() if callable(what) else what
+                raise TimeoutError(f"not within {timeout}s: {awaited}\n{self.state()}")
+            time.sleep(1)
+        return value
+
+    def dag(self, dag_id: str) -> dict[str, Any] | None:
+        try:
+            return self.api("GET", f"/api/v2/dags/{dag_id}")
+        except AssertionError:  # 404 until the dag-processor has stored it
+            return None
+
+    def unpause(self, dag_id: str, timeout: float = 300) -> None:
+        """Once the dag-processor has parsed ``dag_id`` (the stack stores new DAGs paused)."""
+        self.wait_until(f"{dag_id} to be parsed", lambda: self.dag(dag_id), timeout)
+        self.api("PATCH", f"/api/v2/dags/{dag_id}?update_mask=is_paused", {"is_paused": False})
+
+    def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None) -> str:
+        body = {"logical_date": None, "conf": dict(conf or {})}
+        return self.api("POST", f"/api/v2/dags/{dag_id}/dagRuns", body)["dag_run_id"]
+
+    def finished(self, dag_id: str, run_id: str, timeout: float = 600) -> str:
+        """The run's final state, once it has one."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}"
+
+        def final() -> str | None:
+            state = self.api("GET", path)["state"]
+            return state if state in ("success", "failed") else None
+
+        return self.wait_until(f"{dag_id} {run_id} to finish", final, timeout)
+
+    def task_path(self, dag_id: str, run_id: str, task_id: str) -> str:
+        return f"/api/v2/dags/{dag_id}/dagRuns/{quote(run_id, safe='')}/taskInstances/{task_id}"
+
+    def xcom(self, dag_id: str, run_id: str, task_id: str, key: str = "return_value") -> Any:
+        entry = self.api("GET", f"{self.task_path(dag_id, run_id, task_id)}/xcomEntries/{key}")
+        return entry["value"]
+
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int = 1) -> str:
+        """One try's log as the REST API serves it (the API server fetches it from the log
+        server of the worker that ran it): one line per event."""
+        path = f"{self.task_path(dag_id, run_id, task_id)}/logs/{try_number}?full_content=true"
+        content = self.api("GET", path)["content"]
+        return "\n".join(
+            line.get("event", "") if isinstance(line, dict) else str(line) for line in content
+        )
