@@ -50,6 +50,7 @@ class ComposeStack:
     settings: Mapping[str, str] = field(default_factory=dict)  # as a user's shell has them
     password: str = "airflow"
     api_port: int = field(default_factory=free_port)
+    flower_port: int = field(default_factory=free_port)
     _token: str | None = field(default=None, repr=False)
 
     @property
@@ -64,13 +65,22 @@ class ComposeStack:
             "HOME": os.environ["HOME"],
             "DOCKER_HOST": self.engine.host,
             "AIRFLOW_API_PORT": str(self.api_port),
-            "FLOWER_PORT": str(free_port()),
+            "FLOWER_PORT": str(self.flower_port),
             **self.settings,
         }
 
     def compose(self, *args: str, timeout: float = 900, check: bool = True) -> str:
         """``docker compose ARGS`` in the repository, as this project: its output (both
         streams); a failure carries it, with the stack's state."""
+        status, out = self.attempt(*args, timeout=timeout)
+        if check and status:
+            raise AssertionError(
+                f"docker compose {' '.join(args)} failed ({status}):\n{out[-6000:]}\n{self.state()}"
+            )
+        return out
+
+    def attempt(self, *args: str, timeout: float = 900) -> tuple[int, str]:
+        """``docker compose ARGS``: its exit status and output, whatever they are."""
         argv = ["docker", "compose", "-p", self.project, "-f", str(COMPOSE_FILE)]
         for extra in self.overrides:
             argv += ["-f", str(extra)]
@@ -85,12 +95,7 @@ class ComposeStack:
             text=True,
             timeout=timeout,
         )
-        if check and done.returncode:
-            raise AssertionError(
-                f"docker compose {' '.join(args)} failed ({done.returncode}):\n"
-                f"{done.stdout[-6000:]}\n{self.state()}"
-            )
-        return done.stdout
+        return done.returncode, done.stdout
 
     def state(self) -> str:
         """``ps`` and each service's last log lines, for a failure's message."""

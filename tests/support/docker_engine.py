@@ -272,6 +272,7 @@ def supervise() -> int:
     _kill_left_containerd()
     _remove_cgroups()
     _bridge(up=False)
+    shutil.rmtree(STATE / "exec", ignore_errors=True)
     return 0
 
 
