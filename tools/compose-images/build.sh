@@ -54,11 +54,12 @@ requirements_of_airflow() {
   sed "s/@AIRFLOW_VERSION@/$(airflow_version)/" "$here/airflow/requirements.in"
 }
 
-# The key of a stand-in: everything its root filesystem is made from.
+# The key of a stand-in: everything its image is made from (of this script, the functions
+# that make and import it: not its comments, not its bookkeeping).
 key_of() {
   {
     echo "$DEBIAN_SUITE $DEBIAN_MIRROR $(tag_of "$1")"
-    cat "$here/build.sh"
+    declare -f rootfs load download_wheels
     for f in "$here/$1"/*; do echo "${f##*/}"; cat "$f"; done
     if [ "$1" = airflow ]; then wheel_inputs; fi
   } | sha1sum | cut -c1-12
@@ -133,6 +134,18 @@ load() {
   docker import "${changes[@]}" "$tarball" "airflow-provider-jax/stand-in-$name:$key" >/dev/null
 }
 
+# prune NAME KEY: what earlier keys of stand-in NAME left, in the cache and in the engine.
+prune() {
+  local name=$1 key=$2 old
+  find "$cache" -maxdepth 1 -name "$name-*.tar" ! -name "$name-$key.tar" -delete
+  if [ "$name" = airflow ] && [ -n "${WHEELS:-}" ]; then
+    find "$cache" -maxdepth 1 -name 'wheels-*' ! -path "$WHEELS" -exec rm -rf {} +
+  fi
+  for old in $(docker image ls --format '{{.Tag}}' "airflow-provider-jax/stand-in-$name"); do
+    [ "$old" = "$key" ] || docker image rm "airflow-provider-jax/stand-in-$name:$old" >/dev/null 2>&1 || true
+  done
+}
+
 if [ "${1:-}" = "--tags" ]; then
   for name in $all; do echo "$name=$(tag_of "$name")"; done
   exit 0
@@ -152,5 +165,6 @@ for name in ${*:-$all}; do
     load "$name" "$key" "$tarball"
   fi
   docker tag "$stand_in" "$tag"
+  prune "$name" "$key"
   log "$tag: the stand-in $stand_in"
 done
