@@ -1,5 +1,6 @@
 """The compose stack's tests: a Docker engine (the machine's, or one started for the tests,
-``tests/support/docker_engine.py``) with the stand-in images loaded (``make compose-images``).
+``tests/support/docker_engine.py``) with the stand-in images loaded (``make compose-images``),
+and the image ``docker compose build`` makes, built once for the run.
 Any test that uses ``docker_engine`` is in the ``airflow_stack`` tier (``tests/conftest.py``):
 ``make check`` runs none of them."""
 
@@ -9,12 +10,26 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.compose_stack import compose_images
+from tests.support.compose_stack import (
+    IMAGE,
+    ComposeStack,
+    compose_images,
+    remove_stale_projects,
+)
 from tests.support.docker_engine import DockerEngine, engine
 
 
 @pytest.fixture(scope="session")
 def docker_engine() -> Iterator[DockerEngine]:
     with engine() as running:
+        remove_stale_projects(running)
         compose_images(running)
         yield running
+
+
+@pytest.fixture(scope="session")
+def compose_image(docker_engine: DockerEngine) -> Iterator[str]:
+    """``docker compose build``'s image (the Dockerfile on the airflow stand-in), by name."""
+    ComposeStack(docker_engine, "build").compose("build", timeout=1200)
+    yield IMAGE
+    docker_engine.docker("image", "rm", "-f", IMAGE)

@@ -8,25 +8,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
 import pytest
 
-from tests.support.compose_stack import ComposeStack
 from tests.support.docker_engine import DockerEngine
 from tests.support.jobset_schema import REPO
 
 pytestmark = pytest.mark.timeout(1800)  # the first run builds the stand-ins (once a machine)
-
-IMAGE = "airflow-provider-jax:test-image"
-
-
-@pytest.fixture(scope="module")
-def image(docker_engine: DockerEngine) -> Iterator[str]:
-    stack = ComposeStack(docker_engine, "image", settings={"AIRFLOW_IMAGE_NAME": IMAGE})
-    stack.compose("build", timeout=1200)
-    yield IMAGE
-    docker_engine.docker("image", "rm", "-f", IMAGE)
 
 
 def python_in(engine: DockerEngine, image: str, code: str) -> str:
@@ -41,13 +29,15 @@ def normalized(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def test_every_package_the_lock_pins_is_at_its_version(docker_engine: DockerEngine, image: str):
+def test_every_package_the_lock_pins_is_at_its_version(
+    docker_engine: DockerEngine, compose_image: str
+):
     text = (REPO / "requirements" / "constraints.txt").read_text()
     pinned = {normalized(n): v for n, v in re.findall(r"^([\w.\-]+)==(\S+)", text, re.M)}
     installed = json.loads(
         python_in(
             docker_engine,
-            image,
+            compose_image,
             "import json, importlib.metadata as m; "
             "print(json.dumps({d.metadata['Name']: d.version for d in m.distributions()}))",
         )
@@ -62,10 +52,12 @@ def test_every_package_the_lock_pins_is_at_its_version(docker_engine: DockerEngi
         assert normalized(name) in map(normalized, installed), name
 
 
-def test_the_example_dags_and_the_celery_stack_import(docker_engine: DockerEngine, image: str):
+def test_the_example_dags_and_the_celery_stack_import(
+    docker_engine: DockerEngine, compose_image: str
+):
     out = python_in(
         docker_engine,
-        image,
+        compose_image,
         "import jax, numpy, optax, orbax.checkpoint; "
         "import airflow.providers.celery.executors.celery_executor_utils; "
         "import airflow_provider_jax.operators; print('imported')",

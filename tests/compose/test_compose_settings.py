@@ -14,18 +14,14 @@ from tests.support.docker_engine import DockerEngine
 
 pytestmark = pytest.mark.timeout(1800)  # the first run builds the stand-ins (once a machine)
 
-IMAGE = "airflow-provider-jax:test-settings"
-
 
 @pytest.fixture(scope="module")
-def stack(docker_engine: DockerEngine) -> Iterator[ComposeStack]:
+def stack(docker_engine: DockerEngine, compose_image: str) -> Iterator[ComposeStack]:
     """The stack's database, up: each case runs airflow-init alone, as `up` runs it first."""
-    stack = ComposeStack(docker_engine, "settings", settings={"AIRFLOW_IMAGE_NAME": IMAGE})
-    stack.compose("build", timeout=1200)
+    stack = ComposeStack(docker_engine, "settings")
     stack.up("postgres")
     yield stack
     stack.down()
-    docker_engine.docker("image", "rm", "-f", IMAGE)
 
 
 def init(stack: ComposeStack, **settings: str) -> tuple[int, str]:

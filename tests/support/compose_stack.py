@@ -1,12 +1,14 @@
-"""docker-compose.yaml's stack, driven as a user drives it: ``docker compose`` in the
-repository with a few settings (ports, executor), then Airflow's REST API with the user's
-password. Each stack is a compose project of its own (``ajx<pid>-<name>``), so stacks never
-meet, and ``down`` checks that it left no container, network or volume."""
+"""docker-compose.yaml's stack, driven as a user drives it: the README's ``docker compose``
+lines in the repository with a few settings (ports, an image name), then Airflow's REST API
+with the user's password. Each stack is a compose project of its own (``ajx<pid>-<name>``),
+so stacks never meet, and ``down`` checks that it left no container, network or volume."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import subprocess
 import time
 import urllib.error
@@ -17,14 +19,54 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from harness.processes import alive
 from tests.support.airflow_stack import free_port
 from tests.support.docker_engine import DockerEngine
 from tests.support.jobset_schema import REPO
 
 COMPOSE_FILE = REPO / "docker-compose.yaml"
 CELERY_ENV = REPO / "docker" / "celery.env"
+
+
+def _readme_commands() -> tuple[list[str], list[str], list[str]]:
+    """The README's ``docker compose`` lines, as the arguments after ``docker compose``: the
+    LocalExecutor ``up``, the CeleryExecutor ``up`` (without its ``--env-file``, which the
+    stack passes to every command) and ``down``. The tests run these, as written."""
+    lines = [
+        shlex.split(line)
+        for line in re.findall(r"^docker compose (.+)$", (REPO / "README.md").read_text(), re.M)
+    ]
+    local = next(args for args in lines if "up" in args and "--env-file" not in args)
+    celery = next(args for args in lines if "up" in args and "--env-file" in args)
+    at = celery.index("--env-file")
+    assert REPO / celery[at + 1] == CELERY_ENV, celery
+    down = next(args for args in lines if "down" in args)
+    return local, celery[:at] + celery[at + 2 :], down
+
+
+UP, CELERY_UP, DOWN = _readme_commands()
 USER = "airflow"  # docker-compose.yaml's UI/API user
 IMAGES_TIMEOUT_S = 3600  # the stand-ins' first build: mmdebstrap and the wheels, once a machine
+# The image every stack of this test process builds and runs (`docker compose build` names it):
+# a name of its own, so another run's build, of other code, never replaces it.
+IMAGE = f"airflow-provider-jax:test-{os.getpid()}"
+
+
+def remove_stale_projects(engine: DockerEngine) -> None:
+    """What stacks of test processes that are gone left (a run killed before its ``down``),
+    on an engine that outlived them: their containers, networks and volumes."""
+    label = '{{.Label "com.docker.compose.project"}}'
+    projects = set(engine.docker("ps", "-a", "--format", label).split())
+    projects |= set(engine.docker("network", "ls", "--format", label).split())
+    projects |= set(engine.docker("volume", "ls", "--format", label).split())
+    for project in projects:
+        if (owner := re.fullmatch(r"ajx(\d+)-.+", project)) and not alive(int(owner[1])):
+            selector = f"label=com.docker.compose.project={project}"
+            if containers := engine.docker("ps", "-aq", "--filter", selector).split():
+                engine.docker("rm", "-f", "-v", *containers)
+            for kind in ("network", "volume"):
+                if names := engine.docker(kind, "ls", "-q", "--filter", selector).split():
+                    engine.docker(kind, "rm", *names)
 
 
 def compose_images(engine: DockerEngine) -> None:
@@ -64,6 +106,7 @@ class ComposeStack:
             "PATH": os.environ["PATH"],
             "HOME": os.environ["HOME"],
             "DOCKER_HOST": self.engine.host,
+            "AIRFLOW_IMAGE_NAME": IMAGE,
             "AIRFLOW_API_PORT": str(self.api_port),
             "FLOWER_PORT": str(self.flower_port),
             **self.settings,
@@ -103,9 +146,10 @@ class ComposeStack:
         logs = self.compose("logs", "--no-color", "--tail", "40", check=False, timeout=120)
         return f"{ps}\n{logs[-12000:]}"
 
-    def up(self, *args: str, timeout: float = 900) -> None:
-        """``up -d --wait``: every service running, and healthy where it has a check."""
-        self.compose("up", "-d", "--wait", *args, timeout=timeout)
+    def up(self, *services: str, timeout: float = 900) -> None:
+        """The README's ``up`` (``-d --wait``: every service running, and healthy where it has
+        a check); of ``services`` only, if given."""
+        self.compose(*(CELERY_UP if self.env_file else UP), *services, timeout=timeout)
 
     def down(self) -> None:
         """``down -v``, then nothing of the project may be left: no container, no network,
@@ -116,7 +160,7 @@ class ComposeStack:
             for mount in container["Mounts"]
             if mount["Type"] == "volume"
         }
-        self.compose("down", "-v", "--remove-orphans", timeout=300)
+        self.compose(*DOWN, timeout=300)
         label = f"label=com.docker.compose.project={self.project}"
         volumes = set(self.engine.docker("volume", "ls", "-q").split())
         left = {
@@ -178,25 +222,30 @@ class ComposeStack:
     def wait_until(
         self, what: str | Callable[[], str], check: Callable[[], Any], timeout: float
     ) -> Any:
-        """``check()``'s first truthy value, polled every second; on a timeout, ``what`` and
-        the stack's state."""
+        """``check()``'s first truthy value, polled every second; a call that fails meanwhile
+        (the API server busy past a request's timeout) is polled again. On a timeout,
+        ``what``, the last failure and the stack's state."""
         deadline = time.monotonic() + timeout
-        while not (value := check()):
+        failure = None
+        while True:
+            try:
+                if value := check():
+                    return value
+            except (AssertionError, OSError) as error:  # OSError: refused, timed out
+                failure = error
             if time.monotonic() > deadline:
                 awaited = what() if callable(what) else what
-                raise TimeoutError(f"not within {timeout}s: {awaited}\n{self.state()}")
+                raise TimeoutError(
+                    f"not within {timeout}s: {awaited}\nlast failure: {failure!r}\n{self.state()}"
+                )
             time.sleep(1)
-        return value
-
-    def dag(self, dag_id: str) -> dict[str, Any] | None:
-        try:
-            return self.api("GET", f"/api/v2/dags/{dag_id}")
-        except AssertionError:  # 404 until the dag-processor has stored it
-            return None
 
     def unpause(self, dag_id: str, timeout: float = 300) -> None:
-        """Once the dag-processor has parsed ``dag_id`` (the stack stores new DAGs paused)."""
-        self.wait_until(f"{dag_id} to be parsed", lambda: self.dag(dag_id), timeout)
+        """Once the dag-processor has parsed ``dag_id`` (the stack stores new DAGs paused; 404
+        until then)."""
+        self.wait_until(
+            f"{dag_id} to be parsed", lambda: self.api("GET", f"/api/v2/dags/{dag_id}"), timeout
+        )
         self.api("PATCH", f"/api/v2/dags/{dag_id}?update_mask=is_paused", {"is_paused": False})
 
     def trigger(self, dag_id: str, conf: Mapping[str, Any] | None = None) -> str:

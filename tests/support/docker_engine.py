@@ -190,7 +190,7 @@ def _stop_when_unused() -> tuple[object, object] | None:
 
 def _clear(host: str) -> None:
     """Every container, network and volume the tests left (a killed run's): the images and
-    the build cache stay."""
+    the recent build cache stay."""
     env = {**os.environ, "DOCKER_HOST": host}
 
     def docker(*args: str) -> list[str]:
@@ -202,6 +202,10 @@ def _clear(host: str) -> None:
     docker("network", "prune", "-f")
     if volumes := docker("volume", "ls", "-q"):
         docker("volume", "rm", "-f", *volumes)
+    # Images no tag names (a stand-in's or a build's older self), and the build cache past
+    # what a rebuild of the current images needs.
+    docker("image", "prune", "-f")
+    docker("builder", "prune", "-f", "--keep-storage", "8GB")
 
 
 def _bridge(up: bool) -> None:

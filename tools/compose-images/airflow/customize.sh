@@ -18,9 +18,13 @@ cp -r "$WHEELS" "$rootfs/opt/stand-in/wheels"
 cp "$CONSTRAINTS" "$rootfs/opt/stand-in/constraints.txt"
 cp "$REQUIREMENTS" "$rootfs/opt/stand-in/requirements.txt"
 in_root python3 -m venv /home/airflow/.local
-in_root /home/airflow/.local/bin/pip install --quiet --no-index --no-cache-dir \
+# No bytecode, as in the image (its build deletes every .pyc): mmdebstrap clamps the mtime of
+# every file newer than its start to that start, so bytecode written here would be stale (a
+# source newer than the mtime it records) and written again by every container.
+in_root /home/airflow/.local/bin/pip install --quiet --no-index --no-cache-dir --no-compile \
   --find-links /opt/stand-in/wheels -c /opt/stand-in/constraints.txt \
   -r /opt/stand-in/requirements.txt
+find "$rootfs/home/airflow/.local" -name __pycache__ -type d -prune -exec rm -rf {} +
 install -m 0755 "$here/entrypoint.sh" "$rootfs/entrypoint"
 install -d "$rootfs/opt/airflow/dags" "$rootfs/opt/airflow/logs"
 in_root chown -R airflow:0 /home/airflow /opt/airflow
