@@ -13,7 +13,7 @@ export AIRFLOW_HOME ?= $(CURDIR)/.airflow
 # from bytecode; `import orbax.checkpoint` 5.8 s against 1.9 s.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install check check-under-load test lint format demo dags-test bench lock clean cluster cluster-down control-plane compose-images
+.PHONY: install check check-under-load test lint format demo dags-test bench lock clean cluster cluster-down control-plane docs compose-images
 
 install: $(STAMP)
 
@@ -73,9 +73,12 @@ cluster: $(STAMP) control-plane
 cluster-down: $(STAMP)
 	@$(PY) -m harness.real_cluster down
 
-# docs/arguments.md, from the arguments' declaration (a test fails when it is stale).
+# docs/arguments.md and docs/accelerators.md, from the code (a test fails when one is stale).
 docs: $(STAMP)
+	$(PY) -m airflow_provider_jax.operators.argument_signature
+	$(VENV)/bin/ruff format -q airflow_provider_jax/operators/job_operator.py
 	$(PY) -m airflow_provider_jax.operators.argument_docs
+	$(PY) -m airflow_provider_jax.manifest.accelerators.catalogue_docs
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -89,7 +92,8 @@ format: $(STAMP)
 demo: $(STAMP)
 	bash scripts/demo.sh
 
-# Any DAG of dags/ through `airflow dags test`, as `make demo` runs the quickstart.
+# Any DAG of dags/ through `airflow dags test`, as `make demo` runs the quickstart;
+# CONF='{"steps": 80}' is the run's --conf (scripts/demo.sh reads it from the environment).
 DAG ?= quickstart
 dags-test: $(STAMP)
 	bash scripts/demo.sh $(DAG)

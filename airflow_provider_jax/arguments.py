@@ -5,17 +5,52 @@ from __future__ import annotations
 
 import datetime
 import math
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, overload
+
+# A container image reference as container runtimes parse it (distribution's grammar):
+# [registry[:port]/]repo[:tag][@digest].
+_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_DOMAIN = (
+    r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
+)
+IMAGE_REFERENCE = re.compile(
+    rf"^(?:{_IMAGE_DOMAIN}(?::[0-9]+)?/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
+    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
+)
 
 
-def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) -> float:
+def image_reference(argument: str, value: object) -> None:
+    """An image reference as container runtimes parse it, or a ValueError naming
+    ``argument``: Kubernetes would otherwise stop the pod at InvalidImageName."""
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(
+            f"{argument} must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
+        )
+    if not IMAGE_REFERENCE.fullmatch(value):
+        raise ValueError(
+            f"{argument} {value!r} is not a valid image reference (Kubernetes would stop at "
+            "InvalidImageName): use [registry/]repository[:tag][@sha256:digest], with a "
+            "lowercase repository, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
+        )
+
+
+# The longest duration anything takes: 100 years. Airflow adds a duration to a date (a retry's
+# delay to now, a timeout to a try's start), and past about 8,000 years from now the sum is no
+# datetime (OverflowError in Airflow's own scheduling, after the task has run).
+MAX_DURATION = datetime.timedelta(days=36525)
+
+
+def positive_seconds(
+    name: str, value: object, *, timedelta_ok: bool = False, zero_ok: bool = False
+) -> float:
     """``value`` as seconds (a number, or a ``timedelta`` where ``timedelta_ok``), or a
     ValueError naming ``name``: every duration of every operator, sensor and trigger goes
     through here. It must be finite and positive (``nan`` compares false with everything, so a
-    wait of ``nan`` would fire at once, and one of ``inf`` never), and a bool is not a number
-    of seconds."""
+    wait of ``nan`` would fire at once, and one of ``inf`` never), at most
+    :data:`MAX_DURATION`, and a bool is not a number of seconds."""
     seconds = (
         value.total_seconds() if timedelta_ok and isinstance(value, datetime.timedelta) else value
     )
@@ -23,10 +58,16 @@ def positive_seconds(name: str, value: object, *, timedelta_ok: bool = False) ->
         isinstance(seconds, bool)
         or not isinstance(seconds, int | float)
         or not math.isfinite(seconds)
-        or seconds <= 0
+        or seconds < 0
+        or (seconds == 0 and not zero_ok)
+        or seconds > MAX_DURATION.total_seconds()
     ):
-        expected = "a timedelta or seconds > 0" if timedelta_ok else "seconds > 0"
-        raise ValueError(f"{name} must be {expected}, finite, got {value!r}.")
+        expected = "a timedelta or seconds" if timedelta_ok else "seconds"
+        raise ValueError(
+            f"{name} must be {expected} {'>=' if zero_ok else '>'} 0 and at most "
+            f"{MAX_DURATION.days} days "
+            f"({MAX_DURATION.total_seconds():.0f} s, a range every date sum holds), got {value!r}."
+        )
     return float(seconds)
 
 
@@ -96,7 +137,11 @@ def one_of(name: str, value: object, choices: tuple[object, ...]) -> None:
         raise ValueError(f"{name} must be one of {choices}, got {value!r}{hint}.")
 
 
-def as_bool(argument: str, value: object, *, optional: bool = False) -> object:
+@overload
+def as_bool(argument: str, value: object, *, optional: Literal[False] = False) -> bool: ...
+@overload
+def as_bool(argument: str, value: object, *, optional: Literal[True]) -> bool | None: ...
+def as_bool(argument: str, value: object, *, optional: bool = False) -> bool | None:
     """``value`` if it is True or False (or None where ``optional``): a string such as
     ``"false"`` is truthy in Python, so it would silently mean the opposite."""
     if (value is None and optional) or isinstance(value, bool):

@@ -15,26 +15,41 @@ if TYPE_CHECKING:
 
 
 class JaxJobFailed(AirflowException):
-    """A JAX job failed. The message is one block, in order: what failed and how (the
-    summary, its restarts), then every failed process, culprit first, with its traceback."""
+    """A JAX job failed. The message is one block, cause first: the culprit's error (its
+    ``[slice/host]`` and exception), what failed and how (the summary, its restarts), the
+    culprit's traceback, every other failed process, and last the other hosts' last lines
+    (``others``), which stopped after it and only look like causes (JAX's "another task
+    died")."""
 
     goodput: dict[str, Any] | None = None  # the run's ledger, attached by the backend
 
-    def __init__(self, summary: str, failures: Sequence[ProcessFailure] = ()) -> None:
+    def __init__(
+        self,
+        summary: str,
+        failures: Sequence[ProcessFailure] = (),
+        others: Sequence[str] = (),
+    ) -> None:
         self.summary = summary
         self.failures = tuple(failures)
+        self.others = tuple(others)
         super().__init__("\n".join(self._parts()))
 
     def _parts(self) -> list[str]:
-        return [self.summary, *(f.render() for f in self.failures)]
+        if not self.failures:
+            return [self.summary, *self.others]
+        culprit, *rest = self.failures
+        headline, *traceback = culprit.render().splitlines()
+        return [headline, self.summary, *traceback, *(f.render() for f in rest), *self.others]
 
     @classmethod
-    def of(cls, summary: str, failures: Sequence[ProcessFailure] = ()) -> JaxJobFailed:
+    def of(
+        cls, summary: str, failures: Sequence[ProcessFailure] = (), others: Sequence[str] = ()
+    ) -> JaxJobFailed:
         """The error for these failures, culprit first: a :class:`JaxCodeError` when the
         culprit's own code raised."""
         culprit = failures[0].kind if failures else None
         kinds = {CODE_ERROR: JaxCodeError, RESULT_ERROR: JaxResultError}
-        return kinds.get(culprit, cls)(summary, failures)  # type: ignore[arg-type]
+        return kinds.get(culprit, cls)(summary, failures, others)  # type: ignore[arg-type]
 
 
 class JaxCodeError(JaxJobFailed):

@@ -6,6 +6,7 @@ from typing import Any
 
 from airflow_provider_jax import __version__
 from airflow_provider_jax.settings import SECTION, config_section
+from airflow_provider_jax.triggers import CLASSPATHS as TRIGGER_CLASSPATHS
 
 PACKAGE_NAME = "airflow-provider-jax"
 
@@ -47,11 +48,9 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {
                 "integration-name": "JAX",
-                "python-modules": [
-                    "airflow_provider_jax.triggers.orbax",
-                    "airflow_provider_jax.triggers.orbax_events",
-                    "airflow_provider_jax.triggers.jobset",
-                ],
+                "python-modules": list(
+                    dict.fromkeys(path.rpartition(".")[0] for path in TRIGGER_CLASSPATHS)
+                ),
             }
         ],
         "extra-links": [

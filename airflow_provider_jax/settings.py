@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_provider_jax.arguments import did_you_mean
+from airflow_provider_jax.arguments import did_you_mean, image_reference
 
 SECTION = "jax"
 
@@ -33,6 +33,8 @@ class Setting:
     :param example: a value, for the config section.
     :param choices: the only values allowed, compared exactly.
     :param check: further checks of a set value (raises ValueError without the key's name).
+        An empty value is "unset" only where the default is empty too: elsewhere it is a
+        value, and checked (an empty ``metrics_prefix`` is no StatsD name).
     """
 
     kind: str
@@ -59,7 +61,7 @@ class Setting:
                 raise ValueError(f"{where} must be an {self.kind}, got {raw!r}.") from None
             if value < 0 or (isinstance(value, float) and not math.isfinite(value)):
                 raise ValueError(f"{where} must be a finite number >= 0, got {raw!r}.")
-        if self.check is not None and raw:
+        if self.check is not None and (raw or self.default):
             try:
                 self.check(raw)
             except ValueError as err:
@@ -82,8 +84,16 @@ def url_template(placeholders: tuple[str, ...]) -> Callable[[str], None]:
             )
         if not re.fullmatch(r"https?://\S+", raw):
             raise ValueError(f"{raw!r} is not an http(s) URL.")
+        try:  # a format spec or conversion ({output_dir:d}, {output_dir!x}) fails only here
+            raw.format(**dict.fromkeys(placeholders, "gs%3A%2F%2Fbucket%2Frun"))
+        except (ValueError, TypeError, IndexError, KeyError) as err:
+            raise ValueError(f"{raw!r} can't be filled in: {err}.") from None
 
     return check
+
+
+def container_image(raw: str) -> None:
+    image_reference("the image", raw)
 
 
 def absolute_path(raw: str) -> None:
@@ -106,9 +116,9 @@ SETTINGS: dict[str, Setting] = {
         "string",
         "kubernetes",
         "Where JAX jobs run when an operator names no backend: ``kubernetes`` submits a JobSet, "
-        "``local`` runs the same JobSet as local processes with JAX on the CPU.",
+        "``local`` runs the same JobSet as local processes with JAX on the CPU. Checked against "
+        "the backends the provider has (contract/backend.py) where a task resolves it.",
         "local",
-        choices=("kubernetes", "local"),
     ),
     "default_image": Setting(
         "string",
@@ -116,6 +126,7 @@ SETTINGS: dict[str, Setting] = {
         "The image a JAX task runs when it names none (its image= argument). Unset: "
         "Kubernetes tasks must name one; the local backend needs none.",
         "us-docker.pkg.dev/my-project/training/jax:latest",
+        check=container_image,
     ),
     "max_result_bytes": Setting(
         "integer",
@@ -192,6 +203,7 @@ SETTINGS: dict[str, Setting] = {
         "JobSet's in-place restart agent image, for restart_strategy='in_place' when the "
         "Kubernetes connection's extra names none (docs/recovery.md).",
         "us-docker.pkg.dev/my-project/jobset/in-place-restart-agent:v0.12.0",
+        check=container_image,
     ),
 }
 

@@ -65,7 +65,7 @@ def capacity_choices() -> None:
 
     @task
     def summary(evaluated: dict[str, Any], swept: list[dict[str, Any]]) -> None:
-        best = min(swept, key=lambda r: r["loss"])
+        best = min(swept[:], key=lambda r: r["loss"])  # one read: see dags/sweep.py
         print(f"train loss {evaluated['train_loss']:.5f}; best sweep lr {best['learning_rate']}")
 
     summary(evaluate(train()), sweep.expand(learning_rate=[0.01, 0.05]))

@@ -3,19 +3,26 @@ back when its capacity returns (``min_slices``, docs/elastic.md).
 
 The training code (``elastic_train.py``) builds its mesh from ``jax.devices()``, holds its
 global batch constant and resumes from the newest checkpoint in ``output_dir``, so it runs at
-any size. Locally, ``[jax] local_capacity_file`` takes a slice's capacity away and gives it
-back (``{"slices": 1}``, then ``{"slices": 2}``); without it, the job runs on both slices.
+any size. On GKE a slice whose pods wait for nodes is a lost slice (docs/elastic.md); locally,
+``[jax] local_capacity_file`` takes a slice's capacity away and gives it back
+(``{"slices": 1}``, then ``{"slices": 2}``); without it, the job runs on both slices.
 """
 
 from __future__ import annotations
+
+import os
 
 import pendulum
 from airflow.sdk import dag, task
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 
-# jax_output_root names the place; Airflow renders it when the task runs, not at parse.
-OUTPUT_ROOT = "{{ var.value.get('jax_output_root', '/tmp/jax-runs') }}"
+# Under AIRFLOW_HOME (make demo: the project's ignored .airflow/) unless the Variable
+# jax_output_root names the place (gs://my-bucket/runs on GKE).
+LOCAL_OUTPUTS = os.path.join(
+    os.environ.get("AIRFLOW_HOME") or os.path.expanduser("~/airflow"), "jax-outputs"
+)
+OUTPUT_ROOT = "{{ var.value.get('jax_output_root', '" + LOCAL_OUTPUTS + "') }}"
 
 
 @dag(
@@ -31,8 +38,8 @@ def elastic_training() -> None:
         num_slices=2,
         min_slices=1,  # go on with one slice when the other's capacity is lost ...
         shrink_after=120,  # ... for two minutes
-        backend="local",  # elastic slices run on the local backend in this release
-        output_dir=OUTPUT_ROOT + "/elastic/{{ run_id }}",  # a run's checkpoints, its own
+        image="{{ var.value.get('jax_image', 'us-docker.pkg.dev/my-project/training/jax:latest') }}",
+        output_dir=OUTPUT_ROOT + "/elastic/{{ run_id | replace(':', '-') | replace('+', '-') }}",
         entrypoint="elastic_train:train",
         entrypoint_kwargs={"steps": 40, "checkpoint_every": 10},
     )

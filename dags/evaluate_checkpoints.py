@@ -4,6 +4,11 @@ The schedule is an asset whose ``AssetWatcher`` lists the checkpoint directory f
 triggerer: no sensor holds a worker slot, and each finalized step is announced once. A run's
 ``triggering_asset_events`` hold its step (Airflow puts several in one run only when events
 arrive faster than it creates runs; then each is evaluated).
+
+``airflow dags test`` makes a run with no asset event: give the step as the ``step`` param
+instead, after a ``train_continuous`` run saved it (``make dags-test DAG=train_continuous``, then
+``make dags-test DAG=evaluate_checkpoints CONF='{"step": 60}'``). A run with neither fails at
+once, saying so, rather than succeed having evaluated nothing.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ import os
 from typing import Any
 
 import pendulum
-from airflow.sdk import Asset, AssetWatcher, dag, task
+from airflow.sdk import Asset, AssetWatcher, Param, dag, task
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_provider_jax.triggers.orbax_events import OrbaxCheckpointEventTrigger
 
@@ -43,11 +49,30 @@ NEW_CHECKPOINT = Asset(
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     tags=["jax", "example", "assets"],
+    params={
+        "step": Param(
+            None,
+            type=["null", "integer"],
+            minimum=0,
+            description="the step, for a run without an asset event",
+        )
+    },
 )
 def evaluate_checkpoints() -> None:
     @task
-    def new_steps(triggering_asset_events: Any = None) -> list[dict[str, Any]]:
-        return [event.extra["payload"] for event in triggering_asset_events[NEW_CHECKPOINT]]
+    def new_steps(triggering_asset_events: Any = None, params: Any = None) -> list[dict[str, Any]]:
+        """Each step the run's asset events announce, else the ``step`` param's."""
+        events = triggering_asset_events[NEW_CHECKPOINT]
+        if events:
+            return [event.extra["payload"] for event in events]
+        if params["step"] is None:
+            raise AirflowFailException(
+                "evaluate_checkpoints evaluates the steps its asset events announce, and this "
+                "run has none (a run by hand): give the step as the 'step' param, as in `make "
+                "dags-test DAG=evaluate_checkpoints CONF='{\"step\": 60}'` after `make dags-test "
+                "DAG=train_continuous`."
+            )
+        return [{"step": params["step"], "checkpoint_dir": CHECKPOINTS}]
 
     @task.jax_tpu(
         accelerator="tpu-v5litepod-4",  # one host: evaluation needs no more

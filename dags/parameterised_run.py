@@ -1,4 +1,5 @@
-"""A parameterised run: ``airflow dags trigger parameterised_run --conf '{"steps": 80}'``.
+"""A parameterised run: ``airflow dags trigger parameterised_run --conf '{"steps": 80}'``, or
+here ``make dags-test DAG=parameterised_run CONF='{"steps": 80}'``.
 
 Params are validated before the run starts, so a bad value never reaches a TPU.
 """

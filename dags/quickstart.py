@@ -28,7 +28,7 @@ with DAG(
         accelerator="tpu-v5litepod-8",  # 2 hosts x 4 chips, as GKE pools run it
         image="us-docker.pkg.dev/my-project/training/quickstart:latest",  # ignored locally
         entrypoint="quickstart_train:train",
-        entrypoint_kwargs={"steps": "{{ params.steps }}"},  # --conf '{"steps": 100}'
+        entrypoint_kwargs={"steps": "{{ params.steps }}"},  # make demo CONF='{"steps": 100}'
         total_steps="{{ params.steps }}",  # the log shows step 30/60 (50%) · steps/s · ETA
     )
 

@@ -50,7 +50,9 @@ def sweep() -> None:
 
     @task
     def pick_best(results: list[dict[str, Any]]) -> dict[str, Any]:
-        ranked = sorted(zip(LEARNING_RATES, results, strict=True), key=lambda t: t[1]["loss"])
+        # results[:] reads every trial's XCom in one request. Iterating the lazy sequence
+        # instead asks for one past the last, and Airflow logs that 404 as an error.
+        ranked = sorted(zip(LEARNING_RATES, results[:], strict=True), key=lambda t: t[1]["loss"])
         for lr, result in ranked:
             print(f"trial lr={lr}: loss {result['loss']:.5f}")
         lr, best = ranked[0]

@@ -6,6 +6,11 @@ On top of the stock emulator (which serves everything else):
   per response, ``maxResults`` honoured, continued by ``nextPageToken``. The stock emulator
   ignores both, so paging code could never be exercised against it.
 * Every request is recorded, so tests and ``bench/`` can count requests.
+* A media download carries the object's ``x-goog-generation`` and ``x-goog-metageneration``
+  headers, as GCS sends them. The stock emulator sends neither, and tensorstore (Orbax's OCDBT
+  manifest) reads the generation of what it re-reads from that header: without it, a save
+  that re-reads its manifest (a retry on a busy machine) fails with "Malformed
+  StorageGeneration".
 * Faults can be injected: HTTP errors for the next N matching requests, uploads of chosen
   object names rejected (a writer that dies right there), and one-shot actions run right after
   a matching request was answered (to race a deletion against a search).
@@ -185,7 +190,8 @@ class GcsEmulator:
             self._faults.append(_Fault(status, times, matches or (lambda _: True)))
 
     def reject_uploads(self, object_name: str, status: int = HTTPStatus.FORBIDDEN) -> None:
-        """Refuse every upload of ``object_name``, as if the writer died right before it."""
+        """Refuse every upload of ``object_name`` (of every name under it, where it ends in
+        ``/``), as if the writer died right before it."""
         with self._lock:
             self._rejected_uploads[object_name] = status
 
@@ -212,8 +218,11 @@ class GcsEmulator:
     def _rejected_status(self, request: RecordedRequest, body: bytes) -> int | None:
         with self._lock:
             for name, status in self._rejected_uploads.items():
-                quoted = json.dumps(name).encode()
-                if request.param("name") == name or quoted in body:
+                if name.endswith("/"):  # a folder: every object under it
+                    opening = json.dumps(name)[:-1].encode()  # '"name' without its closing quote
+                    if (request.param("name") or "").startswith(name) or opening in body:
+                        return status
+                elif request.param("name") == name or json.dumps(name).encode() in body:
                     return status
         return None
 
@@ -248,7 +257,7 @@ class _Handler(RequestHandler):
 
     def _serve(self, method: str, default: Callable[[], None]) -> None:
         parts = urlsplit(self.path)
-        request = RecordedRequest(method, parts.path, parse_qs(parts.query))
+        request = self._request = RecordedRequest(method, parts.path, parse_qs(parts.query))
         status = self.emulator._record(request)
         if status is None and self.emulator._rejected_uploads and self._is_upload(request):
             status = self.emulator._rejected_status(request, self._buffer_body())
@@ -275,6 +284,32 @@ class _Handler(RequestHandler):
 
     def do_PATCH(self) -> None:
         self._serve("PATCH", super().do_PATCH)
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        self._status = code
+        super().send_response(code, message)
+
+    def end_headers(self) -> None:
+        request = getattr(self, "_request", None)
+        if request is not None and getattr(self, "_status", 0) in (200, 206):
+            for header, value in self._generation_headers(request).items():
+                self.send_header(header, value)
+        super().end_headers()
+
+    def _generation_headers(self, request: RecordedRequest) -> dict[str, str]:
+        """GCS's generation headers for a media download of an object; {} for anything else."""
+        path = request.path.removeprefix("/download")
+        if request.method != "GET" or request.param("alt") != "media" or "/o/" not in path:
+            return {}
+        bucket_part, _, name = path.partition("/o/")
+        try:
+            obj = self.storage.get_file_obj(bucket_part.rsplit("/", 1)[-1], unquote(name))
+        except NotFound:
+            return {}
+        return {
+            "x-goog-generation": str(obj.get("generation") or "1"),
+            "x-goog-metageneration": str(obj.get("metageneration") or "1"),
+        }
 
     @staticmethod
     def _is_upload(request: RecordedRequest) -> bool:

@@ -2,12 +2,17 @@
 # Run a DAG of dags/ for real with `airflow dags test`, on the local backend: a project-local
 # Airflow home with SQLite (JAX processes on this machine's CPU). `make demo` runs the
 # quickstart (2 JAX processes standing in for a 2-host TPU slice); `make dags-test DAG=<id>`
-# runs any other. Works in a fresh shell: everything Airflow needs is set here.
+# runs any other, and `CONF='{"steps": 80}'` (make passes it on) becomes the run's
+# `airflow dags test --conf`. Works in a fresh shell: everything Airflow needs is set here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
 AIRFLOW="${VENV:-.venv}/bin/airflow"
 DAG="${1:-quickstart}"
+TEST=(dags test "$DAG")
+if [ -n "${CONF:-}" ]; then
+    TEST+=(--conf "$CONF")
+fi
 
 export AIRFLOW_HOME="$ROOT/.airflow"
 export AIRFLOW__DATABASE__SQL_ALCHEMY_CONN="sqlite:///$AIRFLOW_HOME/airflow.db"
@@ -32,10 +37,10 @@ if ! "$AIRFLOW" db migrate >"$AIRFLOW_HOME/migrate.log" 2>&1; then
     exit 1
 fi
 
-echo "==> airflow dags test $DAG"
+echo "==> airflow ${TEST[*]}"
 echo "    (a JAX process's lines start with its [slice/host]: [0/0] is the leader, process 0)"
 LOG="$AIRFLOW_HOME/$DAG.log"
-"$AIRFLOW" dags test "$DAG" 2>&1 | tee "$LOG"
+"$AIRFLOW" "${TEST[@]}" 2>&1 | tee "$LOG"
 [ "$DAG" = quickstart ] || exit 0
 
 if ! RESULT=$(grep -o 'QUICKSTART RESULT: .*' "$LOG" | tail -n 1) || [ -z "$RESULT" ]; then

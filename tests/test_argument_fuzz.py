@@ -6,23 +6,24 @@ fails."""
 
 from __future__ import annotations
 
+import datetime
 import math
 from typing import Any
 
 import pytest
-from airflow.sdk import DAG
+from airflow.sdk import DAG, DeadlineAlert, DeadlineReference, SyncCallback
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airflow_provider_jax.manifest import pod_schema
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.operators import JaxTpuSliceOperator
-from airflow_provider_jax.operators.job_arguments import JOB_ARGUMENTS, Argument
+from airflow_provider_jax.operators.job_arguments import ARGUMENTS, declared
 from tests.support.jobset_schema import jobset_validator
 
 BASE = {"task_id": "t", "accelerator": "tpu-v6e-16", "image": "img", "entrypoint": "m:f"}
 NAN, INF = math.nan, math.inf
-NUMBERS = [NAN, INF, -INF, -1, 0, True, False, 2.5, "10", "10\n", 10**12]
+NUMBERS = [NAN, INF, -INF, -1, 0, True, False, 2.5, "10", "10\n", 10**12, 1e300]
 NAMES = ["", "x\n", " x", "X", "bad name", "a" * 300, True, 3, "jax", "-x"]
 ENUM_SLIPS = ["", " ", "\n", True, 0]
 TEXT_MAPS: list[Any] = [
@@ -41,7 +42,9 @@ LISTS: list[Any] = [[], [{}], "x", [True], [NAN], [None], {"a": 1}]
 # Each kind's bad values, by the kind's name in the declaration (operators/job_arguments.py).
 BY_KIND: dict[str, list[Any]] = {
     "seconds (> 0, finite)": NUMBERS,
-    "duration (seconds > 0, finite, or a timedelta)": NUMBERS,
+    "duration (seconds > 0, finite, or a timedelta)": [
+        *NUMBERS, datetime.timedelta.max, datetime.timedelta(0), -datetime.timedelta(1),
+    ],
     "integer >= 0": NUMBERS,
     "integer >= 1": NUMBERS,
     "TCP port (1-65535)": [*NUMBERS, 65536, 70000],
@@ -63,8 +66,11 @@ BY_KIND: dict[str, list[Any]] = {
         {"limits": {"memory": "64"}}, {"limits": {"cpu": NAN}}, {"x": {}},
     ],
     "list of mappings": LISTS,
+    "JAX options (`jax_*` name → JSON value)": [
+        {"enable_x64": True}, {"jax_x": NAN}, {"jax_x": {1}}, {" jax_x": 1}, ["jax_x"], "x",
+    ],
     "list of integers": [*LISTS, [0], [256], [42, 42], [-1]],
-    "list of strings": [*LISTS, ["", ""], ["numpy\n"]],
+    "list of strings": [*LISTS, ["", ""], ["numpy\n"], {"a", "b"}, frozenset()],
     "capacity | [capacity, ...]": [
         "Spot", "spot\n", ["spot", "spot"], [], "reservation:", "reservation:R", True, 3,
     ],
@@ -92,6 +98,12 @@ BY_KIND: dict[str, list[Any]] = {
         {"spec": {"tolerations": [{"key": "k", "operator": "In"}]}},
         {"spec": {"containers": [{"name": "jax", "securityContext": {"runAsUser": -5}}]}},
         "x",
+        # What the provider owns, one level down (manifest/ownership.py)
+        {"metadata": {"annotations": {"kueue.x-k8s.io/podset-slice-size": "4"}}},
+        {"metadata": {"annotations": {"cloud.google.com/gke-tpu-slice-topology": "4x4"}}},
+        {"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}},
+        {"metadata": {"labels": {"app.kubernetes.io/managed-by": "me"}}},
+        {"spec": {"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice"}}},
     ],
 }  # fmt: skip
 ENUM_KIND = " | "  # an enum's kind name lists its choices: each gets the slips below
@@ -104,7 +116,6 @@ BY_ARGUMENT: dict[str, list[Any]] = {
     "stream_logs": ["Leader", "all\n"],
     "on_finish_action": ["Delete_JobSet", "keep_jobset\n"],
     "backend": ["Local", "kubernetes\n"],
-    "node_selector": [{"cloud.google.com/gke-tpu-topology": "2x2"}],
     "env": [{"JAX_COORDINATOR_ADDRESS": "x"}, {"AIRFLOW_JAX_CALL": "{}"}],
     "labels": [{"jobset.sigs.k8s.io/jobset-name": "x"}],
     "tolerations": [[{"key": "k", "operator": "In"}]],
@@ -116,6 +127,29 @@ BY_ARGUMENT: dict[str, list[Any]] = {
     "volume_mounts": [[{"name": "missing", "mountPath": "/d"}]],
     "pip_packages": [["--index-url=x"]],
     "placement": ["Compact", "required:rack", "preferred:", True, "compact\n"],
+    # Airflow's own objects, wrong as Airflow's serialization sees them
+    "deadline": [
+        DeadlineAlert(
+            reference=DeadlineReference.FIXED_DATETIME("2026-12-01"),
+            interval=datetime.timedelta(hours=1),
+            callback=SyncCallback("builtins.print"),
+        ),
+        DeadlineAlert(
+            reference=DeadlineReference.DAGRUN_QUEUED_AT,
+            interval=datetime.timedelta(days=10**6),
+            callback=SyncCallback("builtins.print"),
+        ),
+        DeadlineAlert(
+            reference=DeadlineReference.DAGRUN_QUEUED_AT,
+            interval=datetime.timedelta(hours=1),
+            callback=SyncCallback("builtins.print", kwargs={"to": {"ops"}}),
+        ),
+    ],
+    "node_selector": [
+        {"cloud.google.com/gke-tpu-topology": "2x2"},
+        {"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice"},
+    ],
+    "annotations": [{"kueue.x-k8s.io/podset-required-topology": "x"}],
 }
 # Objects the provider's own types parse, not values typed wrong by kind.
 UNFUZZED = {"accelerator", "command", "entrypoint", "output_dir", "checkpoint_asset", "pathways",
@@ -123,13 +157,17 @@ UNFUZZED = {"accelerator", "command", "entrypoint", "output_dir", "checkpoint_as
             "cluster_name", "gcp_conn_id", "impersonation_chain"}  # fmt: skip
 
 
-def bad_values(argument: Argument) -> list[Any]:
-    kind = argument.kind.name
+def bad_values(name: str, kind: str) -> list[Any]:
     values = BY_KIND.get(kind, ENUM_SLIPS if ENUM_KIND in kind else [])
-    return [*values, *BY_ARGUMENT.get(argument.name, [])]
+    return [*values, *BY_ARGUMENT.get(name, [])]
 
 
-KINDS = {a.name: bad_values(a) for a in JOB_ARGUMENTS if a.name not in UNFUZZED}
+# The TPU operator's: the GPU operator's own (gpus_per_node, num_nodes) are refused on it.
+KINDS = {
+    f.name: bad_values(f.name, declared(f).kind.name)
+    for f in ARGUMENTS
+    if f.name not in UNFUZZED and declared(f).only in (None, "tpu")
+}
 # Some arguments only mean something beside another: each draw gets these too.
 NEEDS: dict[str, dict[str, Any]] = {
     "capacity_wait": {"capacity": ["spot", "on-demand"]},
@@ -182,6 +220,39 @@ def test_each_bad_value_is_refused_by_name_or_renders_a_valid_jobset(first, seco
         kwargs[argument] = value
         named += [argument, *NEEDS.get(argument, {})]
     refused_by_name(kwargs, named)
+
+
+# Good values that can't meet some others: each draw of two or three of them (with what each
+# needs) is refused naming one of them, or renders a valid JobSet.
+GOOD_APART: dict[str, dict[str, Any]] = {
+    "min_slices": {"num_slices": 2, "min_slices": 1, "output_dir": "/tmp/out"},
+    "max_restarts": {"max_restarts": 0},
+    "shrink_after": {"shrink_after": 3600},
+    "execution_timeout": {"execution_timeout": datetime.timedelta(minutes=30)},
+    "require_distributed": {"command": ["python3", "t.py"], "entrypoint": None,
+                            "require_distributed": True},
+    "pathways": {"pathways": True},
+    "initialize_distributed": {"initialize_distributed": True},
+    "command": {"command": ["python3", "t.py"], "entrypoint": None},
+    "deadline": {"deadline": DeadlineAlert(reference=DeadlineReference.DAGRUN_QUEUED_AT,
+                                           interval=datetime.timedelta(hours=1),
+                                           callback=SyncCallback("builtins.print"))},
+    "stream_logs": {"stream_logs": "none"},
+    "dynamic_slicing": {"accelerator": "tpu7x-4x4x8", "dynamic_slicing": True, "queue_name": "q"},
+    "profile_steps": {"profile_steps": (1, 2), "output_dir": "/tmp/out"},
+    "restart_strategy": {"restart_strategy": "in_place"},
+    "local_checkpoint_size": {"local_checkpoint_size": "1Gi"},
+}  # fmt: skip
+
+
+@settings(max_examples=300, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+@given(st.lists(st.sampled_from(sorted(GOOD_APART)), min_size=2, max_size=3, unique=True))
+def test_good_values_that_cant_meet_are_refused_naming_one_of_them(chosen):
+    kwargs = dict(BASE)
+    for name in chosen:
+        kwargs.update(GOOD_APART[name])
+    refused_by_name(kwargs, [k for name in chosen for k in GOOD_APART[name]])
 
 
 @pytest.mark.parametrize("argument", ARGUMENTS)

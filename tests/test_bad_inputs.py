@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,75 @@ AT_PARSE = [
     Bad("checkpoint_dir_relative", sensor("ckpt/run1"), "is relative"),
     Bad("checkpoint_dir_bucket", sensor("gs://My_Bucket/ckpt"), "not a valid GCS bucket name"),
     Bad("checkpoint_dir_no_bucket", sensor("gs:///ckpt"), r"is not a valid GCS bucket name"),
+    # Round 12's list (#72): values aimed at the last round's options, and their pairs
+    Bad("checkpoint_dir_line_feed", sensor("gs://bucket/run\n"), "holds a control character"),
+    Bad("output_dir_line_feed", tpu(output_dir="gs://bucket/run\n"), "holds a control char"),
+    Bad("argv_set", tpu(command=None, entrypoint="m:f", argv={"--a", "--b"}), "a set has no order"),
+    Bad("command_set", tpu(command={"python3"}), "command must be a list or tuple"),
+    Bad("command_empty_program", tpu(command=[""]), "command must start with the program"),
+    Bad("queue_timeout_huge", tpu(queue_timeout=1e12), "queue_timeout must be .* at most 36525"),
+    Bad(
+        "execution_timeout_huge",
+        tpu(execution_timeout=timedelta(days=10**6)),
+        "execution_timeout must be a timedelta or seconds >= 0 and at most 36525 days",
+    ),
+    Bad(
+        "min_slices_without_restarts",
+        tpu(num_slices=2, min_slices=1, output_dir="/ckpt", max_restarts=0),
+        "min_slices needs max_restarts >= 1",
+    ),
+    Bad(
+        "shrink_after_past_timeout",
+        tpu(
+            num_slices=2,
+            min_slices=1,
+            output_dir="/ckpt",
+            shrink_after=3600,
+            execution_timeout=timedelta(minutes=30),
+        ),
+        "shrink_after .3600 s. must be shorter than execution_timeout",
+    ),
+    Bad(
+        "require_distributed_pathways",
+        tpu(require_distributed=True, pathways=True),
+        "require_distributed does not go with pathways",
+    ),
+    Bad(
+        "initialize_distributed_command",
+        tpu(initialize_distributed=True),
+        "initialize_distributed=True does nothing for a command",
+    ),
+    Bad(
+        "elastic_multi_cube_super_slice",
+        tpu(
+            accelerator="tpu7x-4x4x8",
+            dynamic_slicing=True,
+            queue_name="q",
+            num_slices=2,
+            min_slices=1,
+            output_dir="/ckpt",
+        ),
+        "min_slices does not go with a dynamic super-slice of several",
+    ),
+    Bad(
+        "selector_replaces_accelerator",
+        tpu(node_selector={"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice"}),
+        "node_selector sets 'cloud.google.com/gke-tpu-accelerator'",
+    ),
+    Bad(
+        "override_slice_topology",
+        tpu(
+            pod_template_override={
+                "metadata": {"annotations": {"cloud.google.com/gke-tpu-slice-topology": "4x4"}}
+            }
+        ),
+        "pod_template_override sets 'cloud.google.com/gke-tpu-slice-topology'",
+    ),
+    Bad(
+        "override_queue_label",
+        tpu(pod_template_override={"metadata": {"labels": {"kueue.x-k8s.io/queue-name": "q"}}}),
+        "use queue_name=",
+    ),
 ]
 
 
@@ -274,6 +344,7 @@ def bad_run(
     k8s_emulator.reset()
 
 
+@pytest.mark.slow  # the bad_inputs DAG under `airflow dags test`: a minute or more
 @pytest.mark.parametrize("task_id", ONCE_RENDERED)
 def test_rejected_once_rendered_before_any_cluster_call(bad_run: Run, task_id: str):
     assert bad_run.states[task_id] == ("failed", 1), bad_run.proc.stdout[-3000:]
@@ -281,6 +352,7 @@ def test_rejected_once_rendered_before_any_cluster_call(bad_run: Run, task_id: s
     assert bad_run.created_for(task_id) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_id", IN_THE_PODS)
 def test_rejected_in_the_pods_and_the_jobset_deleted(bad_run: Run, task_id: str):
     assert bad_run.states[task_id][0] == "failed", bad_run.proc.stdout[-3000:]
@@ -292,6 +364,7 @@ def test_rejected_in_the_pods_and_the_jobset_deleted(bad_run: Run, task_id: str)
     assert bad_run.created_for(task_id) == 1
 
 
+@pytest.mark.slow
 def test_no_cluster_object_is_left(bad_run: Run, k8s_emulator: Emulator):
     # ...and no noise about the links a task that never made a JobSet has none of
     assert "XCom not found" not in bad_run.proc.stdout

@@ -11,13 +11,19 @@ import pytest
 from airflow.sdk.module_loading import import_string
 
 from airflow_provider_jax.get_provider_info import get_provider_info
+from airflow_provider_jax.triggers import CLASSPATHS as TRIGGER_CLASSPATHS
 
-STORED = [
-    # trigger rows (the triggerer imports ``classpath`` to resume a deferred task)
+# Every trigger class a row of a released version named: a new one joins CLASSPATHS, and the
+# ones here never leave it.
+RELEASED_TRIGGERS = (
     "airflow_provider_jax.triggers.jobset.JobSetTrigger",
     "airflow_provider_jax.triggers.orbax.OrbaxCheckpointTrigger",
     "airflow_provider_jax.triggers.orbax_events.OrbaxCheckpointEventTrigger",
     "airflow_provider_jax.triggers.orbax_producer.CheckpointDirProducer",
+)
+STORED = [
+    # trigger rows (the triggerer imports ``classpath`` to resume a deferred task)
+    *TRIGGER_CLASSPATHS,
     # operator extra links in serialized DAGs
     "airflow_provider_jax.links.jobset.JobSetLogsLink",
     "airflow_provider_jax.links.jobset.JobSetWorkloadLink",
@@ -30,6 +36,10 @@ STORED = [
     "airflow_provider_jax.SecretRef",
     "airflow_provider_jax.secret_refs.SecretRef",  # moved to manifest/; kept for one release
 ]
+
+
+def test_no_released_trigger_classpath_leaves_the_list():
+    assert set(RELEASED_TRIGGERS) <= set(TRIGGER_CLASSPATHS)
 
 
 @pytest.mark.parametrize("classpath", STORED)

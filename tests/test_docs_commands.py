@@ -44,6 +44,30 @@ def test_make_dags_test_runs_the_named_dag_as_make_demo_runs_the_quickstart():
     assert "bash scripts/demo.sh multislice_tpu" in shown, shown
 
 
+def test_make_dags_test_gives_conf_to_airflow_dags_test(tmp_path):
+    """``make dags-test DAG=<id> CONF='{...}'``, as docs/local-backend.md shows it, reaches
+    ``airflow dags test --conf`` whole. The ``airflow`` here is a stand-in that prints its
+    arguments (``VENV`` names its folder); tests/dags/test_examples.py runs the real one."""
+    stand_in = tmp_path / "venv"
+    (stand_in / "bin").mkdir(parents=True)
+    airflow = stand_in / "bin" / "airflow"
+    airflow.write_text('#!/bin/sh\nfor a; do printf "[%s]" "$a"; done; echo\n')
+    airflow.chmod(0o755)
+    (stand_in / ".installed").touch()  # make's stamp: nothing to install
+    dag = "conf_reaches_airflow"
+    try:
+        status, shown = fresh_shell(
+            f'make dags-test DAG={dag} VENV={stand_in} CONF=\'{{"steps": 80, "name": "a b"}}\''
+        )
+    finally:
+        (REPO / ".airflow" / f"{dag}.log").unlink(missing_ok=True)
+    assert status == 0, shown
+    assert f'[dags][test][{dag}][--conf][{{"steps": 80, "name": "a b"}}]' in shown, shown
+    status, shown = fresh_shell(f"make dags-test DAG={dag} VENV={stand_in}")
+    (REPO / ".airflow" / f"{dag}.log").unlink(missing_ok=True)
+    assert status == 0 and f"[dags][test][{dag}]\n" in shown, shown
+
+
 def test_the_blocks_that_need_gke_are_only_kubectl_and_gcloud():
     """Those blocks need a GKE project; every other one runs below."""
     gke = [where for code, where in BLOCKS.items() if NEEDS_GKE.search(code)]

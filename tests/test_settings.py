@@ -38,6 +38,13 @@ BAD = [
     ("MAX_RESULT_BYTES", "1MiB", r"max_result_bytes must be an integer"),
     ("MAX_LOG_STREAMS", "-1", r"max_log_streams must be a finite number >= 0"),
     ("RESUME_SETTLE_SECONDS", "nan", r"resume_settle_seconds must be a finite number >= 0"),
+    # An empty value is unset only where the default is empty: an empty prefix would fail
+    # the task after its training, when the first metric is sent.
+    ("METRICS_PREFIX", "", r"\[jax\] metrics_prefix: '' is not a StatsD name"),
+    ("DEFAULT_IMAGE", "My Image", r"\[jax\] default_image: the image 'My Image' is not a valid"),
+    ("IN_PLACE_RESTART_AGENT_IMAGE", "agent image", r"\[jax\] in_place_restart_agent_image: "),
+    ("TENSORBOARD_URL", "https://tb/?d={output_dir:d}", r"tensorboard_url: .*can't be filled in"),
+    ("TENSORBOARD_URL", "https://tb/?d={output_dir!x}", r"tensorboard_url: .*can't be filled in"),
 ]
 
 

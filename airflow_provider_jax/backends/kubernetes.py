@@ -43,7 +43,7 @@ from airflow_provider_jax.exceptions import (
     SlicesChanged,
 )
 from airflow_provider_jax.hooks.cluster import KubernetesCluster, cluster_from
-from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetHook
+from airflow_provider_jax.hooks.jobset import JobSetExists, JobSetOperations
 from airflow_provider_jax.hooks.multikueue import check_before_submit, unreadable_result
 from airflow_provider_jax.links.jobset import (
     JobSetLogsLink,
@@ -122,7 +122,7 @@ class KubernetesBackend:
             manifest = {**manifest, "metadata": {**meta, "annotations": claim}}
         try:
             hook = self.cluster.hook()
-            extras = None if self.cluster.is_gke else hook.conn_extras
+            extras = self.cluster.connection_extras()
             try:
                 check_before_submit(extras, self.settings.output_dir, _connection_exists)
             except ValueError as err:
@@ -149,7 +149,7 @@ class KubernetesBackend:
             raise
 
     def _started(
-        self, hook: JobSetHook, ref: JobSetRef, manifest: Mapping[str, Any], try_number: str
+        self, hook: JobSetOperations, ref: JobSetRef, manifest: Mapping[str, Any], try_number: str
     ) -> Started:
         """What waits on the JobSet just created (or reattached to): the trigger, the
         deferral's claim and timeout, the links."""
@@ -221,7 +221,7 @@ class KubernetesBackend:
         Airflow's execution_timeout alarm then interrupts only the waiting, and its
         ``on_kill`` deletes the JobSet (see ``off_main_thread``)."""
         trigger: JobSetTrigger = started.handle
-        extras = None if self.cluster.is_gke else self.cluster.hook().conn_extras
+        extras = self.cluster.connection_extras()
         work = trigger.wait(connection_extras=extras)
         postpone_airflows_alarm(trigger.deadline)  # the wait ends itself at the deadline
         event = wait_off_main_thread(work, name=f"wait-{trigger.name}")
@@ -259,7 +259,7 @@ class KubernetesBackend:
         # whatever on_finish_action says, the JobSet goes, as it holds quota or nodes.
         capacity_lost = ended.status == FAILED and ended.reason in QUEUE_REASONS
         if ended.status == FAILED and not capacity_lost:
-            error = explain_failure(hook, ref.name, ref.namespace, ended, self.log)
+            error = explain_failure(hook, ref.name, ref.namespace, ended)
         else:
             failed = NoCapacity if ended.reason == NO_CAPACITY else JaxJobFailed
             error = failed(f"{ref.where}: {ended.message}")
@@ -270,7 +270,9 @@ class KubernetesBackend:
             self._finish(hook, ref, succeeded=False, ended=ended.status == FAILED)
         raise error
 
-    def _leader_result(self, hook: JobSetHook, ref: JobSetRef, read: str | None = None) -> Outcome:
+    def _leader_result(
+        self, hook: JobSetOperations, ref: JobSetRef, read: str | None = None
+    ) -> Outcome:
         """From the leader's termination message (``read``: as the trigger read it on a
         MultiKueue worker), else ``output_dir``'s result.json."""
         if read is None:
@@ -290,7 +292,7 @@ class KubernetesBackend:
         return Outcome(*reader.from_message(ok, self.log), resumed_from=resumed_step(ok))
 
     def _finish(
-        self, hook: JobSetHook, ref: JobSetRef, *, succeeded: bool, ended: bool = True
+        self, hook: JobSetOperations, ref: JobSetRef, *, succeeded: bool, ended: bool = True
     ) -> None:
         """Apply ``on_finish_action``. Once the JobSet has ended, a delete that fails leaves
         an object, not a workload: say so and keep the task's own outcome."""
@@ -344,7 +346,7 @@ def no_cluster_configured(cluster: KubernetesCluster, err: Exception) -> str:
 
 
 def submit(
-    hook: JobSetHook, cluster: KubernetesCluster, manifest: Mapping[str, Any], log: Any
+    hook: JobSetOperations, cluster: KubernetesCluster, manifest: Mapping[str, Any], log: Any
 ) -> JobSetRef:
     """Create the task instance's JobSet, or attach to the one there when that is safe (see
     the module's docstring); anything else of ours is deleted first, and waited for, so a
@@ -428,7 +430,7 @@ def _deferred_by(jobset: Mapping[str, Any]) -> str | None:
     return annotation(jobset, DEFERRED_BY_TRY_ANNOTATION)
 
 
-def _delete(hook: JobSetHook, ref: JobSetRef, log: Any) -> None:
+def _delete(hook: JobSetOperations, ref: JobSetRef, log: Any) -> None:
     if hook.delete_jobset(ref.name, ref.namespace, ref.uid):
         log.info("Deleted %s (Foreground: its pods go first).", ref.where)
 

@@ -1,6 +1,6 @@
-"""Why a JobSet failed, told as one :class:`JaxJobFailed`: its conditions and restarts, then
-each failed host's ``[slice/host]``, traceback tail and last log lines, culprits first. Before
-it, the task log gets the last lines of the hosts the error does not show
+"""Why a JobSet failed, told as one :class:`JaxJobFailed`, cause first: the culprit's error, the
+JobSet's conditions and restarts, each failed host's ``[slice/host]``, traceback tail and last
+log lines, culprits first; and last the last lines of the hosts it does not show otherwise
 (``host_logs.summary``): failed hosts past ``MAX_FAILED_PODS``, then the rest of the newest
 attempt, up to ``SUMMARY_HOSTS`` hosts."""
 
@@ -11,7 +11,7 @@ from typing import Any
 
 from airflow_provider_jax.exceptions import JaxJobFailed
 from airflow_provider_jax.hooks.api_errors import explain
-from airflow_provider_jax.hooks.jobset import JobSetHook
+from airflow_provider_jax.hooks.jobset import JobSetOperations
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.manifest.jobset_api import JOBSET_NAME_LABEL
 from airflow_provider_jax.reporting import host_logs
@@ -23,9 +23,9 @@ LOG_TAIL_LINES, LOG_TAIL_BYTES = 30, 8192
 
 
 def explain_failure(
-    hook: JobSetHook, name: str, namespace: str, event: JobSetEvent, log: Any = None
+    hook: JobSetOperations, name: str, namespace: str, event: JobSetEvent
 ) -> JaxJobFailed:
-    """The error for a failed JobSet; with ``log``, each host's last lines go there first."""
+    """The error for a failed JobSet, the other hosts' last lines at its end."""
     summary = [f"{event.where} failed: {event.reason}: {event.message}"]
     if event.jobset:
         summary.append(f"JobSet status: {status.describe(event.jobset)}")
@@ -45,17 +45,13 @@ def explain_failure(
             f"Not shown: {len(rest)} more failed pods, " + " ".join(map(status.tag, rest))
         )
     tails = {_name(p): _tail(hook, namespace, p, LOG_TAIL_LINES) for p in failed[:MAX_FAILED_PODS]}
-    if log is not None and pods:
-        for line in _host_summary(hook, name, namespace, pods, failed, tails):
-            log.info("%s", line)
-    return JaxJobFailed.of(
-        "\n".join(summary),
-        [status.pod_failure(p, tails[_name(p)]) for p in failed[:MAX_FAILED_PODS]],
-    )
+    shown = [status.pod_failure(p, tails[_name(p)]) for p in failed[:MAX_FAILED_PODS]]
+    others = _host_summary(hook, name, namespace, pods, failed, tails) if pods else []
+    return JaxJobFailed.of("\n".join(summary), shown, others)
 
 
 def _host_summary(
-    hook: JobSetHook,
+    hook: JobSetOperations,
     name: str,
     namespace: str,
     pods: list[dict[str, Any]],
@@ -79,7 +75,7 @@ def _name(pod: Mapping[str, Any]) -> str:
     return pod["metadata"]["name"]
 
 
-def _tail(hook: JobSetHook, namespace: str, pod: Mapping[str, Any], lines: int) -> str:
+def _tail(hook: JobSetOperations, namespace: str, pod: Mapping[str, Any], lines: int) -> str:
     try:
         return hook.read_pod_log(
             _name(pod), namespace, tail_lines=lines, limit_bytes=LOG_TAIL_BYTES

@@ -12,16 +12,15 @@ unpickled.
 from __future__ import annotations
 
 import json
-import os
-import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_provider_jax.contract.backend import DEFAULT_MAX_RESULT_BYTES
 from airflow_provider_jax.exceptions import JaxJobFailed
-from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.output_paths import RESULT_FILE, result_uri
+from airflow_provider_jax.runtime.stores import parse_location
+from airflow_provider_jax.stores import Access, store
 
 
 class ResultRejected(JaxJobFailed):
@@ -37,7 +36,7 @@ class ResultReader:
     """Reads ``<output_dir>/result.json`` and nothing else.
 
     :param output_dir: the operator's rendered ``output_dir`` (None: no file results).
-    :param gcp_conn_id: the Google connection for a ``gs://`` output_dir.
+    :param gcp_conn_id: the Google connection, for an output_dir in GCS.
     :param impersonation_chain: service accounts to impersonate for it.
     :param max_bytes: the largest result read, in bytes.
     :param expected: the program is a function whose return value is the result
@@ -98,12 +97,17 @@ class ResultReader:
         """The JSON value of ``<output_dir>/result.json``; FileNotFoundError if absent."""
         assert self.location is not None
         try:
-            where = Location.parse(self.location, "output_dir")
+            where = parse_location(self.location, "output_dir")
         except ValueError as err:
             raise ResultRejected(str(err)) from None
-        data = (
-            self._read_gcs(where.bucket, where.key) if where.is_gcs else self._read_local(where.key)
-        )
+        access = Access(self.gcp_conn_id, self.impersonation_chain)
+        try:
+            # A pod that shares the filesystem could leave a symlink to the worker's secrets:
+            # the driver reads only a plain file or object, within the cap.
+            data = store(where, access).read(where, self.max_bytes, self._check_size)
+        except ValueError as err:  # not a plain file or object
+            raise ResultRejected(str(err)) from None
+        self._check_size(len(data))  # it may have been replaced since its size was read
         try:
             return json.loads(data)
         except ValueError as err:
@@ -116,35 +120,3 @@ class ResultReader:
                 "result ([jax] max_result_bytes): XComs live in Airflow's database. Write large "
                 "outputs to output_dir and return their paths."
             )
-
-    def _read_local(self, path: str) -> bytes:
-        # A pod that shares the filesystem could leave a symlink to the worker's secrets.
-        try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-        except OSError as err:
-            if isinstance(err, FileNotFoundError):
-                raise
-            raise ResultRejected(f"{path} cannot be read as a plain file: {err}") from None
-        with os.fdopen(fd, "rb") as f:
-            info = os.fstat(f.fileno())
-            if not stat.S_ISREG(info.st_mode):
-                raise ResultRejected(f"{path} is not a regular file; nothing was read.")
-            self._check_size(info.st_size)
-            return f.read(self.max_bytes + 1)
-
-    def _read_gcs(self, bucket: str, name: str) -> bytes:
-        from airflow.providers.google.cloud.hooks.gcs import GCSHook
-        from google.api_core.exceptions import NotFound
-
-        hook = GCSHook(gcp_conn_id=self.gcp_conn_id, impersonation_chain=self.impersonation_chain)
-        try:
-            blob = hook.get_conn().bucket(bucket).get_blob(name)
-            if blob is None:
-                raise FileNotFoundError(self.location)
-            self._check_size(blob.size or 0)
-            # The object may have been replaced since: never take more than the cap.
-            data = blob.download_as_bytes(end=self.max_bytes)  # inclusive: cap + 1 bytes
-        except NotFound as err:
-            raise FileNotFoundError(self.location) from err
-        self._check_size(len(data))
-        return data

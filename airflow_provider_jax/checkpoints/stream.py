@@ -16,27 +16,19 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.checkpoints import (
+    DEFAULT_RETRY,
     CheckpointDirError,
     CheckpointQuery,
     FinalizedStep,
-    GcsLocation,
     StorageUnavailableError,
 )
-from airflow_provider_jax.checkpoints.gcs_drivers import agcs_fetcher
-from airflow_provider_jax.runtime.orbax_steps import (
-    ListPage,
-    ListRequest,
-    arun_search,
-    check_gcs_step,
-    check_local_step,
-    list_gcs_steps,
-    list_local_steps,
-)
+from airflow_provider_jax.stores import store
+from airflow_provider_jax.stores.driver import StepCheck, StepPoll
 
 log = logging.getLogger(__name__)
 
@@ -146,9 +138,6 @@ def _owner(record: Any) -> tuple[str | None, float]:
     return (record if isinstance(record, str) else None), 0.0
 
 
-StepCheck = Callable[[int, str], Awaitable[FinalizedStep | None]]
-
-
 @dataclass
 class StepListing:
     """The step directories of one poll, ascending, and which watchers announced what from it
@@ -168,78 +157,34 @@ class StepListing:
 
 
 class CheckpointDirStream:
-    """Polls one checkpoint directory every ``poll_interval`` seconds.
-
-    On GCS a poll is one request per 1,000 step directories, plus one per step a watcher
-    needs checked (each step once per poll, and never again once finalized). Locally the
-    same shape costs no requests: one ``scandir`` of the directory, one per step checked.
+    """Polls one checkpoint directory every ``poll_interval`` seconds, through its store's
+    driver: on GCS a poll is one request per 1,000 step directories, plus one per step a
+    watcher needs checked (each step once per poll, and never again once finalized); locally
+    the same shape costs no requests: one ``scandir`` of the directory, one per step checked.
     """
 
     def __init__(self, query: CheckpointQuery, poll_interval: float) -> None:
         self.query = query
         self.poll_interval = poll_interval
-        self._finalized: dict[str, FinalizedStep] = {}  # step name -> once seen finalized
 
     async def listings(self) -> AsyncIterator[StepListing]:
         """Yield a listing per poll, forever; storage errors are logged and polled through."""
-        if self.query.is_gcs:
-            async with agcs_fetcher(self.query) as fetch:
-                async for listing in self._every_poll(lambda: self._gcs_listing(fetch)):
-                    yield listing
-        else:
-            async for listing in self._every_poll(self._local_listing):
+        where, rules = self.query.location, self.query.rules
+        driver = store(where, self.query.access)
+        async with driver.step_polls(where, rules, DEFAULT_RETRY) as poll:
+            async for listing in self._every_poll(poll):
                 yield listing
 
-    async def _every_poll(
-        self, list_once: Callable[[], Awaitable[StepListing]]
-    ) -> AsyncIterator[StepListing]:
+    async def _every_poll(self, poll: StepPoll) -> AsyncIterator[StepListing]:
         where = self.query.checkpoint_dir
         while True:
             try:
-                yield await list_once()
+                yield StepListing(*await poll())
             except CheckpointDirError as exc:
                 log.error("Cannot list %s, will try again: %s", where, exc)
             except StorageUnavailableError as exc:
                 log.warning("Could not list %s, will try again: %s", where, exc)
             await asyncio.sleep(self.poll_interval)
-
-    async def _local_listing(self) -> StepListing:
-        where = self.query.checkpoint_dir
-        steps = await asyncio.to_thread(list_local_steps, where, self.query.name_format)
-
-        async def check(step: int, name: str) -> FinalizedStep | None:
-            return await asyncio.to_thread(check_local_step, where, steps, step, name)
-
-        return StepListing(steps, check)
-
-    async def _gcs_listing(
-        self, fetch: Callable[[ListRequest], Awaitable[ListPage]]
-    ) -> StepListing:
-        location = GcsLocation.parse(self.query.checkpoint_dir)
-        steps = await arun_search(list_gcs_steps(location, self.query.name_format, 0), fetch)
-        present = {name for _, name in steps}
-        self._finalized = {n: f for n, f in self._finalized.items() if n in present}
-        checked: dict[str, asyncio.Task[FinalizedStep | None]] = {}
-
-        async def check(step: int, name: str) -> FinalizedStep | None:
-            if name in self._finalized:
-                return self._finalized[name]
-            if name not in checked:  # one request per step and poll, however many watchers
-                checked[name] = asyncio.ensure_future(
-                    arun_search(check_gcs_step(location, step, name), fetch)
-                )
-            try:
-                found = await checked[name]
-            except (CheckpointDirError, StorageUnavailableError) as exc:
-                # Like a failed listing: not this poll. Raised into the watcher, it would end
-                # the trigger over one step's transient 503.
-                log.warning("Could not check step %s, will try again: %s", name, exc)
-                return None
-            if found is not None:
-                self._finalized[name] = found
-            return found
-
-        return StepListing(steps, check)
 
 
 async def commit_announced(listings: Sequence[StepListing]) -> None:

@@ -118,7 +118,8 @@ class JobSettings:
     :param deferrable: whether the operator will defer on the started job.
     :param max_result_bytes: the largest leader result that is read.
     :param cluster: which cluster (Kubernetes backend).
-    :param pythonpath: folders the local processes import from (the DAG's folder).
+    :param pythonpath: folders the local processes import from (the DAG file's folder, then
+        the DAGs folder); the first is also their working directory.
     :param local_secrets_dir: where the local backend reads referenced Secrets.
     :param watch: how the job is waited on and what of it reaches the task log.
     :param resume_settle_s: a deferred trigger fires no sooner than this after the deferral.

@@ -10,6 +10,7 @@ submits the next size. This module holds the plain values both read.
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,13 +47,20 @@ class ElasticSlices:
         cls,
         num_slices: int,
         min_slices: int | None,
-        shrink_after: float | None,
+        shrink_after: datetime.timedelta | float | None,
         *,
         output_dir: object,
         pathways: object,
+        max_restarts: int = 1,
+        execution_timeout: datetime.timedelta | None = None,
+        multi_pool_slices: bool = False,
     ) -> ElasticSlices | None:
         """The operator's ``min_slices`` and ``shrink_after``, checked with the arguments
-        they meet, or a ValueError that names them; None for a job of fixed size."""
+        they meet, or a ValueError that names them; None for a job of fixed size.
+
+        :param multi_pool_slices: each slice spans several node pools (a dynamic super-slice
+            of several cubes): its capacity, seen per node pool, never shows it whole again.
+        """
         if min_slices is None:
             if shrink_after is not None:
                 raise ValueError(
@@ -82,9 +90,27 @@ class ElasticSlices:
                 "min_slices needs output_dir: a job that changes size restarts from its newest "
                 "checkpoint in <output_dir>/checkpoints, and grows back at its next one."
             )
+        if max_restarts < 1:
+            raise ValueError(
+                f"min_slices needs max_restarts >= 1, got {max_restarts}: losing a slice fails "
+                "its pods, which restarts the JobSet; with no restart the first loss fails the "
+                "job before it can go on with fewer slices."
+            )
+        if multi_pool_slices:
+            raise ValueError(
+                "min_slices does not go with a dynamic super-slice of several 4x4x4 cubes: "
+                "capacity is seen per node pool (a cube), so a lost slice's capacity never "
+                "shows whole again and the job could shrink but never grow back."
+            )
         wait = DEFAULT_SHRINK_AFTER_S
         if shrink_after is not None:
             wait = positive_seconds("shrink_after", shrink_after, timedelta_ok=True)
+        if execution_timeout is not None and wait >= execution_timeout.total_seconds():
+            raise ValueError(
+                f"shrink_after ({wait:.0f} s) must be shorter than execution_timeout "
+                f"({execution_timeout}): a lost slice would time the task out before the job "
+                "went on without it."
+            )
         return cls(full=num_slices, minimum=min_slices, shrink_after=wait)
 
     def at(self, slices: int, checkpoint_dir: str | None = None) -> ElasticSlices:

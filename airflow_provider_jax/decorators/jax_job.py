@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from airflow.sdk.bases.decorator import DecoratedOperator
 
@@ -13,6 +13,7 @@ from airflow_provider_jax.manifest.data_inputs import encode
 from airflow_provider_jax.manifest.pod_command import to_json
 from airflow_provider_jax.operators.job_operator import JaxJobOperator
 from airflow_provider_jax.operators.job_spec import JobRequest, runtime_call
+from airflow_provider_jax.runtime.program_call import ARGV_PARAMETER
 
 if TYPE_CHECKING:
     from airflow.sdk.bases.decorator import TaskDecorator
@@ -58,13 +59,18 @@ class JaxDecoratedMixin(DecoratedOperator):
                 "are the call's). Use the operator for an entrypoint or a command."
             )
         self._context: Mapping[str, Any] | None = None
+        takes_argv = _leaves_argv_to_the_runtime(kwargs)
+        if takes_argv:  # Airflow binds the call at parse: argv's value comes at run time
+            kwargs["op_kwargs"] = {**(kwargs.get("op_kwargs") or {}), ARGV_PARAMETER: []}
         super().__init__(**kwargs)
+        if takes_argv:
+            self.op_kwargs = {k: v for k, v in self.op_kwargs.items() if k != ARGV_PARAMETER}
 
     def build_manifest(self, context: Any) -> dict[str, Any]:
         # The context keys the function asks for are part of its call, and so of the manifest
         # (built for the rendered view first, then again by execute()).
         self._context = context
-        return super().build_manifest(context)
+        return JaxJobOperator.build_manifest(cast(JaxJobOperator, self), context)
 
     def _program(self, request: JobRequest, jobset: str) -> tuple[list[str], dict[str, str]]:
         args, kwargs = self._call(request.rendered)
@@ -111,6 +117,22 @@ class JaxDecoratedMixin(DecoratedOperator):
         for name, value in kwargs.items():
             to_json(encode(value, []), f"argument {name!r} {where}")
         return args, kwargs
+
+
+def _leaves_argv_to_the_runtime(kwargs: Mapping[str, Any]) -> bool:
+    """``argv=`` with a function that has a parameter named ``argv`` the call leaves empty:
+    the runtime gives it ``sys.argv`` (``runtime/program_call.py``), as for an entrypoint."""
+    function = kwargs.get("python_callable")
+    if kwargs.get("argv") is None or function is None:
+        return False
+    try:
+        names = list(inspect.signature(function).parameters)
+    except (TypeError, ValueError):
+        return False
+    if ARGV_PARAMETER not in names:
+        return False
+    given = names[: len(kwargs.get("op_args") or ())]
+    return ARGV_PARAMETER not in given and ARGV_PARAMETER not in (kwargs.get("op_kwargs") or {})
 
 
 def source_location(function: Callable[..., Any]) -> dict[str, Any]:

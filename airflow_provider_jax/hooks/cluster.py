@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, JobSetHook
+    from airflow_provider_jax.hooks.gke import GKEAsyncJobSetHook
+    from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, JobSetOperations
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class KubernetesCluster:
             **{**data, "impersonation_chain": tuple(chain) if isinstance(chain, list) else chain}
         )
 
-    def hook(self) -> JobSetHook:
+    def hook(self) -> JobSetOperations:
         if self.is_gke:
             from airflow_provider_jax.hooks.gke import GKEJobSetHook
 
@@ -53,7 +54,20 @@ class KubernetesCluster:
             conn_id=self.conn_id, cluster_context=self.cluster_context, in_cluster=self.in_cluster
         )
 
-    def async_hook(self, connection_extras: dict[str, Any] | None = None) -> AsyncJobSetHook:
+    def connection_extras(self) -> dict[str, Any] | None:
+        """The Kubernetes connection's extras; None for a GKE cluster named by its project."""
+        if self.is_gke:
+            return None
+        from airflow_provider_jax.hooks.jobset import JobSetHook
+
+        hook = JobSetHook(
+            conn_id=self.conn_id, cluster_context=self.cluster_context, in_cluster=self.in_cluster
+        )
+        return dict(hook.conn_extras)
+
+    def async_hook(
+        self, connection_extras: dict[str, Any] | None = None
+    ) -> AsyncJobSetHook | GKEAsyncJobSetHook:
         """``connection_extras`` lets a worker that already read the connection skip a lookup."""
         if self.is_gke:
             from airflow_provider_jax.hooks.gke import GKEAsyncJobSetHook

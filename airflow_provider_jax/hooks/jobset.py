@@ -11,7 +11,7 @@ import functools
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook, KubernetesHook
 from kubernetes import client
@@ -34,6 +34,9 @@ from airflow_provider_jax.manifest.jobset_api import (
 )
 from airflow_provider_jax.manifest.provider_keys import CONTAINER_NAME
 
+if TYPE_CHECKING:
+    from aiohttp import ClientResponse
+
 LOG_STREAM_TIMEOUT = (30, 600)  # s to connect; a log may sit idle 10 minutes before a reconnect
 LIST_PAGE_SIZE = 500  # objects per page of a list, as client-go's reflector reads them
 
@@ -49,6 +52,20 @@ def _delete_options(uid: str | None) -> dict[str, Any]:
     if uid:
         body["preconditions"] = {"uid": uid}
     return body
+
+
+def _async_delete_options(uid: str | None) -> async_client.V1DeleteOptions:
+    """:func:`_delete_options` as kubernetes_asyncio's model (the same JSON on the wire)."""
+    preconditions = async_client.V1Preconditions(uid=uid) if uid else None
+    return async_client.V1DeleteOptions(
+        propagation_policy="Foreground", preconditions=preconditions
+    )
+
+
+def _raw(response: object) -> ClientResponse:
+    """With ``_preload_content=False`` kubernetes_asyncio hands back aiohttp's response,
+    not the model its signature names."""
+    return cast("ClientResponse", response)
 
 
 def pods_selector(name: str, leader_only: bool = False) -> str:
@@ -222,7 +239,7 @@ class AsyncJobSetOperations:
         async with self.api() as api:
             try:
                 await async_client.CustomObjectsApi(api).delete_namespaced_custom_object(
-                    GROUP, VERSION, namespace, PLURAL, name, body=_delete_options(uid)
+                    GROUP, VERSION, namespace, PLURAL, name, body=_async_delete_options(uid)
                 )
             except AsyncApiException as err:
                 if err.status in (404, 409):
@@ -246,6 +263,7 @@ class AsyncJobSetOperations:
         async with self.api() as api:
             custom = async_client.CustomObjectsApi(api)
             while True:
+                after: dict[str, Any] = {"_continue": token} if token else {}  # first: none
                 page = await custom.list_namespaced_custom_object(
                     resource.group,
                     version,
@@ -253,7 +271,7 @@ class AsyncJobSetOperations:
                     resource.plural,
                     label_selector=label_selector,
                     limit=page_size or LIST_PAGE_SIZE,
-                    **({"_continue": token} if token else {}),
+                    **after,
                 )
                 items = [resource.trim(obj) for obj in page.pop("items")]
                 token = page["metadata"].get("continue")
@@ -296,10 +314,12 @@ class AsyncJobSetOperations:
     ) -> list[dict[str, Any]]:
         """The JobSet's pods, or with ``leader_only`` (see :func:`pods_selector`) its leaders."""
         async with self.api() as api:
-            response = await async_client.CoreV1Api(api).list_namespaced_pod(
-                namespace,
-                label_selector=pods_selector(name, leader_only),
-                _preload_content=False,
+            response = _raw(
+                await async_client.CoreV1Api(api).list_namespaced_pod(
+                    namespace,
+                    label_selector=pods_selector(name, leader_only),
+                    _preload_content=False,
+                )
             )
             await raise_for_status(response)
             return json.loads(await response.read())["items"]
@@ -308,8 +328,10 @@ class AsyncJobSetOperations:
     async def list_nodes(self, label_selector: str = "") -> list[dict[str, Any]]:
         """The cluster's Nodes with these labels (cluster-scoped: a ClusterRole's ``list``)."""
         async with self.api() as api:
-            response = await async_client.CoreV1Api(api).list_node(
-                label_selector=label_selector, _preload_content=False
+            response = _raw(
+                await async_client.CoreV1Api(api).list_node(
+                    label_selector=label_selector, _preload_content=False
+                )
             )
             await raise_for_status(response)
             return json.loads(await response.read())["items"]
@@ -318,8 +340,10 @@ class AsyncJobSetOperations:
     async def list_events(self, namespace: str, reason: str) -> list[dict[str, Any]]:
         """The namespace's Events with this ``reason`` (a field the API server selects on)."""
         async with self.api() as api:
-            response = await async_client.CoreV1Api(api).list_namespaced_event(
-                namespace, field_selector=f"reason={reason}", _preload_content=False
+            response = _raw(
+                await async_client.CoreV1Api(api).list_namespaced_event(
+                    namespace, field_selector=f"reason={reason}", _preload_content=False
+                )
             )
             await raise_for_status(response)
             return json.loads(await response.read())["items"]
@@ -331,13 +355,15 @@ class AsyncJobSetOperations:
         """The last ``lines`` lines of a container's log (with RFC 3339 timestamps) in one
         request through the shared client: a log read once, at its end, holds no connection."""
         async with self.api() as api:
-            response = await async_client.CoreV1Api(api).read_namespaced_pod_log(
-                pod_name,
-                namespace,
-                container=container,
-                timestamps=True,
-                tail_lines=lines,
-                _preload_content=False,
+            response = _raw(
+                await async_client.CoreV1Api(api).read_namespaced_pod_log(
+                    pod_name,
+                    namespace,
+                    container=container,
+                    timestamps=True,
+                    tail_lines=lines,
+                    _preload_content=False,
+                )
             )
             await raise_for_status(response)
             return (await response.read()).decode("utf-8", errors="replace").splitlines()
@@ -363,8 +389,10 @@ class AsyncJobSetOperations:
         if since_seconds is not None:
             kwargs["since_seconds"] = since_seconds
         async with self.streams() as api:
-            response = await async_client.CoreV1Api(api).read_namespaced_pod_log(
-                pod_name, namespace, **kwargs
+            response = _raw(
+                await async_client.CoreV1Api(api).read_namespaced_pod_log(
+                    pod_name, namespace, **kwargs
+                )
             )
             on_open()
             await raise_for_status(response)
@@ -387,8 +415,8 @@ class _RawWatch(async_watch.Watch):
         self.resource_version = None
         self.resp = None
 
-    def get_return_type(self, func: Any) -> None:
-        return None  # no model: the event's ``raw_object`` is all we read
+    def get_return_type(self, func: Any) -> str:
+        return ""  # no model (falsy, as None): the event's ``raw_object`` is all we read
 
     async def close(self) -> None:
         if self.resp is not None:
@@ -403,7 +431,7 @@ async def raise_for_status(response: Any) -> None:
         return
     data = await response.read()
     response.release()
-    raise AsyncApiException(http_resp=RESTResponse(response, data))
+    raise AsyncApiException(http_resp=cast(Any, RESTResponse(response, data)))
 
 
 class AsyncJobSetHook(AsyncJobSetOperations, AsyncKubernetesHook):

@@ -54,7 +54,9 @@ def skip_empty_env_lookups(api: Any) -> None:
     """Turn off ``trust_env`` on ``api``'s session where the environment names no proxy
     and no netrc file for the API server: aiohttp's own lookups, once instead of per call."""
     session = getattr(getattr(api, "rest_client", None), "pool_manager", None)
-    if getattr(session, "_trust_env", None) is not True or netrc_from_env() is not None:
+    if session is None or getattr(session, "_trust_env", None) is not True:
+        return
+    if netrc_from_env() is not None:
         return
     try:
         get_env_proxy_for_url(URL(api.configuration.host))

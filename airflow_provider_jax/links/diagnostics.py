@@ -12,9 +12,8 @@ from __future__ import annotations
 from urllib.parse import quote
 
 from airflow_provider_jax.links.jobset import StoredLink
-from airflow_provider_jax.runtime.location import Location
-
-STORAGE_BROWSER = "https://console.cloud.google.com/storage/browser"
+from airflow_provider_jax.runtime.stores import named_store, parse_location
+from airflow_provider_jax.stores import store
 
 
 class ProfileLink(StoredLink):
@@ -30,16 +29,16 @@ class DebugDumpLink(StoredLink):
 
 
 def folder_url(folder: str) -> str:
-    """The Cloud console's page for a ``gs://`` folder, or ``file://`` and a local path."""
-    where = Location.parse(folder, "the folder")
-    if not where.is_gcs:
-        return f"file://{quote(where.key)}"
-    return f"{STORAGE_BROWSER}/{quote(where.bucket)}/{quote(where.prefix)}"
+    """Where a person looks at the folder: the Cloud console's page for a ``gs://`` folder,
+    or ``file://`` and a local path (its store's driver says)."""
+    where = parse_location(folder, "the folder")
+    return store(where).browser_url(where)
 
 
 def profile_url(tensorboard_template: str | None, folder: str) -> str:
-    """TensorBoard/XProf for a ``gs://`` profile folder when a URL is configured, else the
-    folder itself (:func:`folder_url`)."""
-    if tensorboard_template and Location.is_gcs_uri(folder):
+    """TensorBoard/XProf for a profile folder it can read (in a store other hosts reach, as
+    ``gs://``) when a URL is configured, else the folder itself (:func:`folder_url`)."""
+    reached = named_store(folder)
+    if tensorboard_template and reached is not None and reached.shared:
         return tensorboard_template.format(output_dir=quote(folder, safe=""))
     return folder_url(folder)

@@ -10,7 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_provider_jax.manifest import dynamic_slicing, in_place_restart, local_checkpoints
+from airflow_provider_jax.manifest import (
+    dynamic_slicing,
+    in_place_restart,
+    local_checkpoints,
+    ownership,
+)
 from airflow_provider_jax.manifest.capacity import placement_annotations
 from airflow_provider_jax.manifest.coordination import (
     PRELUDE_ARGV0,
@@ -127,7 +132,14 @@ def _pod_template(spec: JaxJobSpec) -> dict[str, Any]:
 
 
 def build_jobset(spec: JaxJobSpec) -> dict[str, Any]:
-    """Render the JobSet manifest for ``spec``."""
+    """Render the JobSet manifest for ``spec``; a ValueError naming the argument where any
+    path set a key the provider owns (``ownership.py``)."""
+    jobset = _render(spec)
+    ownership.check(jobset, _render(ownership.provider_only(spec)), spec)
+    return jobset
+
+
+def _render(spec: JaxJobSpec) -> dict[str, Any]:
     if spec.pathways is not None:
         return build_pathways_jobset(spec)
     acc = spec.accelerator

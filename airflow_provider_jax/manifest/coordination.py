@@ -52,12 +52,23 @@ SHARED_PORT_RANGE = (20000, 30000)  # below Linux's ephemeral ports (32768 and u
 # `$$` is Kubernetes' escape for `$` in command/args; sh then sees `$((...))`. In command=
 # mode the provider's sitecustomize goes on PYTHONPATH (runtime/jax_cluster.py); where no
 # temporary folder can be made, the program runs as it would without it.
+#
+# The variables the prelude computes are not in the container's env, so Kubernetes leaves a
+# `$(JAX_PROCESS_ID)` in the command as written (it expands only the env's own names): the
+# prelude then puts their values in, as Kubernetes does for the others, before it execs the
+# program. POSIX sh only (an image's /bin/sh may be dash): `case` and `%%`/`#` patterns.
+PRELUDE_EXPANDED = (PROCESS_ID_ENV, NODE_RANK_ENV)
 PROCESS_ID_PRELUDE = (
     f'export {PROCESS_ID_ENV}="$$(({SLICE_INDEX_ENV} * {HOSTS_PER_SLICE_ENV} + {HOST_INDEX_ENV}))"; '
     f'export {NODE_RANK_ENV}="$${PROCESS_ID_ENV}"; '
     f'if [ -n "$${{{SITE_ENV}:-}}" ] && d="$$(mktemp -d 2>/dev/null)"; then '
     f'printf "%s" "$${SITE_ENV}" > "$$d/sitecustomize.py" && '
     'export PYTHONPATH="$$d$${PYTHONPATH:+:$$PYTHONPATH}"; fi; '
+    r'x() { r=; while :; do case $$a in *"\$$($$1)"*) '
+    r'r=$$r$${a%%"\$$($$1)"*}$$2; a=$${a#*"\$$($$1)"};; *) break;; esac; done; a=$$r$$a; }; '
+    "for a; do "
+    + "".join(f'x {name} "$${name}"; ' for name in PRELUDE_EXPANDED)
+    + 'set -- "$$@" "$$a"; shift; done; '
     'exec "$$@"'
 )
 PRELUDE_ARGV0 = "jax-launch"

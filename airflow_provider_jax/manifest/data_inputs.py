@@ -18,7 +18,7 @@ from typing import Any
 from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.runtime.data_paths import MARKER
-from airflow_provider_jax.runtime.location import Location
+from airflow_provider_jax.runtime.stores import named_store, parse_location, store_for
 
 FUSE_DRIVER = "gcsfuse.csi.storage.gke.io"
 FUSE_ANNOTATIONS = {  # xpk's: the sidecar with no CPU, memory or ephemeral-storage limit
@@ -82,8 +82,11 @@ class Data:
     __hash__ = None  # type: ignore[assignment]
 
     @property
-    def is_gcs(self) -> bool:
-        return Location.is_gcs_uri(self.path)
+    def on_this_host(self) -> bool:
+        """A file or folder of this machine's (no store's scheme), which the pods of a remote
+        backend get a copy of (``operators/data_staging.py``)."""
+        found = named_store(self.path)
+        return found is not None and not found.shared
 
     def check(self) -> None:
         """What no backend could deliver, named by argument, before anything is created. A
@@ -94,13 +97,15 @@ class Data:
             return
         if not isinstance(path, str) or not path.strip():
             raise ValueError(f"Data path must be a local path or gs://bucket/prefix, got {path!r}.")
-        if self.fuse and not self.is_gcs:
+        found = named_store(path)
+        if self.fuse and not (found is not None and found.fuse):
             raise ValueError(
                 f"Data({path!r}, fuse=True): GCS FUSE mounts gs:// buckets; a local folder is "
                 "passed as it is. Drop fuse=True, or copy the folder to gs:// first."
             )
-        Location.parse(path, "Data")  # only GCS or an absolute local path, no other scheme
-        if not self.is_gcs and not os.path.exists(path):
+        where = parse_location(path, "Data")  # a store's location, no other scheme
+        host_path = store_for(where).host_path(where)
+        if host_path is not None and not os.path.exists(host_path):
             raise ValueError(
                 f"Data({path!r}): no such file or folder on this machine (relative paths are "
                 "relative to the DAG file's folder)."
@@ -165,7 +170,7 @@ def fuse_volume(data: Data, host_network: bool, identity_provider: str | None) -
     """The CSI ephemeral volume of a ``fuse=True`` input. A hostNetwork pod (multi-host TPU
     slices) must opt in to its own service account's identity (``hostNetworkPodKSA``) and,
     on GKE, name the cluster's identity provider."""
-    location = Location.parse(data.path, "Data")
+    location = parse_location(data.path, "Data")
     bucket, prefix = location.bucket, location.key
     options = ["implicit-dirs", *data.mount_options]
     if prefix.strip("/"):

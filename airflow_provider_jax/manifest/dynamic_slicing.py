@@ -23,11 +23,10 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from airflow_provider_jax.arguments import is_template
-from airflow_provider_jax.manifest.accelerators import TPU_TOPOLOGY_LABEL, Accelerator
+from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.manifest.accelerators.tpu_shapes import CUBE_CHIPS, SMALL_3D
 from airflow_provider_jax.manifest.capacity import FLEX_START, SPOT, TOPOLOGY_LEVELS
 from airflow_provider_jax.manifest.kueue_keys import (
-    PREFERRED_TOPOLOGY,
     REQUIRED_TOPOLOGY,
     SLICE_REQUIRED_TOPOLOGY,
     SLICE_SIZE,
@@ -37,18 +36,30 @@ from airflow_provider_jax.manifest.kueue_keys import (
 class _Spec(Protocol):
     """What ``check`` reads of a ``JaxJobSpec`` (which calls it: no import back)."""
 
-    name: str
-    namespace: str
-    accelerator: Accelerator
-    queue_name: str | None
-    placement: str | None
-    pathways: object | None
-    capacity: Any
-    node_selector: Mapping[str, str]
-    annotations: Mapping[str, str]
-    labels: Mapping[str, str]
-    resources: Mapping[str, Mapping[str, str]]
-    unrendered: bool
+    @property
+    def name(self) -> str: ...
+    @property
+    def namespace(self) -> str: ...
+    @property
+    def accelerator(self) -> Accelerator: ...
+    @property
+    def queue_name(self) -> str | None: ...
+    @property
+    def placement(self) -> str | None: ...
+    @property
+    def pathways(self) -> object | None: ...
+    @property
+    def capacity(self) -> Any: ...
+    @property
+    def node_selector(self) -> Mapping[str, str]: ...
+    @property
+    def annotations(self) -> Mapping[str, str]: ...
+    @property
+    def labels(self) -> Mapping[str, str]: ...
+    @property
+    def resources(self) -> Mapping[str, Mapping[str, str]]: ...
+    @property
+    def unrendered(self) -> bool: ...
 
 
 SLICE_TOPOLOGY_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
@@ -78,6 +89,12 @@ def slice_size(accelerator: Accelerator) -> int:
     if is_sub_slice(accelerator):
         return accelerator.hosts
     return CUBE_CHIPS // accelerator.chips_per_host
+
+
+def cubes(accelerator: Accelerator) -> int:
+    """How many 4x4x4 cubes one slice takes: several for a super-slice past one cube, whose
+    slice no single node pool holds."""
+    return 1 if is_sub_slice(accelerator) else max(1, accelerator.chips // CUBE_CHIPS)
 
 
 def pod_annotations(accelerator: Accelerator) -> dict[str, str]:
@@ -124,16 +141,6 @@ def check(spec: _Spec) -> None:
                 f"capacity {str(choice)!r} does not go with dynamic_slicing: GKE slices "
                 "dynamically only the cube pools of an All Capacity mode reservation. Use "
                 "'reservation:<name>' or 'on-demand'."
-            )
-    if TPU_TOPOLOGY_LABEL in spec.node_selector:
-        raise ValueError(
-            f"node_selector sets {TPU_TOPOLOGY_LABEL!r}, which dynamic_slicing leaves out: "
-            "the cube pool's nodes carry their cube's topology, not the slice's. Drop it."
-        )
-    for argument, keys in (("annotations", spec.annotations), ("labels", spec.labels)):
-        if clash := sorted(set(keys) & {*POD_KEYS, PREFERRED_TOPOLOGY}):
-            raise ValueError(
-                f"{argument} sets {clash}, which dynamic_slicing writes itself: drop them."
             )
     for field in ("limits", "requests"):
         asked = (spec.resources.get(field) or {}).get(acc.resource_name)

@@ -28,15 +28,6 @@ _DNS1123_SUBDOMAIN = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
 # A Quantity: a non-negative decimal with a binary (Ki..Ei), decimal (n..E) or exponent suffix.
 _QUANTITY = re.compile(r"^\+?(\d+(\.\d*)?|\.\d+)([KMGTPE]i|[numkMGTPE]|[eE][+-]?\d+)?$")
 _STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-# An image reference as container runtimes parse it: [registry[:port]/]repo[:tag][@digest].
-_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_IMAGE_DOMAIN = (
-    r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*"
-)
-_IMAGE_REFERENCE = re.compile(
-    rf"^(?:{_IMAGE_DOMAIN}(?::[0-9]+)?/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
-    r"(?::[\w][\w.-]{0,127})?(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?$"
-)
 ANNOTATIONS_LIMIT = 256 * 1024  # TotalAnnotationSizeLimitB
 PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 TOLERATION_OPERATORS = ("Equal", "Exists")
@@ -69,13 +60,13 @@ def _dns_name(
 def qualified_name(argument: str, value: object) -> str:
     """A label or annotation key, or a resource name: ``[prefix/]name``, the name at most 63
     characters, the optional prefix a DNS-1123 subdomain."""
-    ok = isinstance(value, str)
-    if ok:
+    ok = False
+    if isinstance(value, str):
         prefix, _, name = value.rpartition("/")
         ok = len(name) <= 63 and bool(_QUALIFIED_NAME.fullmatch(name))
         if ok and "/" in value:
             ok = 0 < len(prefix) <= 253 and bool(_DNS1123_SUBDOMAIN.fullmatch(prefix))
-    if not ok:
+    if not ok or not isinstance(value, str):
         raise ValueError(
             f"{argument} key {value!r} is not a qualified name: [prefix/]name, the name at most "
             "63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, "
@@ -101,7 +92,7 @@ def labels(argument: str, values: Mapping[Any, Any]) -> None:
         label_value(f"{argument}[{key!r}]", value)
 
 
-def annotations(argument: str, values: Mapping[Any, Any]) -> None:
+def annotation_values(argument: str, values: Mapping[Any, Any]) -> None:
     """Annotation keys are qualified names; values are strings, 256 KiB in all."""
     total = 0
     for key, value in values.items():
@@ -278,7 +269,7 @@ def volumes(volumes: Sequence[Mapping[str, Any]], mounts: Sequence[Mapping[str, 
         names.add(name)
     paths: dict[str, str] = {}
     for mount in mounts:
-        path, name = mount.get("mountPath"), mount.get("name")
+        path, mounted = mount.get("mountPath"), mount.get("name")
         if not isinstance(path, str) or not path.startswith("/"):
             raise ValueError(f"volume_mounts mountPath must be an absolute path, got {path!r}.")
         normal = "/" + path.strip("/")
@@ -289,27 +280,12 @@ def volumes(volumes: Sequence[Mapping[str, Any]], mounts: Sequence[Mapping[str, 
             )
         if normal in paths:
             raise ValueError(
-                f"volume_mounts: {paths[normal]!r} and {name!r} are both mounted at {normal!r}; "
+                f"volume_mounts: {paths[normal]!r} and {mounted!r} are both mounted at {normal!r}; "
                 "give each its own mountPath."
             )
-        paths[normal] = name
-        if name not in names:
+        paths[normal] = str(mounted)
+        if mounted not in names:
             raise ValueError(
-                f"volume_mounts names the volume {name!r}, which is not declared (volumes: "
+                f"volume_mounts names the volume {mounted!r}, which is not declared (volumes: "
                 f"{sorted(names)}); add it to volumes= or pod_template_override's spec.volumes."
             )
-
-
-def image(argument: str, value: object) -> None:
-    """An image reference as container runtimes parse it, or a ValueError naming
-    ``argument``: Kubernetes would otherwise stop the pod at InvalidImageName."""
-    if not isinstance(value, str) or not value.strip():
-        raise ValueError(
-            f"{argument} must be a non-empty string, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
-        )
-    if not _IMAGE_REFERENCE.fullmatch(value):
-        raise ValueError(
-            f"{argument} {value!r} is not a valid image reference (Kubernetes would stop at "
-            "InvalidImageName): use [registry/]repository[:tag][@sha256:digest], with a "
-            "lowercase repository, e.g. 'us-docker.pkg.dev/p/r/jax:tag'."
-        )

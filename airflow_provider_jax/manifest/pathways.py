@@ -17,7 +17,7 @@ from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest.accelerators import Accelerator
 from airflow_provider_jax.manifest.accelerators.model import TPU_ACCELERATOR_LABEL
 from airflow_provider_jax.manifest.jobset_api import NODEPOOL_LABEL
-from airflow_provider_jax.runtime.location import Location
+from airflow_provider_jax.runtime.stores import named_store, parse_location
 
 HEAD = "pathways-head"
 WORKER = "worker"
@@ -140,15 +140,21 @@ class Pathways:
             )
 
 
+def holds_scratch(location: object) -> bool:
+    """Whether Pathways' servers can share their scratch data there (GCS only), unchecked."""
+    found = named_store(location)
+    return found is not None and found.pathways_scratch
+
+
 def check_scratch(location: object) -> None:
     """Pathways' servers share their scratch data through GCS only."""
-    if not Location.is_gcs_uri(location):
+    if not holds_scratch(location):
         raise ValueError(
             f"pathways scratch location {location!r} must be a gs:// URI (e.g. "
             "'gs://bucket/pathways'): Pathways' servers share it through GCS. Set "
             "Pathways(scratch_location=...) or a gs:// output_dir."
         )
-    Location.parse(location, "pathways scratch_location")
+    parse_location(location, "pathways scratch_location")
 
 
 def instance_type(accelerator: Accelerator) -> str:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import zipfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -144,14 +145,16 @@ def python_call(
     pip_packages: list[str] | None = None,
     python: str = "python3",
     progress_timeout: float | None = None,
-    total_steps: int | None = None,
-    argv: list[str] | None = None,
+    total_steps: int | str | None = None,
+    argv: list[str] | str | None = None,
     diagnostics: dict[str, Any] | None = None,
     source_file: str | None = None,
     source_line: int | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[list[str], dict[str, str]]:
     """Command and env that run ``entrypoint`` (``"pkg.module:function"``) or ``function``
-    from shipped ``source`` in every process, after ``jax.distributed.initialize()``."""
+    from shipped ``source`` in every process, after ``jax.distributed.initialize()``.
+    ``options``: further task arguments for the runtime, each under its own name (JSON)."""
     if (entrypoint is None) == (source is None):
         raise ValueError("give exactly one of entrypoint or source")
     if entrypoint is not None:
@@ -166,7 +169,7 @@ def python_call(
         to_json(value, where)
     for i, value in enumerate(args or ()):
         to_json(value, f"positional argument {i}")
-    call = {
+    call: dict[str, Any] = {
         "entrypoint": entrypoint,
         "source": source,
         "function": function,
@@ -185,6 +188,9 @@ def python_call(
     if (total := step_count(total_steps)) is not None:
         call["total_steps"] = total
     call.update(diagnostics or {})  # try_number, profile_steps, debug_dump and their folder
+    for name, value in (options or {}).items():
+        if value is not None and not is_template(value):
+            call[name] = json.loads(to_json(value, name))
     env = {RUNTIME_ENV: runtime_bundle(), **encode_call(call)}
     if output_dir:
         env[OUTPUT_DIR_ENV] = output_dir
@@ -238,7 +244,8 @@ def split_pip_packages(packages: list[str]) -> tuple[list[str], list[str]]:
     from packaging.requirements import InvalidRequirement, Requirement
     from packaging.utils import canonicalize_name
 
-    kept, dropped = [], []
+    kept: list[str] = []
+    dropped: list[str] = []
     for i, spec in enumerate(packages):
         if not isinstance(spec, str):
             raise ValueError(f"pip_packages entries must be strings, got {spec!r}")

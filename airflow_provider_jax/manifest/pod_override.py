@@ -13,18 +13,21 @@ What an override can and cannot change (``docs/operators.md`` says the same to u
   pod whose node selector asks for TPU Spot nodes but which no longer tolerates their taints
   would never schedule.
 - Refused, naming both sides: an env name the provider's container already has (the JAX
-  coordination, the runtime's call, or the task's own ``env=``), a node selector that
-  contradicts the provider's (the accelerator's and ``capacity=``'s), a volume or mount path
+  coordination, the runtime's call, or the task's own ``env=``), a volume or mount path
   the provider uses for something else, and a ``restartPolicy`` other than ``Never`` (JobSet
   restarts the slice; a kubelet restart would hide failures from it).
+- The keys the provider owns (a node selector of the accelerator's or ``capacity=``'s, Kueue's
+  and GKE's annotations, the queue label) are checked on the final JobSet, whichever argument
+  set them (``ownership.py``).
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
+from airflow_provider_jax.arguments import image_reference
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest import pod_schema
 
@@ -75,7 +78,7 @@ def check_override(override: Mapping[str, Any]) -> None:
     pod_schema.check(argument, override, pod_schema.POD_TEMPLATE, partial=True)
     metadata = override.get("metadata") or {}
     syntax.labels(f"{argument} metadata.labels", metadata.get("labels") or {})
-    syntax.annotations(f"{argument} metadata.annotations", metadata.get("annotations") or {})
+    syntax.annotation_values(f"{argument} metadata.annotations", metadata.get("annotations") or {})
     pod = override.get("spec") or {}
     syntax.tolerations(pod.get("tolerations") or (), f"{argument} spec.tolerations")
     for volume in pod.get("volumes") or ():
@@ -84,7 +87,7 @@ def check_override(override: Mapping[str, Any]) -> None:
         for container in pod.get(kind) or ():
             where = f"{argument} spec.{kind}[{container.get('name')!r}]"
             if "image" in container:
-                syntax.image(f"{where}.image", container["image"])
+                image_reference(f"{where}.image", container["image"])
             if context := container.get("securityContext"):
                 syntax.security_context(f"{where}.securityContext", context)
 
@@ -102,14 +105,6 @@ def refuse_conflicts(generated: Mapping[str, Any], override: Mapping[str, Any]) 
             f"{RESTART_POLICY!r}: JobSet restarts the slice (max_restarts, restart_strategy), "
             "and a pod the kubelet restarted itself would hide its failure from JobSet."
         )
-    ours = spec.get("nodeSelector") or {}
-    for key, value in (wanted.get("nodeSelector") or {}).items():
-        if key in ours and ours[key] != value:
-            raise ValueError(
-                f"{ARGUMENT} sets nodeSelector {key}={value!r}, but the provider selects "
-                f"{key}={ours[key]!r} (from the accelerator, capacity= or node_selector=): "
-                "change the argument that sets it instead, or drop it from the override."
-            )
     volumes = {v.get("name"): v for v in spec.get("volumes") or ()}
     for volume in wanted.get("volumes") or ():
         name = volume.get("name") if isinstance(volume, Mapping) else None
@@ -147,7 +142,7 @@ def _source(volume: Mapping[str, Any]) -> str:
     return ", ".join(kinds) or "no source"
 
 
-def _keyed(value: object, key: str) -> bool:
+def _keyed(value: object, key: str) -> TypeGuard[list[Any]]:
     return (
         isinstance(value, list)
         and bool(value)

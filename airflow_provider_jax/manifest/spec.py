@@ -11,10 +11,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_provider_jax.arguments import is_template
+from airflow_provider_jax.arguments import image_reference, is_template
 from airflow_provider_jax.manifest import dynamic_slicing, pod_schema
 from airflow_provider_jax.manifest import kubernetes_syntax as syntax
 from airflow_provider_jax.manifest.accelerators import Accelerator
+from airflow_provider_jax.manifest.accelerators.model import GpuDirect
 from airflow_provider_jax.manifest.accelerators.tpu import check_multislice
 from airflow_provider_jax.manifest.capacity import (
     Capacity,
@@ -126,7 +127,7 @@ class JaxJobSpec:
                 "(https://cloud.google.com/kubernetes-engine/quotas)."
             )
         self._check_kubernetes_syntax()
-        syntax.image("image", self.image)
+        image_reference("image", self.image)
         if isinstance(self.command, str) or not self.command:
             raise ValueError(f"command must be a non-empty list of strings, got {self.command!r}.")
         if not all(isinstance(a, str) for a in self.command):
@@ -168,8 +169,8 @@ class JaxJobSpec:
             raise ValueError(
                 f"env sets {sorted(clash)}, which the provider sets for every process."
             )
-        if clash := secret_env & set(self.env):
-            raise ValueError(f"{sorted(clash)} come from both env and secrets; pick one.")
+        if both := secret_env & set(self.env):
+            raise ValueError(f"{sorted(both)} come from both env and secrets; pick one.")
         if isinstance(self.max_restarts, bool) or not isinstance(self.max_restarts, int):
             raise ValueError(f"max_restarts must be an integer >= 0, got {self.max_restarts!r}.")
         if self.max_restarts < 0:
@@ -233,7 +234,7 @@ class JaxJobSpec:
             syntax.dns1123_label("namespace", self.namespace)
         syntax.labels("labels", literal(self.labels))
         syntax.labels("node_selector", literal(self.node_selector))
-        syntax.annotations("annotations", literal(self.annotations))
+        syntax.annotation_values("annotations", literal(self.annotations))
         syntax.container_resources(self.resources)
         syntax.tolerations(self.tolerations)
         syntax.image_pull_policy(self.image_pull_policy)
@@ -351,7 +352,7 @@ class JaxJobSpec:
         return f"{self.name}-{self.replicated_job_name}-0-0.{self.name}"
 
     @property
-    def gpu_direct(self) -> str | None:
+    def gpu_direct(self) -> GpuDirect | None:
         """The GPUDirect stack this job's pods get (multi-node GPU jobs, when "auto")."""
         acc = self.accelerator
         wanted = self.gpu_networking == "auto" and acc.kind == "gpu" and acc.multi_host

@@ -30,11 +30,11 @@ def configured_prefix() -> str:
 def _stats(where: str) -> Any:
     if where == TRIGGERER:
         try:
-            from airflow.observability import stats  # what the triggerer sets up
+            from airflow.observability import stats as triggerer_stats  # the triggerer's
         except ImportError:  # a Task SDK without Airflow core
             pass
         else:
-            return stats
+            return triggerer_stats
     from airflow.sdk.observability import stats
 
     return stats

@@ -1,5 +1,6 @@
 """A local ``Data`` folder, on its way to GKE: uploaded once to a content-addressed place in
-the bucket of ``output_dir``, where every host downloads it before the function starts.
+the bucket of ``output_dir`` (through its store's driver), where every host downloads it before
+the function starts.
 
 The place is named by a digest of the folder's files (paths, sizes and contents), so the same
 folder is uploaded once across retries, mapped tasks and runs, and a changed folder gets a new
@@ -18,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from airflow_provider_jax.manifest.data_inputs import Data
-from airflow_provider_jax.runtime.location import GCS, Location
+from airflow_provider_jax.runtime.location import Location
+from airflow_provider_jax.runtime.stores import named_store, parse_location
+from airflow_provider_jax.stores import Access, Driver, store
 
 MAX_STAGED_BYTES = 5 * 2**30  # larger data sets belong in GCS already
 STAGING_PREFIX = "airflow-jax-data"
@@ -71,7 +74,8 @@ def folder(path: str) -> Folder:
 
 def staging_uri(data: Data, output_dir: str | None) -> str:
     """Where ``data`` (a local folder or file) is uploaded for GKE: in output_dir's bucket."""
-    if not Location.is_gcs_uri(output_dir):
+    target = named_store(output_dir)
+    if target is None or not target.shared:
         raise ValueError(
             f"{data!r} is a local folder; on Kubernetes it is uploaded to the bucket of "
             f"output_dir, which must be gs:// (got {output_dir!r}). Give a gs:// output_dir, "
@@ -79,40 +83,39 @@ def staging_uri(data: Data, output_dir: str | None) -> str:
         )
     found = folder(str(data.path))
     single = found.files[0][0] if found.root.is_file() else ""
-    bucket = Location.parse(output_dir, "output_dir").bucket
-    return str(Location(GCS, bucket, f"{STAGING_PREFIX}/{found.digest}/{single}"))
+    bucket = parse_location(output_dir, "output_dir").root
+    return str(bucket.join(STAGING_PREFIX, found.digest, single))
 
 
 def upload(inputs: Sequence[Data], gcp_conn_id: str, impersonation_chain: Any, log: Any) -> None:
     """Upload each staged local input that is not already there, with progress in the log."""
     staged = [data for data in inputs if data.staged is not None]
     if not staged:
-        return  # no Google connection needed
-    from airflow.providers.google.cloud.hooks.gcs import GCSHook
-
-    hook = GCSHook(gcp_conn_id=gcp_conn_id, impersonation_chain=impersonation_chain)
+        return  # no connection needed
+    access = Access(gcp_conn_id, impersonation_chain)
     for data in staged:
-        bucket = Location.parse(data.staged).bucket
+        bucket = parse_location(data.staged).root
         found = folder(str(data.path))
-        base = f"{STAGING_PREFIX}/{found.digest}/"
-        done = f"{STAGING_PREFIX}/{found.digest}{COMPLETE}"
-        if hook.exists(bucket, done):
-            log.info("%r is already in gs://%s/%s; not uploaded again.", data, bucket, base)
+        base = bucket.join(STAGING_PREFIX, found.digest, "")
+        done = bucket.join(STAGING_PREFIX, f"{found.digest}{COMPLETE}")
+        driver = store(done, access)
+        if driver.exists(done):
+            log.info("%r is already in %s; not uploaded again.", data, base)
             continue
-        _send(hook, bucket, base, found, data, log)
-        hook.upload(bucket, done, data=found.digest)
+        _send(driver, base, found, data, log)
+        driver.write(done, found.digest.encode())
 
 
-def _send(hook: Any, bucket: str, base: str, found: Folder, data: Data, log: Any) -> None:
+def _send(driver: Driver, base: Location, found: Folder, data: Data, log: Any) -> None:
     total, done, step = found.size, 0, max(found.size // 4, 1)
     log.info(
-        "Uploading %r: %d file(s), %.1f MiB, to gs://%s/%s",
-        data, len(found.files), total / 2**20, bucket, base,
+        "Uploading %r: %d file(s), %.1f MiB, to %s",
+        data, len(found.files), total / 2**20, base,
     )  # fmt: skip
 
     def send(item: tuple[str, Path, int]) -> int:
         name, path, size = item
-        hook.upload(bucket, base + name.replace(os.sep, "/"), filename=str(path))
+        driver.upload(base.join(*name.split(os.sep)), path)
         return size
 
     with ThreadPoolExecutor(UPLOAD_THREADS) as pool:

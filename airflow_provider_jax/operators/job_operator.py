@@ -12,6 +12,7 @@ choice its JobSet's annotation names.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -21,46 +22,36 @@ from airflow.sdk.definitions.retry_policy import RetryPolicy
 from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 
 from airflow_provider_jax import settings
-from airflow_provider_jax.arguments import is_template
+from airflow_provider_jax.arguments import is_template, positive_seconds
 from airflow_provider_jax.contract.backend import BACKEND_TRAITS, get_backend, resolve_backend
-from airflow_provider_jax.contract.elastic import ElasticSlices
-from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.exceptions import NoCapacity, SlicesChanged
 from airflow_provider_jax.links.diagnostics import DebugDumpLink, ProfileLink
 from airflow_provider_jax.links.jobset import JobSetLogsLink, JobSetWorkloadLink, KueueEventsLink
 from airflow_provider_jax.links.tensorboard import TensorBoardLink
 from airflow_provider_jax.manifest import dynamic_slicing
 from airflow_provider_jax.manifest.build import build_jobset
-from airflow_provider_jax.manifest.capacity import queue_timeout_seconds
-from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
-from airflow_provider_jax.manifest.failure_policy import DEFAULT_MAX_RESTARTS
-from airflow_provider_jax.manifest.in_place_restart import DEFAULT_RESTART_STRATEGY
 from airflow_provider_jax.manifest.names import jobset_name
 from airflow_provider_jax.manifest.pathways import Pathways
-from airflow_provider_jax.manifest.pod_command import split_pip_packages
 from airflow_provider_jax.manifest.provider_keys import (
     TASK_INSTANCE_ANNOTATION,
     task_instance_annotation,
 )
-from airflow_provider_jax.manifest.spec import SAFE_SECURITY_CONTEXT
 from airflow_provider_jax.operators import job_spec, task_state
 from airflow_provider_jax.operators.checkpoint_asset import with_checkpoint_outlet
-from airflow_provider_jax.operators.job_arguments import BY_NAME, TEMPLATED, checked, param_docs
+from airflow_provider_jax.operators.job_arguments import TEMPLATED, JobArguments
+from airflow_provider_jax.operators.job_plan import JobPlan, plan_job
 from airflow_provider_jax.operators.job_spec import JobRequest, airflow_labels
 from airflow_provider_jax.operators.rendered_manifest import MANIFEST_FIELD, shown_manifest
 from airflow_provider_jax.operators.retry_policy import JaxRetryPolicy
-from airflow_provider_jax.operators.run_diagnostics import Diagnostics
-from airflow_provider_jax.reporting.checkpoint_freshness import DEFAULT_WARN_AFTER
-from airflow_provider_jax.reporting.host_logs import STREAM_LEADER, STREAM_NONE
 
 if TYPE_CHECKING:
     import datetime
 
     from airflow.providers.openlineage.extractors import OperatorLineage
-    from airflow.sdk import Asset, Context, DeadlineAlert
+    from airflow.sdk import Asset, Context
+    from airflow.sdk.definitions.deadline import DeadlineAlert
 
     from airflow_provider_jax.contract import Backend, BackendTraits, Outcome, Started
-    from airflow_provider_jax.manifest.accelerators import Accelerator
     from airflow_provider_jax.manifest.named_storage import Storage
     from airflow_provider_jax.manifest.spec import JaxJobSpec
     from airflow_provider_jax.operators.publish import OutcomePublisher
@@ -108,6 +99,9 @@ class JaxJobOperator(BaseOperator):
         "annotations": "json",
     }
     ui_color = "#e8f0fe"
+    platform: ClassVar[str]  # tpu or gpu: which accelerators and arguments (the subclasses)
+    arguments: JobArguments  # as the user gave them, checked (the signature below)
+    plan: JobPlan  # what they come to together
     ships_source: ClassVar[bool] = False  # True for the decorators, which ship a function
     operator_extra_links = (
         JobSetWorkloadLink(),
@@ -118,16 +112,21 @@ class JaxJobOperator(BaseOperator):
         DebugDumpLink(),
     )
 
+    # --- begin: written by argument_signature.py from JobArguments; do not edit ---
     def __init__(
         self,
         *,
-        accelerator: Accelerator,
+        accelerator: str,
+        num_slices: int = 1,
+        chips_per_host: int | None = None,
+        dynamic_slicing: bool = False,
+        gpus_per_node: int | None = None,
+        num_nodes: int | None = None,
         image: str | None = None,
         command: Sequence[str] | None = None,
         entrypoint: str | None = None,
         entrypoint_kwargs: Mapping[str, Any] | None = None,
         argv: Sequence[str] | None = None,
-        num_slices: int = 1,
         min_slices: int | None = None,
         shrink_after: datetime.timedelta | float | None = None,
         env: Mapping[str, str] | None = None,
@@ -149,9 +148,9 @@ class JaxJobOperator(BaseOperator):
         volumes: Sequence[Mapping[str, Any]] = (),
         volume_mounts: Sequence[Mapping[str, Any]] = (),
         storage: Sequence[Storage] = (),
-        max_restarts: int = DEFAULT_MAX_RESTARTS,
+        max_restarts: int = 3,
         restart_on_exit_codes: Sequence[int] = (),
-        restart_strategy: str = DEFAULT_RESTART_STRATEGY,
+        restart_strategy: str = "recreate",
         local_checkpoint_size: str | None = None,
         termination_grace_period: int | None = None,
         retry_on_code_error: bool | None = None,
@@ -160,7 +159,8 @@ class JaxJobOperator(BaseOperator):
         deadline: DeadlineAlert | Sequence[DeadlineAlert] | None = None,
         profile_steps: tuple[int, int] | None = None,
         debug_dump: bool = False,
-        checkpoint_warn_after: datetime.timedelta | float | None = DEFAULT_WARN_AFTER,
+        jax_config: Mapping[str, Any] | None = None,
+        checkpoint_warn_after: datetime.timedelta | float | None = 600.0,
         ttl_seconds_after_finished: int | None = None,
         priority_class_name: str | None = None,
         queue_name: str | None = None,
@@ -184,7 +184,7 @@ class JaxJobOperator(BaseOperator):
         deferrable: bool | None = None,
         on_finish_action: str = "delete_jobset",
         poll_interval: float = 10.0,
-        stream_logs: str = STREAM_LEADER,
+        stream_logs: str = "leader",
         project_id: str | None = None,
         location: str | None = None,
         cluster_name: str | None = None,
@@ -192,91 +192,223 @@ class JaxJobOperator(BaseOperator):
         impersonation_chain: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
-        if checkpoint_asset is not None:
+        self._start(
+            JobArguments(
+                accelerator=accelerator,
+                num_slices=num_slices,
+                chips_per_host=chips_per_host,
+                dynamic_slicing=dynamic_slicing,
+                gpus_per_node=gpus_per_node,
+                num_nodes=num_nodes,
+                image=image,
+                command=command,
+                entrypoint=entrypoint,
+                entrypoint_kwargs=entrypoint_kwargs,
+                argv=argv,
+                min_slices=min_slices,
+                shrink_after=shrink_after,
+                env=env,
+                output_dir=output_dir,
+                checkpoint_asset=checkpoint_asset,
+                initialize_distributed=initialize_distributed,
+                require_distributed=require_distributed,
+                pathways=pathways,
+                pip_packages=pip_packages,
+                python=python,
+                name=name,
+                namespace=namespace,
+                labels=labels,
+                annotations=annotations,
+                container_resources=container_resources,
+                service_account_name=service_account_name,
+                node_selector=node_selector,
+                tolerations=tolerations,
+                volumes=volumes,
+                volume_mounts=volume_mounts,
+                storage=storage,
+                max_restarts=max_restarts,
+                restart_on_exit_codes=restart_on_exit_codes,
+                restart_strategy=restart_strategy,
+                local_checkpoint_size=local_checkpoint_size,
+                termination_grace_period=termination_grace_period,
+                retry_on_code_error=retry_on_code_error,
+                progress_timeout=progress_timeout,
+                total_steps=total_steps,
+                deadline=deadline,
+                profile_steps=profile_steps,
+                debug_dump=debug_dump,
+                jax_config=jax_config,
+                checkpoint_warn_after=checkpoint_warn_after,
+                ttl_seconds_after_finished=ttl_seconds_after_finished,
+                priority_class_name=priority_class_name,
+                queue_name=queue_name,
+                queue_timeout=queue_timeout,
+                queue_timeout_until=queue_timeout_until,
+                capacity=capacity,
+                capacity_wait=capacity_wait,
+                compute_class=compute_class,
+                reservation_project=reservation_project,
+                placement=placement,
+                pod_template_override=pod_template_override,
+                image_pull_policy=image_pull_policy,
+                coordinator_port=coordinator_port,
+                host_network=host_network,
+                gpu_networking=gpu_networking,
+                gpu_networks=gpu_networks,
+                secrets=secrets,
+                security_context=security_context,
+                backend=backend,
+                kubernetes_conn_id=kubernetes_conn_id,
+                deferrable=deferrable,
+                on_finish_action=on_finish_action,
+                poll_interval=poll_interval,
+                stream_logs=stream_logs,
+                project_id=project_id,
+                location=location,
+                cluster_name=cluster_name,
+                gcp_conn_id=gcp_conn_id,
+                impersonation_chain=impersonation_chain,
+            ),
+            kwargs,
+        )
+
+    @property
+    def image(self) -> str | None:
+        return self.arguments.image
+
+    @image.setter
+    def image(self, value: str | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, image=value)
+
+    @property
+    def command(self) -> Sequence[str] | None:
+        return self.arguments.command
+
+    @command.setter
+    def command(self, value: Sequence[str] | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, command=value)
+
+    @property
+    def entrypoint(self) -> str | None:
+        return self.arguments.entrypoint
+
+    @entrypoint.setter
+    def entrypoint(self, value: str | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, entrypoint=value)
+
+    @property
+    def entrypoint_kwargs(self) -> Mapping[str, Any] | None:
+        return self.arguments.entrypoint_kwargs
+
+    @entrypoint_kwargs.setter
+    def entrypoint_kwargs(self, value: Mapping[str, Any] | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, entrypoint_kwargs=value)
+
+    @property
+    def argv(self) -> Sequence[str] | None:
+        return self.arguments.argv
+
+    @argv.setter
+    def argv(self, value: Sequence[str] | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, argv=value)
+
+    @property
+    def env(self) -> Mapping[str, str] | None:
+        return self.arguments.env
+
+    @env.setter
+    def env(self, value: Mapping[str, str] | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, env=value)
+
+    @property
+    def output_dir(self) -> str | None:
+        return self.arguments.output_dir
+
+    @output_dir.setter
+    def output_dir(self, value: str | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, output_dir=value)
+
+    @property
+    def name(self) -> str | None:
+        return self.arguments.name
+
+    @name.setter
+    def name(self, value: str | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, name=value)
+
+    @property
+    def namespace(self) -> str:
+        return self.arguments.namespace
+
+    @namespace.setter
+    def namespace(self, value: str) -> None:
+        self.arguments = dataclasses.replace(self.arguments, namespace=value)
+
+    @property
+    def labels(self) -> Mapping[str, str] | None:
+        return self.arguments.labels
+
+    @labels.setter
+    def labels(self, value: Mapping[str, str] | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, labels=value)
+
+    @property
+    def annotations(self) -> Mapping[str, str] | None:
+        return self.arguments.annotations
+
+    @annotations.setter
+    def annotations(self, value: Mapping[str, str] | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, annotations=value)
+
+    @property
+    def total_steps(self) -> int | str | None:
+        return self.arguments.total_steps
+
+    @total_steps.setter
+    def total_steps(self, value: int | str | None) -> None:
+        self.arguments = dataclasses.replace(self.arguments, total_steps=value)
+
+    # --- end: written by argument_signature.py ---
+
+    def _start(self, arguments: JobArguments, kwargs: dict[str, Any]) -> None:
+        """The operator, from its arguments as given (the signature above) and Airflow's own
+        (``kwargs``): each argument through its kind, then the rules between them, then the
+        JobSet of the literal values, all at parse."""
+        if arguments.checkpoint_asset is not None:
             kwargs["outlets"] = with_checkpoint_outlet(
-                kwargs.get("task_id", ""), checkpoint_asset, output_dir, kwargs.get("outlets")
+                kwargs.get("task_id", ""),
+                arguments.checkpoint_asset,
+                arguments.output_dir,
+                kwargs.get("outlets"),
             )
-        kwargs["retry_policy"] = _retry_policy(retry_on_code_error, kwargs.get("retry_policy"))
+        kwargs["retry_policy"] = _retry_policy(
+            arguments.retry_on_code_error, kwargs.get("retry_policy")
+        )
         super().__init__(**kwargs)
-        # Each argument through its declared kind; Jinja where nothing renders it is refused.
-        values = checked(locals())
-        if not self.ships_source and (command is None) == (entrypoint is None):
-            raise ValueError(f"{self.task_id}: give exactly one of command or entrypoint.")
-        if command is not None and pip_packages:
-            raise ValueError(f"{self.task_id}: pip_packages needs entrypoint, not command.")
-        if command is not None and argv is not None:
-            raise ValueError(
-                f"{self.task_id}: argv is sys.argv for an entrypoint or a decorated function; "
-                "a command= is its own argv."
-            )
-        if command is None and require_distributed:
-            raise ValueError(
-                f"{self.task_id}: require_distributed checks a command= program; with an "
-                "entrypoint or a decorated function the runtime joins jax.distributed itself."
-            )
-        # Rules between arguments, checked where their values meet.
-        if values["deadline"] and stream_logs == STREAM_NONE:
-            raise ValueError(
-                f"{self.task_id}: deadline= is held against the ETA of the leader's reports, "
-                "which stream_logs='none' does not read; use stream_logs='leader' or 'all'."
-            )
-        values["pathways"], values["initialize_distributed"] = _controller(
-            pathways, values["initialize_distributed"]
+        for name, duration in (
+            ("execution_timeout", self.execution_timeout),
+            ("retry_delay", self.retry_delay),
+            ("max_retry_delay", self.max_retry_delay),
+        ):
+            # Airflow adds these to a date; past the range a datetime holds, its scheduling
+            # fails after the task ran (the provider's own durations are held the same).
+            if duration is not None:
+                positive_seconds(name, duration, timedelta_ok=True, zero_ok=True)
+        self.arguments = arguments.checked(rendered=False)
+        self.plan = plan_job(
+            self.arguments,
+            platform=self.platform,
+            task_id=self.task_id,
+            ships_source=self.ships_source,
+            execution_timeout=self.execution_timeout,
+            remote=self.backend_traits.remote,
+            default_deferrable=conf.getboolean("operators", "default_deferrable", fallback=False),
+            log=self.log,
         )
-        values["pip_packages"] = self._pip_packages(values["pip_packages"])
-        values["entrypoint_kwargs"] = values["entrypoint_kwargs"] or {}
-        values["security_context"] = (
-            SAFE_SECURITY_CONTEXT if security_context is None else values["security_context"]
-        )
-        values["restart_on_exit_codes"] = tuple(values["restart_on_exit_codes"])
-        values["storage"] = tuple(values["storage"])
-        values["gpu_networks"] = tuple(values["gpu_networks"])
-        for name in ("container_resources", "node_selector", "env", "labels", "annotations"):
-            if values[name] is None:
-                values[name] = {}
-        values["queue_timeout"] = queue_timeout_seconds(
-            queue_timeout, queue_timeout_until, queue_name
-        )
-        values["capacity"] = CapacityChoices.parse(
-            capacity,
-            reservation_project=reservation_project,
-            capacity_wait=capacity_wait,
-            compute_class=compute_class,
-            queue_name=queue_name,
-        )
-        values["elastic"] = ElasticSlices.of(
-            num_slices,
-            values["min_slices"],
-            values["shrink_after"],
-            output_dir=output_dir,
-            pathways=values["pathways"],
-        )
-        timeout = self.execution_timeout
-        values["capacity"].check_waits(
-            values["queue_timeout"], timeout.total_seconds() if timeout is not None else None
-        )
-        if values["deferrable"] is None:  # read at construction: config changes need no re-import
-            values["deferrable"] = conf.getboolean(
-                "operators", "default_deferrable", fallback=False
-            )
-        for name, value in values.items():
-            setattr(self, name, value)
-        self.diagnostics = Diagnostics(values["profile_steps"], values["debug_dump"])
-        self.diagnostics.check_place(self.task_id, output_dir, self.backend_traits.remote)
         settings.check()  # a bad [jax] setting fails at parse, not at the end of a run
-        self.watch = WatchOptions.of_task(  # carried whole to the backend and the trigger
-            self.task_id,
-            poll_interval=poll_interval,
-            queue_timeout=self.queue_timeout,
-            queue_until=queue_timeout_until,
-            stream_logs=stream_logs,
-            checkpoint_warn_after=values["checkpoint_warn_after"],
-            hosts=accelerator.hosts * num_slices,
-            checkpoints_expected=checkpoint_asset is not None or local_checkpoint_size is not None,
-        )
         self.jobset_manifest: str | None = None  # filled when the templates are rendered
         self.capacity_choice = 0  # the choice the next manifest asks for
-        self.slices_now = num_slices  # the size it asks for (fewer: an elastic job shrunk)
+        self.slices_now = self.arguments.num_slices  # fewer: an elastic job shrunk
         self.resized: str | None = None  # why it asks for that size (contract/elastic.py)
         # An elastic job's goodput so far, across its sizes: the local backend's clock, or the
         # ledger of the earlier JobSets, which the next one's trigger goes on from.
@@ -286,25 +418,14 @@ class JaxJobOperator(BaseOperator):
         self._running: Backend | None = None  # the backend execute() waits on, for on_kill
         self._recorded: task_state.Recorded | None = None  # an earlier try's JobSet, if any
         # Fail at parse, not at run: a spec with the literal values must already be valid.
-        static = self.build_spec(name=self.name if _literal(self.name) else "x", rendered=False)
-        if self.pod_template_override:  # what it merges into is checked whole, mounts too
-            build_jobset(static)
-
-    def _pip_packages(self, pip_packages: list[str]) -> list[str]:
-        """What to ``pip install`` at process start; JAX itself is the image's, never these."""
-        kept, dropped = split_pip_packages(pip_packages)
-        if dropped:
-            self.log.warning(
-                "%s: not installing %s at process start; the image's accelerator-matched JAX "
-                "is used instead.",
-                self.task_id,
-                dropped,
-            )
-        return kept
+        # The JobSet too: what the provider owns is checked on it, after every merge.
+        given = self.arguments.name
+        literal = given if given is not None and _literal(given) else "x"
+        build_jobset(self.build_spec(name=literal, rendered=False))
 
     @property
     def resolved_backend(self) -> str:
-        return resolve_backend(self.backend)
+        return resolve_backend(self.arguments.backend)
 
     @property
     def backend_traits(self) -> BackendTraits:
@@ -313,19 +434,21 @@ class JaxJobOperator(BaseOperator):
     # -- what the task builds: the job spec, the JobSet, the backend's settings -------------
 
     def request(self, *, rendered: bool = True, try_number: int = 0) -> JobRequest:
-        """This operator's argument values, as one build reads them."""
-        values = {name: getattr(self, name) for name in BY_NAME}  # as __init__ made them
+        """This operator's arguments, as one build reads them: once rendered, each goes
+        through its kind again (a template can render to anything) before anything is made."""
+        a = self.arguments.checked(rendered=True) if rendered else self.arguments
         return JobRequest(
-            values=values | {"diagnostics": self.diagnostics},
+            arguments=a,
+            plan=self.plan,
             traits=self.backend_traits,
             rendered=rendered,
             execution_timeout=self.execution_timeout,
             capacity_choice=self.capacity_choice,
-            slices=self.slices_now if self.slices_now != self.num_slices else None,
+            slices=self.slices_now if self.slices_now != a.num_slices else None,
             resized=self.resized,
             try_number=try_number,
             connection_extras=lambda: job_spec.connection_extras(
-                self.cluster_name, self.kubernetes_conn_id
+                a.cluster_name, a.kubernetes_conn_id
             ),
         )
 
@@ -350,33 +473,35 @@ class JaxJobOperator(BaseOperator):
     def _program(self, request: JobRequest, jobset: str) -> tuple[Any, dict[str, str]]:
         """Command and env of the program every process runs. Before rendering, Jinja strings
         are still strings, which JSON-encodes fine, so every value already real is checked."""
-        if self.command is not None:
+        a = request.arguments
+        if a.command is not None:
             return job_spec.command_program(request)
-        kwargs = request.mapping("entrypoint_kwargs")
-        return job_spec.runtime_call(request, jobset, entrypoint=self.entrypoint, kwargs=kwargs)
+        kwargs = job_spec.mapping(a.entrypoint_kwargs)
+        return job_spec.runtime_call(request, jobset, entrypoint=a.entrypoint, kwargs=kwargs)
 
     def _call_arguments(self, rendered: bool) -> Mapping[str, Any]:
         """The arguments shipped to every process, as they will travel."""
-        return self.entrypoint_kwargs if self.entrypoint else {}
+        a = self.arguments
+        return job_spec.mapping(a.entrypoint_kwargs) if a.entrypoint else {}
 
     def data_inputs(self, rendered: bool) -> list[Any]:
         """The ``Data(...)`` values among the program's arguments."""
         return job_spec.data_inputs(self._call_arguments(rendered))
 
     def jobset_name_for(self, context: Context) -> str:
-        if self.name:
-            return self.name
+        if self.arguments.name:
+            return self.arguments.name
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None else -1
         return self._default_name(ti.dag_id, ti.run_id, map_index)
 
     def _default_name(self, dag_id: str, run_id: str, map_index: int) -> str:
-        pathways = self.pathways is not None
-        dynamic = self.accelerator.dynamic_slicing and not is_template(self.namespace)
+        a, accelerator = self.arguments, self.plan.accelerator
+        dynamic = accelerator.dynamic_slicing and not is_template(a.namespace)
         return jobset_name(
-            *(dag_id, self.task_id, run_id, map_index, self.accelerator, self.num_slices),
-            pathways,
-            max_length=dynamic_slicing.max_name_length(self.namespace) if dynamic else None,
+            *(dag_id, self.task_id, run_id, map_index, accelerator, a.num_slices),
+            self.plan.pathways is not None,
+            max_length=dynamic_slicing.max_name_length(a.namespace) if dynamic else None,
         )
 
     def build_manifest(self, context: Context) -> dict[str, Any]:
@@ -385,7 +510,8 @@ class JaxJobOperator(BaseOperator):
         labels = airflow_labels(ti.dag_id, ti.task_id, ti.run_id, ti.map_index, ti.try_number)
         name = self.jobset_name_for(context)
         manifest = build_jobset(self.build_spec(name=name, labels=labels, try_number=ti.try_number))
-        identity = task_instance_annotation(ti.dag_id, ti.task_id, ti.run_id, ti.map_index)
+        map_index = ti.map_index if ti.map_index is not None else -1
+        identity = task_instance_annotation(ti.dag_id, ti.task_id, ti.run_id, map_index)
         meta = manifest["metadata"]
         meta["annotations"] = {
             **(meta.get("annotations") or {}),
@@ -393,18 +519,20 @@ class JaxJobOperator(BaseOperator):
         }
         return manifest
 
-    def dry_run(self) -> dict[str, Any]:
+    # Airflow's dry_run() returns nothing; this one also returns the manifest it logs, which
+    # a caller may read (docs/recovery.md): a wider return, nothing a caller of Airflow's loses.
+    def dry_run(self) -> dict[str, Any]:  # type: ignore[override]
         """The manifest this task would submit, without touching a cluster."""
         dag_id = self.dag_id if self.has_dag() else "dry_run"
-        name = self.name or self._default_name(dag_id, "dry_run", -1)
+        name = self.arguments.name or self._default_name(dag_id, "dry_run", -1)
         labels = airflow_labels(dag_id, self.task_id, "dry_run", -1, 0)
         manifest = build_jobset(self.build_spec(name=name, labels=labels, rendered=False))
         self.log.info(
             "Dry run: JobSet %s, %d slice(s) x %d host(s) of %s",
             name,
-            self.num_slices,
-            self.accelerator.hosts,
-            self.accelerator.name,
+            self.arguments.num_slices,
+            self.plan.accelerator.hosts,
+            self.plan.accelerator.name,
         )
         return manifest
 
@@ -423,39 +551,56 @@ class JaxJobOperator(BaseOperator):
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage:
         from airflow_provider_jax.operators.lineage import lineage
 
-        return lineage(self.output_dir, self._call_arguments(True))
+        return lineage(self.arguments.output_dir, self._call_arguments(True))
 
     # -- how a try runs: start, wait in the worker or defer, publish --------------------------
 
     def _publisher(self) -> OutcomePublisher:
         from airflow_provider_jax.operators.publish import OutcomePublisher
 
+        a = self.arguments
         return OutcomePublisher(
             task_id=self.task_id,
             log=self.log,
-            accelerator_name=self.accelerator.name,
-            hosts=self.watch.hosts,
-            output_dir=self.output_dir,
-            checkpoint_asset=self.checkpoint_asset,
-            gcp_conn_id=self.gcp_conn_id,
-            impersonation_chain=self.impersonation_chain,
+            accelerator_name=self.plan.accelerator.name,
+            hosts=self.plan.watch.hosts,
+            output_dir=a.output_dir,
+            checkpoint_asset=a.checkpoint_asset,
+            gcp_conn_id=a.gcp_conn_id,
+            impersonation_chain=a.impersonation_chain,
             link_keys=[link.xcom_key for link in self.operator_extra_links],
             stored_links=self.stored_links,
         )
 
     def _backend(self, context: Context) -> Backend:
-        from airflow_provider_jax.operators.job_settings import job_settings
+        from airflow_provider_jax.operators.job_settings import TryState, job_settings
 
-        return get_backend(self.resolved_backend, job_settings(self, context))  # type: ignore[arg-type]
+        state = TryState(
+            name=self.jobset_name_for(context),
+            slices=self.slices_now,
+            goodput_clock=self.goodput_clock,
+            goodput_before=self.goodput_before,
+        )
+        settings_ = job_settings(
+            self.arguments,
+            self.plan,
+            state,
+            context,
+            execution_timeout=self.execution_timeout,
+            dag=self.dag if self.has_dag() else None,
+            log=self.log,
+        )
+        return get_backend(self.resolved_backend, settings_)
 
     def execute(self, context: Context) -> Any:
         self.stored_links = {}  # none yet: see StoredLink.get_link
+        a = self.arguments
         if self.backend_traits.remote:  # a local Data folder is staged before any pod
             from airflow_provider_jax.operators.data_staging import upload
 
-            upload(self.data_inputs(True), self.gcp_conn_id, self.impersonation_chain, self.log)
+            upload(self.data_inputs(True), a.gcp_conn_id, a.impersonation_chain, self.log)
         self._recorded = task_state.recorded(context, self.log)
-        self.slices_now, self.resized = self.num_slices, None
+        self.slices_now, self.resized = a.num_slices, None
         self.goodput_clock = self.goodput_before = None
         return self._run_choice(context, 0)
 
@@ -476,9 +621,11 @@ class JaxJobOperator(BaseOperator):
             task_state.record(context, started, getattr(self, "_recorded", None), self.log)
             self._recorded = None  # a further capacity choice of this try is not a reconnect
             choice = self.capacity_choice = started.capacity_choice  # a reattach: further on
-            links = self.diagnostics.links(self.output_dir, started.name, context["ti"].try_number)
+            links = self.plan.diagnostics.links(
+                self.arguments.output_dir, started.name, context["ti"].try_number
+            )
             publisher.announce(context, started, links)
-            if self.deferrable and started.deferral is not None:
+            if self.plan.deferrable and started.deferral is not None:
                 deferral = started.deferral
                 self.defer(
                     trigger=deferral.trigger,
@@ -552,7 +699,7 @@ class JaxJobOperator(BaseOperator):
         return publisher.publish(context, outcome)
 
     def _next_choice(self, context: Context, choice: int, err: NoCapacity) -> Any:
-        choices = self.capacity.choices
+        choices = self.plan.capacity.choices
         if choice + 1 >= len(choices):  # the last choice waits as a plain capacity: not here
             raise err
         self.log.warning(
@@ -578,9 +725,6 @@ class JaxJobOperator(BaseOperator):
         # Set while execute() runs (waiting in the worker); a deferred task has no worker.
         if (backend := getattr(self, "_running", None)) is not None:
             backend.kill()
-
-
-JaxJobOperator.__doc__ = f"{JaxJobOperator.__doc__}\n{param_docs()}\n"
 
 
 def _retry_policy(retry_on_code_error: object, given: object) -> object:
@@ -613,15 +757,3 @@ def _retry_policy(retry_on_code_error: object, given: object) -> object:
 
 def _literal(value: object) -> bool:
     return value is not None and not is_template(value)
-
-
-def _controller(pathways: object, initialize_distributed: bool | None) -> tuple[Any, bool]:
-    """``pathways=`` and ``initialize_distributed``: under Pathways one process drives every
-    chip, so there is no ``jax.distributed`` to join."""
-    chosen = Pathways.of(pathways)
-    if chosen is not None and initialize_distributed:
-        raise ValueError(
-            "initialize_distributed=True does not go with pathways=: under Pathways one "
-            "process drives every chip and joins no jax.distributed. Leave it unset."
-        )
-    return chosen, chosen is None if initialize_distributed is None else initialize_distributed

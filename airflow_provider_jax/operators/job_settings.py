@@ -7,7 +7,8 @@ import datetime
 import os
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import conf
 
@@ -17,88 +18,89 @@ from airflow_provider_jax.contract.backend import (
     JobSettings,
     try_deadline,
 )
-from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.operators.deadline_alerts import evaluate
+from airflow_provider_jax.operators.job_arguments import JobArguments
+from airflow_provider_jax.operators.job_plan import JobPlan
 from airflow_provider_jax.runtime.output_paths import checkpoints_uri
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
 
-class JaxJobFields(Protocol):
-    """What of a JAX operator the settings are made from."""
+@dataclass(frozen=True)
+class TryState:
+    """What the operator knows of this try beyond its arguments: the JobSet's name, an elastic
+    job's size now, and its goodput so far (the local backend's clock, or the ledger of its
+    earlier JobSets)."""
 
-    namespace: str
-    log: Any
-    execution_timeout: datetime.timedelta | None
-    output_dir: str | None
-    command: Sequence[str] | None
-    on_finish_action: str
-    deferrable: bool
-    watch: WatchOptions
-    kubernetes_conn_id: str | None
-    cluster_name: str | None
-    project_id: str | None
-    location: str | None
-    gcp_conn_id: str
-    impersonation_chain: str | Sequence[str] | None
-    dag: Any
-    num_slices: int
-    slices_now: int
-    elastic: ElasticSlices | None
-    goodput_clock: Any
-    goodput_before: dict[str, Any] | None
-    deadline: tuple[Any, ...] | None
-
-    def jobset_name_for(self, context: Context) -> str: ...
-
-    def has_dag(self) -> bool: ...
+    name: str
+    slices: int
+    goodput_clock: Any = None
+    goodput_before: dict[str, Any] | None = None
 
 
-def job_settings(op: JaxJobFields, context: Context) -> JobSettings:
-    """This try's settings; the deadline is computed here and nowhere else."""
+def job_settings(
+    a: JobArguments,
+    plan: JobPlan,
+    state: TryState,
+    context: Context,
+    *,
+    execution_timeout: datetime.timedelta | None,
+    dag: Any,
+    log: Any,
+) -> JobSettings:
+    """This try's settings (the SETTINGS route's one reader); the deadline is computed here and
+    nowhere else."""
     ti = context["ti"]
-    chain = op.impersonation_chain
+    chain = a.impersonation_chain
     return JobSettings(
-        name=op.jobset_name_for(context),
-        namespace=op.namespace,
-        log=op.log,
-        deadline=try_deadline(op.execution_timeout, ti.start_date, time.time()),
+        name=state.name,
+        namespace=a.namespace,
+        log=log,
+        deadline=try_deadline(execution_timeout, ti.start_date, time.time()),
         execution_timeout_s=(
-            op.execution_timeout.total_seconds() if op.execution_timeout is not None else None
+            execution_timeout.total_seconds() if execution_timeout is not None else None
         ),
-        output_dir=op.output_dir,
-        on_finish_action=op.on_finish_action,
-        deferrable=op.deferrable,
+        output_dir=a.output_dir,
+        on_finish_action=a.on_finish_action,
+        deferrable=plan.deferrable,
         max_result_bytes=settings.get("max_result_bytes"),
         cluster=ClusterSettings(
-            kubernetes_conn_id=op.kubernetes_conn_id,
-            cluster_name=op.cluster_name,
-            project_id=op.project_id,
-            location=op.location,
-            gcp_conn_id=op.gcp_conn_id,
-            impersonation_chain=tuple(chain) if isinstance(chain, list | tuple) else chain,
+            kubernetes_conn_id=a.kubernetes_conn_id,
+            cluster_name=a.cluster_name,
+            project_id=a.project_id,
+            location=a.location,
+            gcp_conn_id=a.gcp_conn_id,
+            impersonation_chain=chain if chain is None or isinstance(chain, str) else tuple(chain),
         ),
-        pythonpath=tuple(dag_pythonpath(op)),
+        pythonpath=tuple(dag_pythonpath(dag)),
         local_secrets_dir=settings.get("local_secrets_dir") or None,
         watch=with_deadlines(
-            with_checkpoints(sized(op.watch, op.slices_now, op.num_slices), op.output_dir),
-            op,
+            with_checkpoints(sized(plan.watch, state.slices, a.num_slices), a.output_dir),
+            [*((dag.deadline or []) if dag is not None else []), *_alerts(a.deadline)],
             context,
+            log,
         ),
         resume_settle_s=settings.get("resume_settle_seconds"),
         local_accelerators=settings.get("local_accelerators"),
-        expects_result=op.command is None,
+        expects_result=a.command is None,
         elastic=(
-            op.elastic.at(op.slices_now, checkpoints_uri(op.output_dir))
-            if op.elastic is not None and op.output_dir
+            plan.elastic.at(state.slices, checkpoints_uri(a.output_dir))
+            if plan.elastic is not None and a.output_dir
             else None
         ),
-        goodput_clock=op.goodput_clock,
-        goodput_before=op.goodput_before,
+        goodput_clock=state.goodput_clock,
+        goodput_before=state.goodput_before,
         local_capacity_file=settings.get("local_capacity_file") or None,
     )
+
+
+def _alerts(deadline: Any) -> tuple[Any, ...]:
+    """The task's ``deadline=`` as a tuple (its kind keeps one alert as a tuple of one)."""
+    if deadline is None:
+        return ()
+    return tuple(deadline) if isinstance(deadline, list | tuple) else (deadline,)
 
 
 def sized(watch: WatchOptions, slices: int, num_slices: int) -> WatchOptions:
@@ -115,21 +117,21 @@ def with_checkpoints(watch: WatchOptions, output_dir: str | None) -> WatchOption
     return dataclasses.replace(watch, checkpoint_dir=checkpoints_uri(output_dir))
 
 
-def with_deadlines(watch: WatchOptions, op: JaxJobFields, context: Context) -> WatchOptions:
-    """``watch`` with the DAG's and the task's deadlines, evaluated for this run."""
-    dag_alerts = (op.dag.deadline or []) if op.has_dag() else []
-    alerts = [*dag_alerts, *(op.deadline or ())]
+def with_deadlines(
+    watch: WatchOptions, alerts: Sequence[Any], context: Context, log: Any
+) -> WatchOptions:
+    """``watch`` with the DAG's and the task's deadlines (``alerts``), evaluated for this run."""
     if not alerts:
         return watch
-    return dataclasses.replace(watch, deadlines=evaluate(alerts, context["dag_run"], op.log))
+    return dataclasses.replace(watch, deadlines=evaluate(alerts, context["dag_run"], log))
 
 
-def dag_pythonpath(op: JaxJobFields) -> list[str]:
+def dag_pythonpath(dag: Any) -> list[str]:
     """The DAG file's folder and the DAGs folder, so entrypoint modules beside a DAG import
     in local processes."""
     folders = []
-    if op.has_dag() and op.dag.fileloc:
-        folders.append(os.path.dirname(os.path.abspath(op.dag.fileloc)))
+    if dag is not None and dag.fileloc:
+        folders.append(os.path.dirname(os.path.abspath(dag.fileloc)))
     if dags_folder := conf.get("core", "dags_folder", fallback=None):
         folders.append(os.path.abspath(os.path.expanduser(dags_folder)))
     return [f for f in dict.fromkeys(folders) if os.path.isdir(f)]

@@ -15,7 +15,6 @@ from airflow_provider_jax.arguments import is_template
 from airflow_provider_jax.contract.backend import BackendTraits, cluster_deadline_seconds
 from airflow_provider_jax.contract.elastic import resize_env
 from airflow_provider_jax.manifest import data_inputs as data_inputs_module
-from airflow_provider_jax.manifest.capacity_choices import CapacityChoices
 from airflow_provider_jax.manifest.data_inputs import Data
 from airflow_provider_jax.manifest.in_place_restart import AGENT_IMAGE_EXTRA, AGENT_IMAGE_STAND_IN
 from airflow_provider_jax.manifest.local_checkpoints import MTC_EXTRA
@@ -24,6 +23,7 @@ from airflow_provider_jax.manifest.pathways import (
     DEFAULT_SERVER_IMAGE,
     Pathways,
     check_scratch,
+    holds_scratch,
 )
 from airflow_provider_jax.manifest.pod_command import command_env, python_call
 from airflow_provider_jax.manifest.provider_keys import (
@@ -34,13 +34,11 @@ from airflow_provider_jax.manifest.provider_keys import (
     SLICES_ANNOTATION,
     refuse_managed,
 )
-from airflow_provider_jax.manifest.spec import JaxJobSpec
-from airflow_provider_jax.operators.argument_types import as_mapping
+from airflow_provider_jax.manifest.spec import SAFE_SECURITY_CONTEXT, JaxJobSpec
 from airflow_provider_jax.operators.data_staging import staging_uri
-from airflow_provider_jax.operators.job_arguments import SPEC_FIELDS
-from airflow_provider_jax.operators.run_diagnostics import Diagnostics
+from airflow_provider_jax.operators.job_arguments import JobArguments, To, routed
+from airflow_provider_jax.operators.job_plan import JobPlan
 from airflow_provider_jax.operators.secret_guard import refuse_masked_values
-from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.output_paths import check_storage_path
 
 TEMPLATED_IMAGE = "templated:image"  # stands in for a Jinja image until it is rendered
@@ -50,11 +48,12 @@ GKE_API = "https://container.googleapis.com/v1"
 
 @dataclass(frozen=True)
 class JobRequest:
-    """What one build of the job spec reads: the operator's argument values by name (checked,
-    and rendered where ``rendered``) and what the try adds. Plain data: the spec follows from
-    it alone."""
+    """What one build of the job spec reads: the operator's arguments (checked, and rendered
+    and checked again where ``rendered``), what they come to together (``plan``), and what the
+    try adds. Plain data: the spec follows from it alone."""
 
-    values: Mapping[str, Any]
+    arguments: JobArguments
+    plan: JobPlan
     traits: BackendTraits
     rendered: bool
     execution_timeout: datetime.timedelta | None = None
@@ -65,14 +64,11 @@ class JobRequest:
     # The Kubernetes connection's extras, read only when a rendered build needs them.
     connection_extras: Callable[[], Mapping[str, Any]] = dict
 
-    def __getitem__(self, name: str) -> Any:
-        return self.values[name]
 
-    def mapping(self, name: str) -> dict[str, Any]:
-        """A templated mapping argument: checked again once rendered (a template can render
-        to anything); before, an argument that is one template string is still unknown."""
-        value = as_mapping(name, self.values[name], templated=not self.rendered)
-        return value if isinstance(value, dict) else {}
+def mapping(value: Mapping[str, Any] | str | None) -> dict[str, Any]:
+    """A templated mapping argument as the spec takes it: checked (once rendered, again) by its
+    kind, so before rendering an argument that is one template string is still unknown."""
+    return dict(value) if isinstance(value, Mapping) else {}
 
 
 def build_spec(
@@ -83,54 +79,57 @@ def build_spec(
     call_arguments: Mapping[str, Any],
     labels: Mapping[str, str] | None = None,
 ) -> JaxJobSpec:
-    """The job spec: every argument the spec declares as its own field (``SPEC_FIELDS``), and
-    the fields computed here from the others."""
-    rendered, values = request.rendered, request.values
-    output_dir = values["output_dir"]
+    """The job spec (the SPEC route's one reader): every argument routed to it by name, as the
+    spec's field of the same name, and the fields computed here from the others."""
+    rendered, a, plan = request.rendered, request.arguments, request.plan
+    output_dir = a.output_dir
     if output_dir is not None and (rendered or not is_template(output_dir)):
         check_storage_path("output_dir", output_dir)  # as the sensor and the pods do
     inputs = data_inputs(call_arguments)
     if rendered and request.traits.remote:
         for item in inputs:  # a local folder travels through output_dir's bucket
-            if not item.is_gcs:
+            if item.on_this_host:
                 item.staged = staging_uri(item, output_dir)
     command, env = program
-    image = values["image"] if values["image"] is not None else default_image(request.traits)
+    image = a.image if a.image is not None else default_image(request.traits)
     if not rendered and is_template(image):
         image = TEMPLATED_IMAGE  # checked once rendered
     # A label, annotation or env name the provider sets would silently lose to it.
-    refuse_managed(
-        request.mapping("labels"), request.mapping("annotations"), request.mapping("env")
-    )
-    capacity: CapacityChoices = values["capacity"]
+    refuse_managed(mapping(a.labels), mapping(a.annotations), mapping(a.env))
     choice = {}
-    if capacity.by_provider:  # which choice of the list: a reattach goes on from it
+    if plan.capacity.by_provider:  # which choice of the list: a reattach goes on from it
         choice[CAPACITY_CHOICE_ANNOTATION] = str(request.capacity_choice)
-        if (wait := capacity.wait_for(request.capacity_choice)) is not None:
+        if (wait := plan.capacity.wait_for(request.capacity_choice)) is not None:
             choice[CAPACITY_WAIT_ANNOTATION] = f"{wait:g}"
-    fields = {field: values[field] for field in SPEC_FIELDS}
+    fields = {field: getattr(a, field) for field in routed(To.SPEC)}
     if request.slices is not None:  # an elastic job, made again at another size
         fields["num_slices"] = request.slices
         choice[SLICES_ANNOTATION] = str(request.slices)
     spec = JaxJobSpec(
         **fields,
         name=name,
+        accelerator=plan.accelerator,
+        capacity=plan.capacity,
         image=image,
         command=command,
-        env={**request.mapping("env"), **env, **resize_env(request.resized)},
-        resources=values["container_resources"],
-        labels={**request.mapping("labels"), **(labels or {})},
-        annotations={**request.mapping("annotations"), **choice},
+        env={**mapping(a.env), **env, **resize_env(request.resized)},
+        resources=mapping(a.container_resources),
+        node_selector=mapping(a.node_selector),
+        security_context=(
+            SAFE_SECURITY_CONTEXT if a.security_context is None else a.security_context
+        ),
+        labels={**mapping(a.labels), **(labels or {})},
+        annotations={**mapping(a.annotations), **choice},
         capacity_choice=request.capacity_choice,
         active_deadline_seconds=cluster_deadline_seconds(request.execution_timeout),
         pathways=_pathways(request),
         data_inputs=tuple(d for d in inputs if d.fuse),
-        identity_provider=identity_provider(values),
+        identity_provider=identity_provider(a),
         unrendered=not rendered,
         **_recovery(request),
     )
     if rendered:  # the values are real now: none may be one Airflow masks
-        refuse_masked_values(values["env"], call_arguments)
+        refuse_masked_values(mapping(a.env), call_arguments)
     return spec
 
 
@@ -153,9 +152,9 @@ def data_inputs(call_arguments: Mapping[str, Any]) -> list[Data]:
     return inputs
 
 
-def identity_provider(values: Mapping[str, Any]) -> str | None:
+def identity_provider(a: JobArguments) -> str | None:
     """The GKE cluster's Workload Identity provider, for GCS FUSE in hostNetwork pods."""
-    where = (values["project_id"], values["location"], values["cluster_name"])
+    where = (a.project_id, a.location, a.cluster_name)
     if not all(isinstance(part, str) and part for part in where):
         return None
     project, location, cluster = where
@@ -166,14 +165,14 @@ def _pathways(request: JobRequest) -> Pathways | None:
     """``pathways`` with its images (the connection's, where it names them) and scratch
     location: as given, else under a ``gs://`` output_dir. Kubernetes needs one; the local
     backend runs no Pathways server."""
-    pathways, output_dir = request["pathways"], request["output_dir"]
+    pathways, output_dir = request.plan.pathways, request.arguments.output_dir
     if pathways is not None and request.rendered and request.traits.reads_connection:
         pathways = _connection_images(pathways, request.connection_extras())
     if pathways is None or pathways.scratch_location is not None:
         return pathways
     if output_dir is not None and not request.rendered and is_template(output_dir):
         return pathways  # checked once rendered
-    if Location.is_gcs_uri(output_dir):
+    if holds_scratch(output_dir):
         return dataclasses.replace(pathways, scratch_location=pathways.scratch(output_dir))
     if request.traits.remote:
         if output_dir is None:
@@ -205,7 +204,8 @@ def _recovery(request: JobRequest) -> dict[str, Any]:
     multi-tier checkpointing. Before rendering (at parse, in a dry run) and locally, the
     agent's name and release stand in."""
     stand_in = {"restart_agent_image": AGENT_IMAGE_STAND_IN, "multi_tier_checkpointing": False}
-    wanted = request["restart_strategy"] == "in_place" or request["local_checkpoint_size"]
+    a = request.arguments
+    wanted = a.restart_strategy == "in_place" or a.local_checkpoint_size
     if not request.rendered or not request.traits.reads_connection or not wanted:
         return stand_in
     extras = request.connection_extras()
@@ -236,34 +236,62 @@ def _connection_images(pathways: Pathways, extras: Mapping[str, Any]) -> Pathway
 
 def command_program(request: JobRequest) -> tuple[list[str], dict[str, str]]:
     """``command=``: the argv as given. What needs the runtime's ``report()`` is refused."""
-    command = request["command"]
+    a = request.arguments
+    command = a.command
     if isinstance(command, str):
-        return command, {}  # type: ignore[return-value]  # a template string, which the spec rejects
-    for name in ("progress_timeout", "total_steps", "profile_steps", "debug_dump"):
-        if request[name]:
+        return [command], {}  # a template string: the spec's check refuses it, or its render
+    for name, given in (
+        ("progress_timeout", a.progress_timeout),
+        ("total_steps", a.total_steps),
+        ("profile_steps", a.profile_steps),
+        ("debug_dump", a.debug_dump),
+    ):
+        if given:
             raise ValueError(
                 f"{name} works with report() calls, which need the runtime: use "
                 "entrypoint= or @task.jax_tpu/@task.jax_gpu, not command=."
             )
-    return list(command), command_env(request["require_distributed"])
+    return list(command or ()), command_env(a.require_distributed)
+
+
+# The CALL route's arguments this module puts in the call itself, by their own names or under
+# the runtime's: every other one routed there travels as it is, under its own name, for the
+# runtime to read (so an option for the pods is declared, written into the signature, and
+# read in the runtime: three files).
+_CALL_HANDLED = frozenset(
+    {
+        "entrypoint",
+        "entrypoint_kwargs",
+        "argv",
+        "initialize_distributed",
+        "pip_packages",
+        "python",
+        "progress_timeout",
+        "total_steps",
+        "profile_steps",
+        "debug_dump",
+        "require_distributed",
+    }
+)
 
 
 def runtime_call(request: JobRequest, jobset: str, **call: Any) -> tuple[list[str], dict[str, str]]:
     """The runtime's call of a function (an entrypoint, or a decorated function's source) on
-    every host, and the env that carries it."""
-    values = request.values
+    every host, and the env that carries it (the CALL route's one reader)."""
+    a, plan = request.arguments, request.plan
     call["kwargs"] = data_inputs_module.encode(call.get("kwargs") or {}, [])  # Data as JSON
     call["args"] = data_inputs_module.encode(call.get("args") or [], [])
-    diagnostics: Diagnostics = values["diagnostics"]
+    options = {name: getattr(a, name) for name in routed(To.CALL) if name not in _CALL_HANDLED}
     return python_call(
-        output_dir=values["output_dir"],
-        initialize=values["initialize_distributed"],
-        pip_packages=values["pip_packages"],
-        python=values["python"],
-        progress_timeout=values["progress_timeout"],
-        total_steps=values["total_steps"],
-        argv=values["argv"],
-        diagnostics=diagnostics.call(values["output_dir"], jobset, request.try_number),
+        output_dir=a.output_dir,
+        initialize=plan.initialize_distributed,
+        pip_packages=list(plan.pip_packages),
+        python=a.python,
+        progress_timeout=a.progress_timeout,
+        total_steps=a.total_steps,
+        argv=list(a.argv) if a.argv is not None and not isinstance(a.argv, str) else a.argv,
+        diagnostics=plan.diagnostics.call(a.output_dir, jobset, request.try_number),
+        options=options,
         **call,
     )
 

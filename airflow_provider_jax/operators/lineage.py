@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.output_paths import checkpoints_uri
+from airflow_provider_jax.runtime.stores import parse_location
+from airflow_provider_jax.stores import store
 
 if TYPE_CHECKING:
     from airflow.providers.openlineage.extractors import OperatorLineage
@@ -18,16 +19,15 @@ _LOCATION_KEYS = ("path", "checkpoint_dir", "checkpoint_path", "output_dir", "in
 
 
 def dataset_name(location: str) -> tuple[str, str]:
-    """OpenLineage's naming: ``gs://bucket`` and the object path; ``file`` and the path."""
-    where = Location.parse(location)
-    if where.is_gcs:
-        return str(Location(where.scheme, where.bucket, "")), where.key.strip("/")
-    return "file", where.key.rstrip("/") or "/"
+    """OpenLineage's naming, as the store's driver gives it: ``gs://bucket`` and the object
+    path; ``file`` and the path."""
+    where = parse_location(location)
+    return store(where).dataset(where)
 
 
 def _is_location(value: Any) -> bool:
     try:
-        Location.parse(value)
+        parse_location(value)
     except ValueError:
         return False
     return True

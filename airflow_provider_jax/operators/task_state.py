@@ -37,10 +37,10 @@ class Recorded:
 
 
 def _store(context: Context) -> Any:
-    return context.get("task_state_store")  # type: ignore[call-overload]
+    return context.get("task_state_store")
 
 
-def recorded(context: Context, log: logging.Logger) -> Recorded | None:
+def recorded(context: Context, log: logging.Logger | Any) -> Recorded | None:
     """The record an earlier try left, or None (first try, no store, or a value this release
     cannot read, which is logged and ignored: the name still finds the JobSet)."""
     store = _store(context)
@@ -65,7 +65,7 @@ def recorded(context: Context, log: logging.Logger) -> Recorded | None:
 
 
 def record(
-    context: Context, started: Started, before: Recorded | None, log: logging.Logger
+    context: Context, started: Started, before: Recorded | None, log: logging.Logger | Any
 ) -> None:
     """Keep what this try runs on, and say whether it is the earlier try's JobSet."""
     store = _store(context)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import bisect
 import datetime
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -149,12 +149,12 @@ class GoodputClock:
         wall = max(ended - self.created, 0.0)
         order = sorted(self.attempts)
         queued = min(self.attempts[order[0]].started - self.created, wall) if order else wall
-        totals: Counter[str] = Counter()
+        totals: defaultdict[str, float] = defaultdict(float)
         phases: list[dict[str, Any]] = []
         if order:
             phases.append(_phase("queued", None, self.created, self.created + queued))
 
-        sizes: Counter[int] = Counter()
+        sizes: defaultdict[int, float] = defaultdict(float)
         unheld = 0.0  # chip time of slices an elastic job ran without
 
         def add(phase: str, attempt: int, start: float, end: float) -> None:

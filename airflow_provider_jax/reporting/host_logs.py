@@ -12,9 +12,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from airflow_provider_jax.runtime.messages import FAILURE_BEGIN, FAILURE_END
+
 STREAM_LEADER, STREAM_ALL, STREAM_NONE = "leader", "all", "none"
 STREAM_LOGS = (STREAM_LEADER, STREAM_ALL, STREAM_NONE)
-SUMMARY_HEADER = "Each host's last lines:"
+SUMMARY_HEADER = "The other hosts' last lines (they stopped after the failure above):"
 SUMMARY_LINES = 5  # per host
 SUMMARY_HOSTS = 16  # hosts shown; a 64-host slice's summary is still one screen
 # Gloo (JAX's CPU collectives) reports each connection at start-up, and again after every
@@ -111,6 +113,23 @@ def _fits(words: list[str], start: int) -> bool:
         w.isdigit() if t == _NUMBER else w.rstrip(".") == t.rstrip(".")
         for w, t in zip(words, template, strict=True)
     )
+
+
+class HostLines:
+    """What of one process's lines the task log shows, as they come: its failure's traceback
+    (between the runtime's markers) is left out, since the error shows it once, in its block;
+    then Gloo's connection reports (:class:`GlooFilter`)."""
+
+    def __init__(self) -> None:
+        self._gloo = GlooFilter()
+        self._in_failure = False
+
+    def keep(self, line: str) -> str | None:
+        """``line`` as the task log should show it; None when it is not shown."""
+        if self._in_failure or line == FAILURE_BEGIN:
+            self._in_failure = line != FAILURE_END
+            return None
+        return self._gloo.keep(line)
 
 
 def without_gloo_noise(line: str) -> str | None:

@@ -27,7 +27,6 @@ from airflow_provider_jax.runtime.env import (
     RESIZE_REASON_ENV,
     RESTART_ATTEMPT_ENV,
 )
-from airflow_provider_jax.runtime.location import Location
 from airflow_provider_jax.runtime.messages import (
     TOTAL_STEPS_KEY,
     is_count,
@@ -191,10 +190,23 @@ def start_reason() -> str | None:
     return os.environ.get(RESIZE_REASON_ENV) or None
 
 
+NO_CHECKPOINT_DIR = (
+    "[airflow-jax] warning: checkpoint_dir() is None: this task has no output_dir, so there is "
+    "nowhere to checkpoint. Nothing will be saved, a retry starts from scratch, and a sensor "
+    "waiting for this run's steps waits until its timeout. Set output_dir= on the task."
+)
+_told_no_checkpoint_dir: list[bool] = []
+
+
 def checkpoint_dir() -> str | None:
     """``<output_dir>/checkpoints``: one place for a task instance's checkpoints, the same for
-    every JobSet restart and every Airflow retry (keep ``try_number`` out of output_dir)."""
+    every JobSet restart and every Airflow retry (keep ``try_number`` out of output_dir).
+    None without an ``output_dir``: the leader then says so in the task log, once, since a
+    program that asks means to checkpoint."""
     base = output_dir()
+    if base is None and not _told_no_checkpoint_dir and process_index() == 0:
+        _told_no_checkpoint_dir.append(True)
+        print(NO_CHECKPOINT_DIR, file=sys.stderr, flush=True)
     return checkpoints_uri(base) if base else None
 
 
@@ -208,13 +220,18 @@ _resumed: list[int | None] = []  # the answer, once asked
 
 
 def resumed_from(
-    step_prefix: str | None = None, step_format_fixed_length: int | None = None
+    step_prefix: str | None = None,
+    step_format_fixed_length: int | None = None,
+    allow_legacy_atomic_rename: bool = False,
 ) -> int | None:
     """The newest *finalized* Orbax step in :func:`checkpoint_dir` when first asked (by the
     sensor's rules), or None: resume from it. Later calls give the same answer, so steps this
-    run saves do not change it. Name options as given to Orbax's ``CheckpointManager``."""
+    run saves do not change it. Name options as given to Orbax's ``CheckpointManager`` and its
+    ``AtomicityOptions``."""
     if not _resumed:
-        _resumed.append(_newest_step(step_prefix, step_format_fixed_length))
+        _resumed.append(
+            _newest_step(step_prefix, step_format_fixed_length, allow_legacy_atomic_rename)
+        )
         if _resumed[0] is not None and process_index() == 0:
             print(resumed_line(_resumed[0]), file=sys.stdout, flush=True)
     return _resumed[0]
@@ -225,21 +242,14 @@ def _resumed_step() -> int | None:
     return _resumed[0] if _resumed else None
 
 
-def _newest_step(step_prefix: str | None, length: int | None) -> int | None:
-    from airflow_provider_jax.runtime import orbax_steps, stores
+def _newest_step(step_prefix: str | None, length: int | None, legacy: bool) -> int | None:
+    from airflow_provider_jax.runtime.orbax_steps import StepNameFormat, StepRules
+    from airflow_provider_jax.runtime.stores import parse_location, store_for
 
     where = checkpoint_dir()
     if where is None:
         return None
-    names = orbax_steps.StepNameFormat(step_prefix, length)
-    if Location.is_gcs_uri(where):
-        location = orbax_steps.GcsLocation.from_url(where)
-
-        def fetch(request: orbax_steps.ListRequest) -> orbax_steps.ListPage:
-            page = stores.list_page(location.bucket, request.prefix, request.page_token)
-            return orbax_steps.ListPage.from_json(page)
-
-        found = orbax_steps.run_search(orbax_steps.search_gcs(location, names, 0), fetch)
-    else:
-        found = orbax_steps.find_newest_local(where, names)
+    location = parse_location(where, "checkpoint_dir")
+    rules = StepRules(StepNameFormat(step_prefix, length), 0, legacy)
+    found = store_for(location).newest_step(location, rules)
     return None if found is None else found.step

@@ -1,5 +1,5 @@
 """Copies a host's local folder (a profile, a debug dump) to its place under ``output_dir``:
-GCS on Kubernetes, a folder locally, through the runtime's own stores (stdlib only).
+GCS on Kubernetes, a folder locally, through its store's driver (stdlib only).
 
 A cap bounds what one host sends: XLA can dump gigabytes of HLO for a large model, and a
 thousand hosts each sending that would cost more than the failure it explains. Files go in the
@@ -13,8 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from airflow_provider_jax.runtime.location import Location
-from airflow_provider_jax.runtime.stores import store_for
+from airflow_provider_jax.runtime.stores import parse_location, store_for
 
 CUT_FILE = "CUT.txt"
 CUT_NAMES_SHOWN = 50  # names listed in CUT.txt; the count and size say the rest
@@ -51,7 +50,7 @@ def upload_folder(folder: Path, uri: str, cap_bytes: int, first: tuple[str, ...]
     :param cap_bytes: the most bytes sent; files past it are cut, never half sent.
     :param first: relative names sent before any other file (the ones worth most).
     """
-    destination = Location.parse(uri, "the upload's destination")
+    destination = parse_location(uri, "the upload's destination")
     store = store_for(destination)
     files = sorted(
         (_relative(path, folder), path.stat().st_size)

@@ -16,7 +16,12 @@ is the user's own, so the launcher writes this very file as ``sitecustomize.py``
 of its own on ``PYTHONPATH`` (Python imports it at start, as OpenTelemetry's auto-instrumentation
 does): when, and only when, the program imports JAX, the environment is registered; an image's
 own ``sitecustomize`` still runs after it. At exit, a process of a multi-host job that
-imported JAX but never joined ``jax.distributed`` says so: it ran alone, on its own devices.
+imported JAX, never called ``jax.distributed.initialize()`` and ended well says so: it ran
+alone, on its own devices. Exit handlers run last-registered first, so by then JAX's own
+(``jax._src.api.clean_up``) or the program's ``jax.distributed.shutdown()`` has dropped the
+client: what joining leaves behind is the coordinator address JAX keeps. A process that
+ended badly (an unhandled exception, ``sys.exit`` with an error) crashed; its traceback and
+exit code say so, and no word about joining is added.
 
 This file is self-contained (stdlib only, no import of the provider), since in ``command=``
 mode it is all of the provider a process gets.
@@ -134,21 +139,46 @@ def register_on_import() -> None:
 
 
 def joined() -> bool | None:
-    """Whether this process joined ``jax.distributed``; None if it never imported JAX."""
+    """Whether this process called ``jax.distributed.initialize()``; None if it never imported
+    JAX. Still true after ``shutdown()``: JAX keeps the coordinator address it joined."""
     distributed = sys.modules.get("jax._src.distributed")
     if distributed is None:
         return None
-    return getattr(getattr(distributed, "global_state", None), "client", None) is not None
+    state = getattr(distributed, "global_state", None)
+    return getattr(state, "coordinator_address", None) is not None or (
+        getattr(state, "client", None) is not None
+    )
+
+
+_ended_badly: list[bool] = []  # set by the hooks below: an unhandled exception, sys.exit(error)
+
+
+def watch_how_it_ends() -> None:
+    """Note an unhandled exception (``sys.excepthook``) and an error exit (``sys.exit`` with a
+    code other than 0 or None, as argparse and absl end), for :func:`check_joined`. A bare
+    ``raise SystemExit(1)`` is not seen: the process is then told it never joined."""
+    excepthook, exit_ = sys.excepthook, sys.exit
+
+    def noting_excepthook(kind: Any, value: Any, tb: Any) -> None:
+        _ended_badly.append(True)
+        excepthook(kind, value, tb)
+
+    def noting_exit(code: Any = None) -> Any:
+        if code not in (0, None):
+            _ended_badly.append(True)
+        return exit_(code)
+
+    sys.excepthook, sys.exit = noting_excepthook, noting_exit
 
 
 def check_joined() -> None:
-    """At exit: a process of a multi-host job that imported JAX but never joined says so on
-    stderr (``NOT_JOINED_MARK``), and fails where the job requires joining."""
+    """At exit: a process of a multi-host job that imported JAX, never joined, and ended well
+    says so on stderr (``NOT_JOINED_MARK``), and fails where the job requires joining."""
     try:
         count = int(os.environ.get(NUM_PROCESSES_ENV) or 1)
     except ValueError:
         return
-    if count < 2 or joined() is not False:
+    if count < 2 or _ended_badly or joined() is not False:
         return
     process = os.environ.get(PROCESS_ID_ENV, "?")
     sys.stderr.write(
@@ -186,5 +216,6 @@ if __name__ == "sitecustomize":  # written by the launcher in command= mode
     import atexit
 
     register_on_import()
+    watch_how_it_ends()
     atexit.register(check_joined)
     _chain_image_sitecustomize()

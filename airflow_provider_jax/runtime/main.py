@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import atexit
 import importlib
-import inspect
 import json
 import linecache
 import os
@@ -42,7 +41,10 @@ from airflow_provider_jax.runtime.exits import (
     RESULT_ERROR,
     is_lost_peer,
 )
+from airflow_provider_jax.runtime.inflight_saves import finish_saves
 from airflow_provider_jax.runtime.messages import (
+    FAILURE_BEGIN,
+    FAILURE_END,
     TERMINATION_MESSAGE_LIMIT,
     calling_line,
     failure_message,
@@ -58,6 +60,7 @@ from airflow_provider_jax.runtime.output_paths import (
     unreturnable_uri,
 )
 from airflow_provider_jax.runtime.profiling import Profiler, check_profile_steps
+from airflow_provider_jax.runtime.program_call import call_as_written, set_argv
 from airflow_provider_jax.runtime.watchdog import Watchdog
 
 SOURCE_MODULE = "__airflow_jax_source__"
@@ -89,6 +92,7 @@ def main() -> int:
         runtime._try_number = int(call.get("try_number") or 0)
         arm_diagnostics(call)  # before JAX is imported: XLA reads its dump flag once
         install_packages(call.get("pip_packages") or [])
+        set_jax_config(call.get("jax_config") or {})  # before JAX makes its backends
         if os.environ.get(PATHWAYS_ENV):
             initialize_pathways()
         else:  # a bare jax.distributed.initialize() in the function works too
@@ -98,15 +102,16 @@ def main() -> int:
         set_argv(call)  # before the module is imported: some read sys.argv at import
         function = load_function(call)
         kwargs = data_paths.resolve(call.get("kwargs") or {})  # Data(...) -> local paths
-        with_argv(call, function, kwargs)
         args = data_paths.resolve(call.get("args") or [])
+        run_function = call_as_written(call, function, args, kwargs)
         runtime._total_steps = call.get("total_steps")
         watchdog = runtime._watchdog = watch_progress(call.get("progress_timeout"))
         if runtime.process_index() == 0:
             print(calling_line(getattr(function, "__qualname__", "the function")), flush=True)
         if runtime._profiler is not None:
             runtime._profiler.at_call()
-        result = function(*args, **kwargs)
+        result = run_function()
+        finish_saves()  # an async Orbax save still being written: finished, or the job fails
         runtime._reporter.flush()  # the last lines, and the last report for the leader's result
         if runtime._profiler is not None:
             runtime._profiler.close()  # its traces are out before the result says "done"
@@ -123,12 +128,13 @@ def main() -> int:
             runtime._debug_dump.save()  # the HLO modules and the log tail of a success too
         if distributed is not None:
             distributed.shutdown()  # a barrier: every process returned
-        if result_text is not None:  # not before: a run that failed leaves no result.json
-            stores.write_text(result_uri(runtime.output_dir()), result_text)
+        where = runtime.output_dir()
+        if result_text is not None and where is not None:  # not before: a failed run leaves none
+            stores.write_text(result_uri(where), result_text)
     except BaseException as err:
         text = traceback.format_exc()
         runtime._reporter.flush(FAILED_FLUSH_TIMEOUT)  # what progress there was, if it comes
-        sys.stderr.write(text)
+        sys.stderr.write(f"{FAILURE_BEGIN}\n{text}{FAILURE_END}\n")
         if isinstance(err, ResultNotReturnable):
             kind, code = RESULT_ERROR, EXIT_CODE_ERROR
         elif is_lost_peer(err):
@@ -178,6 +184,20 @@ def arm_diagnostics(call: dict[str, Any]) -> None:
     if call.get("debug_dump"):
         runtime._debug_dump = DebugDump(runtime._host_folder(DEBUG))
         runtime._debug_dump.arm()
+
+
+def set_jax_config(options: dict[str, Any]) -> None:
+    """``jax_config=``: ``jax.config.update`` for each option, before anything else of JAX's
+    runs (some, such as ``jax_compilation_cache_dir`` or ``jax_platforms``, are read once)."""
+    if not options:
+        return
+    import jax
+
+    for name, value in options.items():
+        try:
+            jax.config.update(name, value)
+        except Exception as err:
+            raise ValueError(f"jax_config[{name!r}] = {value!r}: JAX refused it: {err}") from err
 
 
 def install_packages(packages: list[str]) -> None:
@@ -256,34 +276,6 @@ def initialize_pathways() -> None:
     except ImportError:
         return  # the proxy env alone is enough for JAX
     pathwaysutils.initialize()
-
-
-def set_argv(call: dict[str, Any]) -> None:
-    """``argv=``: ``sys.argv`` as ``python <program> <argv...>`` would set it."""
-    if call.get("argv") is not None:
-        program = call.get("entrypoint") or call.get("function") or "airflow-jax"
-        sys.argv = [program.partition(":")[0], *call["argv"]]
-
-
-def with_argv(call: dict[str, Any], function: Callable[..., Any], kwargs: dict[str, Any]) -> None:
-    """What ``absl.app.run`` does before calling ``main``, for a program written for it: its
-    flags parsed from ``argv`` (absl's handler then logs at the ``--verbosity`` given), and a
-    parameter named ``argv`` given what is left."""
-    if call.get("argv") is None:
-        return
-    left = list(sys.argv)
-    flags = sys.modules.get("absl.flags")
-    if flags is not None and not flags.FLAGS.is_parsed():
-        from absl import logging as absl_logging
-
-        absl_logging.use_absl_handler()
-        left = flags.FLAGS(sys.argv)
-    try:
-        takes_argv = "argv" in inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        takes_argv = False
-    if takes_argv and "argv" not in kwargs:
-        kwargs["argv"] = left
 
 
 def load_function(call: dict[str, Any]) -> Callable[..., Any]:
@@ -429,4 +421,6 @@ def exception_types(err: BaseException) -> list[str]:
 
 
 def _describe(err: BaseException) -> str:
-    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    """``Type: message``, with the notes added to it (PEP 678), which say what it interrupted."""
+    text = f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+    return " ".join([text, *getattr(err, "__notes__", ())])

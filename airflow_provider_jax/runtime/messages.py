@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 TERMINATION_MESSAGE_LIMIT = 4096
 REPORT_PREFIX = "::airflow-jax-report::"
@@ -79,6 +79,11 @@ def failure_message(
 
 
 MAX_DUMP_URI = 512  # a debug dump folder's URI in a failure message
+# Around the traceback a failed process writes to its stderr: where only its own log is read
+# (``kubectl logs``) it is there, and the task log, which shows it once in the failure's
+# block, leaves the lines between these two out of the hosts' streamed lines.
+FAILURE_BEGIN = "[airflow-jax] this process failed; its traceback:"
+FAILURE_END = "[airflow-jax] end of the traceback"
 MAX_TYPES, MAX_TYPE_NAME = 12, 120  # an exception's class and bases, in a failure message
 
 
@@ -183,7 +188,7 @@ def format_report(report: dict[str, Any], extra: tuple[str, ...] = ()) -> str:
     return f"{shown}: {metrics}" if shown and metrics else shown or metrics
 
 
-def is_count(value: Any) -> bool:
+def is_count(value: Any) -> TypeGuard[int]:
     """An int that is not a bool: a step or a step total."""
     return isinstance(value, int) and not isinstance(value, bool)
 

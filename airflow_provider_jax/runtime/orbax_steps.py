@@ -1,16 +1,24 @@
 """Which Orbax steps are finalized, decided once for the Airflow side (``OrbaxCheckpointSensor``,
 its trigger) and for the pods (``runtime.resumed_from``): stdlib only, and no I/O of its own.
+A store of objects (GCS) answers the search's listings (:func:`search`), with the pods' driver
+or the Airflow side's hooks; a local folder is read with ``scandir``.
 
 Step names follow orbax-checkpoint 0.12.x, so a search sees exactly the steps a
-``CheckpointManager`` with the same options would restore.
+``CheckpointManager`` with the same options would restore. What is finalized follows Orbax's
+two atomicity modes (``orbax/checkpoint/_src/path/atomicity.py``, ``AtomicityOptions``):
 
-- GCS has no directories and no renames: orbax writes files straight into ``<root>/<step>/``
-  and writes ``<root>/<step>/commit_success.txt`` last, so only that top-level marker means
-  "finalized". The search is a generator of list requests, so each caller brings its own I/O.
-- Locally, orbax writes ``<step>.orbax-checkpoint-tmp[-<n>]`` and renames it. Since 0.12.3 the
-  marker is written before the rename; older local checkpoints have none, so in a directory
-  where no step carries a marker, a non-temporary step directory counts as finalized.
-- Deleting a step is not atomic, so a step must also still hold an item directory.
+- ``CommitFileTemporaryPath`` (GCS's default, and any storage that asks for it, as Flax's
+  gemma example does on local disk) writes straight into ``<root>/<step>/`` and writes
+  ``<root>/<step>/commit_success.txt`` last.
+- ``AtomicRenameTemporaryPath`` (local disk's default) writes ``<step>.orbax-checkpoint-tmp``
+  and renames it; since orbax-checkpoint 0.12.3 it writes the same marker before the rename.
+
+So with a current Orbax, in either mode, the top-level marker alone means "finalized": a
+step folder without it is being written. Only a local checkpoint that an Orbax older than
+0.12.3 saved by renaming has no marker; reading those is Orbax's own opt-in,
+``allow_legacy_atomic_rename``, taken here by the same name. It is not applied to GCS, where a
+"rename" is a copy of every object and a final-named folder exists while it is half copied.
+Deleting a step is not atomic either, so a step must also still hold an item directory.
 """
 
 from __future__ import annotations
@@ -23,16 +31,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from airflow_provider_jax.runtime.location import GCS_SCHEME, Location
+from airflow_provider_jax.runtime.location import Location
 
 log = logging.getLogger(__name__)
 
 COMMIT_SUCCESS_FILE = "commit_success.txt"
 TMP_DIR_SUFFIX = ".orbax-checkpoint-tmp"
-# Only what the search reads from an ``objects.list`` reply: keeps a 1,000-entry page small.
-LIST_FIELDS = "items(name,updated),prefixes,nextPageToken"
 
 
 class CheckpointDirError(ValueError):
@@ -78,7 +84,14 @@ class StepNameFormat:
 
     def hint(self, folders: Iterable[str]) -> str:
         """What would match folders that look like steps named another way (Flax writes
-        ``checkpoint_<N>``, some loops pad): empty when there are none."""
+        ``checkpoint_<N>``, some loops pad), or that nothing is there at all (a training task
+        without ``output_dir`` saves nothing); empty when neither."""
+        folders = list(folders)
+        if not folders:
+            return (
+                "nothing has been saved there yet; a JAX task of this provider writes there "
+                "only with output_dir=<this folder's parent>, saving to runtime.checkpoint_dir()"
+            )
         misses: dict[str, list[str]] = {}
         for name in sorted(folders):
             match = _ANY_STEP.fullmatch(name)
@@ -107,6 +120,17 @@ class StepNameFormat:
 
 
 @dataclass(frozen=True)
+class StepRules:
+    """Which steps a search reports: named as Orbax's ``CheckpointManager`` names them, at
+    least ``min_step``, and, with Orbax's ``allow_legacy_atomic_rename``, a local step that an
+    Orbax older than 0.12.3 renamed into place without a marker."""
+
+    names: StepNameFormat = StepNameFormat()
+    min_step: int = 0
+    allow_legacy_atomic_rename: bool = False
+
+
+@dataclass(frozen=True)
 class FinalizedStep:
     """A step whose top-level commit marker was present when it was checked."""
 
@@ -123,24 +147,9 @@ class FinalizedStep:
 
 
 @dataclass(frozen=True)
-class GcsLocation:
-    """A checkpoint directory in GCS."""
-
-    bucket: str
-    prefix: str  # "" for the bucket root, else ends with "/"
-
-    @classmethod
-    def from_url(cls, url: str) -> GcsLocation:
-        location = Location.parse(url, "checkpoint_dir")
-        return cls(location.bucket, location.prefix)
-
-    def url(self, relative: str = "") -> str:
-        return f"{GCS_SCHEME}{self.bucket}/{self.prefix}{relative}"
-
-
-@dataclass(frozen=True)
 class ListRequest:
-    """One ``objects.list`` call with ``delimiter="/"``."""
+    """One listing of a folder of a store of objects, with ``delimiter="/"`` (GCS's
+    ``objects.list``): its objects and the folders below it, a page at a time."""
 
     prefix: str
     page_token: str | None = None
@@ -158,22 +167,21 @@ class ListPage:
     prefixes: tuple[str, ...] = ()
     next_page_token: str | None = None
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ListPage:
-        """Build a page from an ``objects.list`` JSON response."""
-        objects = tuple(
-            ListedObject(item["name"], _parse_rfc3339(item.get("updated")))
-            for item in data.get("items") or ()
-        )
-        return cls(objects, tuple(data.get("prefixes") or ()), data.get("nextPageToken") or None)
 
-
-GcsSearch = Generator[ListRequest, ListPage, FinalizedStep | None]
+T = TypeVar("T")
+Listing = Generator[ListRequest, ListPage, T]  # yields list requests, is sent their pages
+Search = Listing[FinalizedStep | None]
 StepNames = list[tuple[int, str]]
 
 
-def list_gcs_folders(location: GcsLocation) -> Generator[ListRequest, ListPage, list[str]]:
-    """List the root with ``delimiter="/"`` (following pages): its folders' names. One
+def object_url(location: Location, relative: str = "") -> str:
+    """``<scheme>://<bucket>/<prefix><relative>``: a folder of a store of objects, or what
+    is below it."""
+    return f"{location.scheme}://{location.bucket}/{location.prefix}{relative}"
+
+
+def list_folders(location: Location) -> Listing[list[str]]:
+    """List the folder with ``delimiter="/"`` (following pages): its folders' names. One
     request per 1,000 entries."""
     folders: list[str] = []
     token: str | None = None
@@ -185,15 +193,13 @@ def list_gcs_folders(location: GcsLocation) -> Generator[ListRequest, ListPage, 
             return folders
 
 
-def list_gcs_steps(
-    location: GcsLocation, names: StepNameFormat, min_step: int
-) -> Generator[ListRequest, ListPage, StepNames]:
+def list_steps(location: Location, names: StepNameFormat, min_step: int) -> Listing[StepNames]:
     """The step folders ``>= min_step``, ascending."""
-    folders = yield from list_gcs_folders(location)
+    folders = yield from list_folders(location)
     return names.steps(folders, min_step)
 
 
-def check_gcs_step(location: GcsLocation, step: int, name: str) -> GcsSearch:
+def check_step(location: Location, step: int, name: str) -> Search:
     """List one step's top level: one request however many files it holds. Finalized when it
     has the marker and still an item directory (deleting is not atomic)."""
     step_prefix = f"{location.prefix}{name}/"
@@ -209,49 +215,52 @@ def check_gcs_step(location: GcsLocation, step: int, name: str) -> GcsSearch:
         token = page.next_page_token
         if not token or (marker and has_items):
             break
+    path = object_url(location, name)
     if marker is None:
-        log.info("Step %s is not finalized (no %s yet)", location.url(name), COMMIT_SUCCESS_FILE)
+        log.info("Step %s is not finalized (no %s yet)", path, COMMIT_SUCCESS_FILE)
     elif not has_items:
-        log.info("Step %s has its marker but no items: being deleted", location.url(name))
+        log.info("Step %s has its marker but no items: being deleted", path)
     else:
-        return FinalizedStep(step, location.url(name), marker.updated or datetime.now(UTC))
+        return FinalizedStep(step, path, marker.updated or datetime.now(UTC))
     return None
 
 
-def search_gcs(location: GcsLocation, names: StepNameFormat, min_step: int) -> GcsSearch:
-    """Yield list requests, receive their pages, return the newest finalized step: the root
-    listing, then each step newest first until one is finalized."""
-    steps = yield from list_gcs_steps(location, names, min_step)
+def search(location: Location, rules: StepRules) -> Search:
+    """Yield list requests, receive their pages, return the newest finalized step: the
+    folder's listing, then each step newest first until one is finalized. A "rename" in a
+    store of objects is a copy of each, so ``allow_legacy_atomic_rename`` never applies."""
+    steps = yield from list_steps(location, rules.names, rules.min_step)
     for step, name in reversed(steps):
-        found = yield from check_gcs_step(location, step, name)
+        found = yield from check_step(location, step, name)
         if found is not None:
             return found
     return None
 
 
-def run_search(search: GcsSearch, fetch: Callable[[ListRequest], ListPage]) -> FinalizedStep | None:
-    """Drive ``search`` to its answer, fetching each page with ``fetch``."""
+def run_search(listing: Listing[T], fetch: Callable[[ListRequest], ListPage]) -> T:
+    """Drive ``listing`` to its answer, fetching each page with ``fetch``."""
     try:
-        request = next(search)
+        request = next(listing)
         while True:
-            request = search.send(fetch(request))
+            request = listing.send(fetch(request))
     except StopIteration as done:
         return done.value
 
 
 async def arun_search(
-    search: GcsSearch, fetch: Callable[[ListRequest], Awaitable[ListPage]]
-) -> FinalizedStep | None:
+    listing: Listing[T], fetch: Callable[[ListRequest], Awaitable[ListPage]]
+) -> T:
     """:func:`run_search` for an async ``fetch``."""
     try:
-        request = next(search)
+        request = next(listing)
         while True:
-            request = search.send(await fetch(request))
+            request = listing.send(await fetch(request))
     except StopIteration as done:
         return done.value
 
 
-def _parse_rfc3339(value: str | None) -> datetime | None:
+def parse_rfc3339(value: str | None) -> datetime | None:
+    """A listing's RFC 3339 time, in UTC when it names no zone."""
     if not value:
         return None
     parsed = datetime.fromisoformat(value)
@@ -300,31 +309,25 @@ def list_local_steps(checkpoint_dir: str, names: StepNameFormat) -> StepNames:
 
 
 def check_local_step(
-    checkpoint_dir: str, steps: StepNames, step: int, name: str
+    checkpoint_dir: str, step: int, name: str, allow_legacy_atomic_rename: bool = False
 ) -> FinalizedStep | None:
-    """Read one step of ``steps`` (a listing of ``checkpoint_dir``): finalized, or None.
+    """Read one step folder of ``checkpoint_dir``: finalized, or None.
 
-    A marker on any step means orbax >= 0.12.3 wrote this directory: then a step without one
-    is being written or deleted. Older orbax wrote none; its rename alone finalized a step. So
-    a step without a marker counts only when no other step has one, looked for newest first
-    (in a current directory the first look finds one).
+    Finalized when it holds the top-level marker and an item directory. Without the marker it
+    is being written (``CommitFileTemporaryPath`` writes into the final name), unless
+    ``allow_legacy_atomic_rename``: then, as in Orbax's own reader, a renamed folder (one with
+    its final name) counts, dated by its mtime.
     """
-    root = Path(checkpoint_dir)
-    path = root / name
+    path = Path(checkpoint_dir) / name
     contents = _read_local_step(path)
-    if contents is None:
+    if contents is None or not contents.has_items:
+        if contents is not None and contents.marker_mtime is not None:
+            log.info("Step %s has its marker but no items: being deleted", path)
         return None
     if contents.marker_mtime is not None:
-        if contents.has_items:
-            return FinalizedStep(step, str(path), _from_timestamp(contents.marker_mtime))
-        log.info("Step %s has its marker but no items: being deleted", path)
-        return None
-    if not contents.has_items or any(
-        (other := _read_local_step(root / other_name)) is not None
-        and other.marker_mtime is not None
-        for other_step, other_name in reversed(steps)
-        if other_step != step
-    ):
+        return FinalizedStep(step, str(path), _from_timestamp(contents.marker_mtime))
+    if not allow_legacy_atomic_rename:
+        log.info("Step %s is not finalized (no %s yet)", path, COMMIT_SUCCESS_FILE)
         return None
     try:
         return FinalizedStep(step, str(path), _from_timestamp(path.stat().st_mtime))
@@ -333,15 +336,18 @@ def check_local_step(
 
 
 def find_newest_local(
-    checkpoint_dir: str, names: StepNameFormat, min_step: int = 0
+    checkpoint_dir: str,
+    names: StepNameFormat,
+    min_step: int = 0,
+    allow_legacy_atomic_rename: bool = False,
 ) -> FinalizedStep | None:
     """Newest finalized step under a local directory; None while there is none (or no dir).
     Reads steps newest first and stops at the first finalized one."""
-    steps = list_local_steps(checkpoint_dir, names)
-    for step, name in reversed(steps):
+    for step, name in reversed(list_local_steps(checkpoint_dir, names)):
         if step < min_step:
             return None
-        if (found := check_local_step(checkpoint_dir, steps, step, name)) is not None:
+        found = check_local_step(checkpoint_dir, step, name, allow_legacy_atomic_rename)
+        if found is not None:
             return found
     return None
 

@@ -7,7 +7,7 @@ instance (keep ``try_number`` out of it): a retry resumes from the same checkpoi
 
 from __future__ import annotations
 
-from airflow_provider_jax.runtime.location import Location
+from airflow_provider_jax.runtime.stores import parse_location
 
 RESULT_FILE = "result.json"  # the leader's result, when it is too big for a termination message
 UNRETURNABLE_FILE = "result.unreturnable.json"  # what could be kept of a result JSON can't carry
@@ -52,8 +52,8 @@ def host_uri(output_dir: str, kind: str, try_number: int, host: int, restart: in
 
 
 def check_storage_path(argument: str, value: object) -> str:
-    """``value`` if it is ``gs://<bucket>/...`` or an absolute local path; else a ValueError
-    naming ``argument``. One check for every path the provider writes or reads (``output_dir``,
-    ``checkpoint_dir``), on the Airflow side and in the pods alike (:class:`Location`)."""
-    Location.parse(value, argument)
+    """``value`` if it is a location of a store (``gs://<bucket>/...``, an absolute local path);
+    else a ValueError naming ``argument``. One check for every path the provider writes or
+    reads (``output_dir``, ``checkpoint_dir``), on the Airflow side and in the pods alike."""
+    parse_location(value, argument)
     return str(value)

@@ -51,7 +51,7 @@ def _jax_preemption_service() -> bool:
     import jax
 
     initialized = getattr(jax.distributed, "is_initialized", lambda: False)()
-    return bool(initialized and jax.config.jax_enable_preemption_service)
+    return bool(initialized and getattr(jax.config, "jax_enable_preemption_service", False))
 
 
 def check(step: int | None) -> None:

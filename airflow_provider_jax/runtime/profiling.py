@@ -3,13 +3,21 @@ function's own ``report(step=...)`` calls, or a block of code (``runtime.profile
 
 Each trace is written where TensorBoard's profile plugin and XProf look for one
 (``plugins/profile/<run>/<host>.xplane.pb``), below ``<output_dir>/profiles/try-<n>/host-<i>``:
-straight into that folder locally, through a folder on the host and an upload on GCS (the
-upload runs on its own thread, so the loop goes on at once). The window costs nothing outside
-it: a report compares one int, and nothing here waits on the device.
+straight into that folder where its store is this host's files (locally), else through a
+folder on the host and an upload (GCS; the upload runs on its own thread, so the loop goes on
+at once). The window costs nothing outside it: a report compares one int, and nothing here
+waits on the device.
 
 Which steps: a report of step ``s`` follows the work of step ``s``, so the trace starts at the
 report of step ``start - 1`` (at the call, for ``start == 0``, compilation included) and stops
 at the report of step ``start + count - 1``.
+
+JAX runs one trace per process at a time: a second ``start_trace`` raises "Profile has already
+been started". Whichever trace starts first is kept, and training goes on either way. When the
+program's own trace runs, the provider's does not start, and says so. While the provider's
+runs, the program's ``jax.profiler.start_trace`` (and ``jax.profiler.trace``, which calls it)
+does nothing but say so, and its ``stop_trace`` then does nothing too: the runtime wraps
+both, in ``jax.profiler`` and in ``jax._src.profiler`` whose ``trace`` looks them up there.
 """
 
 from __future__ import annotations
@@ -20,8 +28,9 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
-from airflow_provider_jax.runtime.location import Location
+from airflow_provider_jax.runtime.stores import parse_location, store_for
 
 MAX_PROFILE_STEPS = 100  # a trace of more steps is too big to open (XProf loads it whole)
 UPLOAD_CAP_BYTES = 2 * 2**30  # one host's traces of one attempt
@@ -57,7 +66,9 @@ class Profiler:
 
     def __init__(self, uri: str, steps: tuple[int, int] | None = None) -> None:
         self.uri = uri
-        self._destination = Location.parse(uri, "the profile folder")
+        destination = parse_location(uri, "the profile folder")
+        # Traced straight into a folder of this host's, or into a temporary one and uploaded.
+        self._host_folder = store_for(destination).host_path(destination)
         self._steps = steps
         self._first, self._last = (steps[0] - 1, sum(steps) - 1) if steps else (-2, -2)
         self._tracing: Path | None = None  # the folder of the trace in progress
@@ -66,6 +77,9 @@ class Profiler:
         self._seen: int | None = None  # the last step a report counted
         self._owner: str | None = None  # who started the trace in progress
         self._warned: set[str] = set()
+        self._jax_start: Any = None  # jax.profiler's own start_trace and stop_trace, once
+        self._jax_stop: Any = None  # wrapped (_guard_the_programs_traces)
+        self._skipped_program_trace = False  # its start_trace did nothing: so does its stop
 
     def at_call(self) -> None:
         """The function is about to be called: a window from step 0 starts here."""
@@ -108,39 +122,68 @@ class Profiler:
         if self._tracing is not None:
             self._warn(f"{what}: a profile is already being captured on this host; not traced.")
             return False
-        if self._destination.is_gcs:
-            folder = Path(tempfile.mkdtemp(prefix="airflow-jax-profile-"))
+        if self._host_folder is not None:
+            folder = Path(self._host_folder)
         else:
-            folder = Path(self._destination.key)
+            folder = Path(tempfile.mkdtemp(prefix="airflow-jax-profile-"))
         try:
-            import jax
-
-            jax.profiler.start_trace(str(folder))
+            self._guard_the_programs_traces()
+            self._jax_start(str(folder))
         except Exception as err:
-            self._warn(f"{what}: the JAX profiler did not start ({err}); the job goes on.")
+            kept = " (the program's own trace runs, and is kept)" if "already" in str(err) else ""
+            self._warn(f"{what}: the JAX profiler did not start ({err}){kept}; the job goes on.")
             return False
         self._tracing, self._owner = folder, what
         return True
+
+    def _guard_the_programs_traces(self) -> None:
+        """Wrap JAX's ``start_trace``/``stop_trace`` (once): while this profiler traces, the
+        program's own calls keep the trace that runs and say so, rather than raise."""
+        if self._jax_start is not None:
+            return
+        import jax
+        from jax._src import profiler as jax_profiler
+
+        self._jax_start, self._jax_stop = jax_profiler.start_trace, jax_profiler.stop_trace
+        original_start, original_stop = self._jax_start, self._jax_stop
+
+        def start_trace(log_dir: Any, *args: Any, **kwargs: Any) -> Any:
+            if self._tracing is None:
+                return original_start(log_dir, *args, **kwargs)
+            self._skipped_program_trace = True
+            self._warn(
+                f"the program's jax.profiler.start_trace({str(log_dir)!r}) was not started: "
+                f"{self._owner}'s trace was running on this host and is kept; training goes on."
+            )
+            return None
+
+        def stop_trace(*args: Any, **kwargs: Any) -> Any:
+            if self._skipped_program_trace:
+                self._skipped_program_trace = False
+                return None
+            return original_stop(*args, **kwargs)
+
+        for module in (jax.profiler, jax_profiler):  # setattr: JAX's own names, replaced
+            setattr(module, "start_trace", start_trace)  # noqa: B010
+            setattr(module, "stop_trace", stop_trace)  # noqa: B010
 
     def stop(self) -> None:
         folder, self._tracing = self._tracing, None
         if folder is None:
             return
         try:
-            import jax
-
-            jax.profiler.stop_trace()
+            self._jax_stop()
         except Exception as err:
             self._warn(f"the JAX profiler did not stop cleanly ({err}); the job goes on.")
             return
-        if self._destination.is_gcs:
+        if self._host_folder is not None:
+            print(f"airflow-jax: profile written to {self.uri}", flush=True)
+        else:
             upload = threading.Thread(
                 target=self._upload, args=(folder,), name="airflow-jax-profile-upload"
             )
             upload.start()
             self._uploads.append(upload)
-        else:
-            print(f"airflow-jax: profile written to {self.uri}", flush=True)
 
     def _missed(self, previous: int | None, step: int) -> str:
         start, count = self._steps or (0, 0)

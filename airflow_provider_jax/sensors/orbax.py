@@ -30,8 +30,9 @@ if TYPE_CHECKING:
 class OrbaxCheckpointSensor(BaseSensorOperator):
     """Wait until the newest *finalized* Orbax checkpoint step is ``>= min_step``; return it.
 
-    A step counts only once its top-level ``commit_success.txt`` exists (GCS, and local disk
-    since orbax 0.12.3) and it still holds an item directory, so a half-written step, a step
+    A step counts only once its top-level ``commit_success.txt`` exists (Orbax writes it last,
+    in both of its atomicity modes, since 0.12.3) and it still holds an item directory, so a
+    half-written step (``CommitFileTemporaryPath`` writes into the step's final name), a step
     with only item-level markers, a temporary directory or a step whose deletion has removed
     its items is never reported. Prefix-based GCS sensors cannot tell these apart.
 
@@ -45,6 +46,10 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
     :param step_prefix: ``CheckpointManagerOptions.step_prefix`` the run was saved with.
     :param step_format_fixed_length: ``CheckpointManagerOptions.step_format_fixed_length``.
     :param gcp_conn_id: Google Cloud connection used for GCS.
+    :param allow_legacy_atomic_rename: Orbax's ``AtomicityOptions`` field of that name: also
+        count local steps that an Orbax older than 0.12.3 renamed into place without
+        ``commit_success.txt``. Off by default, as in Orbax: such a step can't be told from
+        one ``CommitFileTemporaryPath`` is still writing. Never applied to ``gs://``.
     :param deferrable: Wait in the triggerer instead of a worker slot. Defaults to
         ``[operators] default_deferrable``.
     :param checkpoint_asset: an ``Asset`` that gets the step it found as events when the
@@ -63,6 +68,7 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
         step_prefix: str | None = None,
         step_format_fixed_length: int | None = None,
         gcp_conn_id: str = "google_cloud_default",
+        allow_legacy_atomic_rename: bool = False,
         deferrable: bool | None = None,
         checkpoint_asset: Asset | None = None,
         **kwargs: Any,
@@ -85,6 +91,9 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
         self.step_prefix = step_prefix
         self.step_format_fixed_length = step_format_fixed_length
         self.gcp_conn_id = gcp_conn_id
+        self.allow_legacy_atomic_rename = as_bool(
+            "allow_legacy_atomic_rename", allow_legacy_atomic_rename
+        )
         if deferrable is None:
             deferrable = conf.getboolean("operators", "default_deferrable", fallback=False)
         self.deferrable = as_bool("deferrable", deferrable)
@@ -96,6 +105,7 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
             step_prefix=self.step_prefix,
             step_format_fixed_length=self.step_format_fixed_length,
             gcp_conn_id=self.gcp_conn_id,
+            allow_legacy_atomic_rename=self.allow_legacy_atomic_rename,
         )
 
     def _check(self) -> FinalizedStep | None:
@@ -149,6 +159,7 @@ class OrbaxCheckpointSensor(BaseSensorOperator):
                 step_format_fixed_length=query.step_format_fixed_length,
                 gcp_conn_id=query.gcp_conn_id,
                 poll_interval=self.poke_interval,
+                allow_legacy_atomic_rename=query.allow_legacy_atomic_rename,
             ),
             method_name="execute_complete",
             timeout=timedelta(seconds=self.timeout),

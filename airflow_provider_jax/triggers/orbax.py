@@ -9,6 +9,7 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_provider_jax.arguments import as_bool
 from airflow_provider_jax.checkpoints import (
     CheckpointDirError,
     CheckpointQuery,
@@ -26,6 +27,8 @@ class OrbaxCheckpointTrigger(BaseTrigger):
     cannot help (missing bucket, 403), ``{"status": "error", "message": ...}``. Transient storage
     errors are retried with backoff inside each check and otherwise just wait for the next one.
 
+    :param allow_legacy_atomic_rename: as in Orbax's ``AtomicityOptions``: also count local
+        steps an Orbax older than 0.12.3 renamed into place without ``commit_success.txt``.
     :param poll_interval: seconds between checks (the sensor's ``poke_interval``). Rows that
         release 0.1 stored call it ``poke_interval``; they still load.
     """
@@ -39,6 +42,7 @@ class OrbaxCheckpointTrigger(BaseTrigger):
         step_format_fixed_length: int | None = None,
         gcp_conn_id: str = "google_cloud_default",
         poll_interval: float = 60.0,
+        allow_legacy_atomic_rename: bool = False,
         poke_interval: float | None = None,
     ) -> None:
         super().__init__()
@@ -48,6 +52,9 @@ class OrbaxCheckpointTrigger(BaseTrigger):
             step_prefix=step_prefix,
             step_format_fixed_length=step_format_fixed_length,
             gcp_conn_id=gcp_conn_id,
+            allow_legacy_atomic_rename=as_bool(
+                "allow_legacy_atomic_rename", allow_legacy_atomic_rename
+            ),
         )
         self.poll_interval = float(poll_interval if poke_interval is None else poke_interval)
 

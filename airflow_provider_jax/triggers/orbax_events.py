@@ -19,7 +19,7 @@ from typing import Any
 from airflow.sdk import conf
 from airflow.triggers.base import BaseEventTrigger, TriggerEvent
 
-from airflow_provider_jax.arguments import positive_seconds
+from airflow_provider_jax.arguments import as_bool, positive_seconds
 from airflow_provider_jax.checkpoints import CheckpointQuery, FinalizedStep, check_checkpoint_dir
 from airflow_provider_jax.checkpoints.stream import (
     RETAKEN,
@@ -58,6 +58,8 @@ class OrbaxCheckpointEventTrigger(BaseEventTrigger):
     :param step_prefix: as in ``CheckpointManagerOptions``.
     :param step_format_fixed_length: as in ``CheckpointManagerOptions``.
     :param gcp_conn_id: the Google connection for ``gs://``.
+    :param allow_legacy_atomic_rename: as in Orbax's ``AtomicityOptions``: also count local
+        steps an Orbax older than 0.12.3 renamed into place without ``commit_success.txt``.
     :param poll_interval: seconds between listings; watchers of one directory with the same
         interval (and connection) share one listing.
     """
@@ -71,6 +73,7 @@ class OrbaxCheckpointEventTrigger(BaseEventTrigger):
         step_format_fixed_length: int | None = None,
         gcp_conn_id: str = "google_cloud_default",
         poll_interval: float = 60.0,
+        allow_legacy_atomic_rename: bool = False,
     ) -> None:
         super().__init__()
         _require_shared_streams()
@@ -82,6 +85,9 @@ class OrbaxCheckpointEventTrigger(BaseEventTrigger):
             step_prefix=step_prefix,
             step_format_fixed_length=step_format_fixed_length,
             gcp_conn_id=gcp_conn_id,
+            allow_legacy_atomic_rename=as_bool(
+                "allow_legacy_atomic_rename", allow_legacy_atomic_rename
+            ),
         )
         self.query.name_format  # noqa: B018 - a bad step_format_fixed_length fails here
         self.poll_interval = positive_seconds("poll_interval", poll_interval)
@@ -100,6 +106,7 @@ class OrbaxCheckpointEventTrigger(BaseEventTrigger):
             q.step_prefix,
             q.step_format_fixed_length,
             q.gcp_conn_id,
+            q.allow_legacy_atomic_rename,
             self.poll_interval,
         )
 

@@ -20,7 +20,6 @@ from airflow_provider_jax.checkpoints import (
     CheckpointDirError,
     CheckpointQuery,
     FinalizedStep,
-    GcsLocation,
     RetryPolicy,
     StepNameFormat,
     StorageUnavailableError,
@@ -88,11 +87,13 @@ def test_step_name_format_rejects_bad_length() -> None:
 
 
 def test_gcs_location_parses_bucket_and_prefix() -> None:
-    assert GcsLocation.parse("gs://bkt") == GcsLocation("bkt", "")
-    assert GcsLocation.parse("gs://bkt/a/b/") == GcsLocation("bkt", "a/b/")
-    assert GcsLocation.parse("gs://bkt/a/b").url("7") == "gs://bkt/a/b/7"
+    where = CheckpointQuery("gs://bkt").location
+    assert (where.bucket, where.prefix) == ("bkt", "")
+    where = CheckpointQuery("gs://bkt/a/b/").location
+    assert (where.bucket, where.prefix) == ("bkt", "a/b/")
+    assert str(CheckpointQuery("gs://bkt/a/b").location.join("7")) == "gs://bkt/a/b/7"
     with pytest.raises(CheckpointDirError):
-        GcsLocation.parse("gs:///no-bucket")
+        CheckpointQuery("gs:///no-bucket").location  # noqa: B018
 
 
 def test_xcom_value_is_iso_utc() -> None:
@@ -114,7 +115,7 @@ def test_retry_delays_grow_and_stay_bounded() -> None:
 
 
 def _step_marker(root: str, layout: Layout, step: int) -> str:
-    return f"{GcsLocation.parse(root).prefix}{layout.step_name(step)}/commit_success.txt"
+    return f"{CheckpointQuery(root).location.prefix}{layout.step_name(step)}/commit_success.txt"
 
 
 @LAYOUTS
@@ -334,19 +335,36 @@ def test_local_skips_temporary_directories(tmp_path: Path, find: Find) -> None:
     assert find(CheckpointQuery(str(tmp_path))).step == 2
 
 
-def test_local_before_0_12_3_counts_renamed_steps(tmp_path: Path, find: Find) -> None:
+def test_local_before_0_12_3_counts_renamed_steps_only_when_allowed(
+    tmp_path: Path, find: Find
+) -> None:
     save_steps(str(tmp_path), [1, 2, 3])
     for step_dir in tmp_path.iterdir():
         _remove_markers(step_dir)  # what orbax < 0.12.3 left on local disk
     shutil.copytree(tmp_path / "3", tmp_path / "4.orbax-checkpoint-tmp-1700000000")
     os.utime(tmp_path / "3", (1_700_000_000, 1_700_000_000))
+    legacy = CheckpointQuery(str(tmp_path), allow_legacy_atomic_rename=True)
 
-    found = find(CheckpointQuery(str(tmp_path)))
+    found = find(legacy)
 
     assert found == FinalizedStep(
         3, str(tmp_path / "3"), datetime.fromtimestamp(1_700_000_000, UTC)
     )
-    assert find(CheckpointQuery(str(tmp_path), min_step=4)) is None
+    assert find(CheckpointQuery(str(tmp_path), min_step=4, allow_legacy_atomic_rename=True)) is None
+    # As in Orbax (AtomicityOptions), off by default: CommitFileTemporaryPath's step being
+    # written looks the same (tests/checkpoints/test_saves_in_flight.py).
+    assert find(CheckpointQuery(str(tmp_path))) is None
+
+
+def test_gcs_never_counts_a_step_without_its_marker(
+    gcs_emulator: GcsEmulator, gcs_bucket: str, find: Find
+) -> None:
+    root = f"gs://{gcs_bucket}/run"
+    save_steps(root, [1, 2])
+    gcs_emulator.delete_objects(gcs_bucket, ["run/2/commit_success.txt"])
+
+    # A "rename" on GCS copies object by object: Orbax's legacy rule can't apply there.
+    assert find(CheckpointQuery(root, allow_legacy_atomic_rename=True)).step == 1
 
 
 @pytest.mark.parametrize("deleted", ["marker-first", "items-gone"])

@@ -18,7 +18,11 @@ from tests.support.xcoms import xcoms
 pytestmark = pytest.mark.slow
 
 
-def run_dag(airflow_home, tmp_path, *args: str, env: dict[str, str] | None = None):
+def run_dag(
+    airflow_home, tmp_path, *args: str, env: dict[str, str] | None = None, succeeds: bool = True
+):
+    """``airflow dags test *args``'s output. A run that succeeds logs no error: a newcomer
+    reads ``[error]`` as something to fix (Airflow logs a pull of a missing XCom as one)."""
     run = airflow_home.airflow(
         "dags",
         "test",
@@ -31,7 +35,12 @@ def run_dag(airflow_home, tmp_path, *args: str, env: dict[str, str] | None = Non
         },
         timeout=300,
     )
+    if not succeeds:
+        assert run.returncode != 0, run.stdout[-6000:]
+        return run.stdout
     assert run.returncode == 0, run.stdout[-6000:]
+    errors = [line for line in run.stdout.splitlines() if re.search(r"\[error\s*\]", line)]
+    assert errors == [], errors
     return run.stdout
 
 
@@ -129,3 +138,21 @@ def test_checkpoint_pipeline_survives_its_disruption_drill_in_one_try(airflow_ho
     assert written[1].endswith("/checkpoints")
     read = [(d["namespace"], d["name"]) for d in complete["evaluate"]["inputs"]]
     assert read == [("file", f"{written[1]}/40")]
+
+
+@pytest.mark.timeout(600)
+def test_the_checkpoint_consumers_run_by_hand_on_the_step_their_conf_names(airflow_home, tmp_path):
+    """No asset event starts a run of ``airflow dags test``: a consumer run with neither a
+    partition key nor an event fails at once saying what it needs (not ``int('None')``, nor
+    a success that evaluated nothing); given the step as conf, each evaluates that step of
+    the checkpoints ``train_continuous`` saved."""
+    env = {"JAX_CONTINUOUS_DIR": str(tmp_path / "continuous")}
+    for dag_id in ("evaluate_each_step", "evaluate_checkpoints"):
+        out = run_dag(airflow_home, tmp_path, dag_id, env=env, succeeds=False)
+        assert "give the step as the 'step' param" in out, out[-6000:]
+        assert "invalid literal" not in out and "Starting 1 local JAX process" not in out
+    conf = json.dumps({"steps": 20, "checkpoint_every": 10})
+    run_dag(airflow_home, tmp_path, "train_continuous", "--conf", conf, env=env)
+    for dag_id in ("evaluate_each_step", "evaluate_checkpoints"):
+        out = run_dag(airflow_home, tmp_path, dag_id, "--conf", '{"step": 20}', env=env)
+        assert re.search(r"EVAL step 20: eval loss \d", out), out[-6000:]

@@ -51,7 +51,7 @@ def test_source_and_arguments_travel_as_json(validate_jobset):
     assert call["source"].startswith("def train(steps: int, lr: float = 0.1):")
     assert "@task" not in call["source"]
     assert call["pip_packages"] == ["einops"]  # the image's accelerator-matched JAX wins
-    assert op.pip_packages == ["einops"]
+    assert op.plan.pip_packages == ("einops",)
 
 
 def test_gpu_decorator(validate_jobset):
@@ -177,3 +177,19 @@ def test_a_decorated_functions_traceback_names_the_dag_file_and_its_own_lines():
     assert f'File "{__file__}", line {line}, in fails' in str(failed.value)
     assert 'raise ValueError(f"bad batch {x}")' in str(failed.value)
     assert "__airflow_jax_source__" not in str(failed.value)
+
+
+def test_argv_reaches_a_decorated_main_argv_as_the_docs_show_it():
+    """``@task.jax_tpu(argv=[...])`` on ``def main(argv)``: Airflow binds the call at parse,
+    and argv's value comes from the runtime, as for an entrypoint."""
+
+    def factory():
+        @task.jax_tpu(accelerator="tpu-v5litepod-4", image="img", argv=["--steps=3", "x"])
+        def main(argv, scale: int = 1):
+            return {"argv": argv[1:], "scale": scale}
+
+        return main(scale=2)
+
+    op = _build(factory)
+    assert "argv" not in op.op_kwargs
+    assert run_operator(op).result == {"argv": ["--steps=3", "x"], "scale": 2}

@@ -1,8 +1,5 @@
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
 from airflow_provider_jax.manifest.accelerators import (
@@ -15,7 +12,7 @@ from airflow_provider_jax.manifest.accelerators import (
     parse_tpu,
     tpu_names,
 )
-from tests.support.tpu_table import TPU_TABLE
+from tests.support.tpu_table import TPU_TABLE, XPK_ROWS
 
 GPU_TABLE = [
     ("l4", "nvidia-l4"),
@@ -145,10 +142,6 @@ def test_ironwood_and_large_3d_slices():
     for name, hosts in [("v5p-4x4x12", 48), ("v5p-384", 48), ("v4-8x8x12", 192)]:
         assert parse_tpu(name).hosts == hosts
     assert parse_tpu("v5p-16x16x24").chips == 6144
-
-
-XPK = json.loads((Path(__file__).parents[1] / "fixtures" / "xpk" / "device_types.json").read_text())
-XPK_ROWS = [dict(zip(XPK["columns"], row, strict=True)) for row in XPK["rows"]]
 
 
 def test_every_xpk_tpu_device_type_parses_to_xpks_facts():

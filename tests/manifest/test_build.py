@@ -15,29 +15,8 @@ from airflow_provider_jax.manifest.names import jobset_name, max_name_length
 from airflow_provider_jax.manifest.pod_override import merge_override
 from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.operators.job_spec import airflow_labels
+from tests.support.job_specs import _pod, _rjob, spec
 from tests.support.tpu_table import TPU_TABLE
-
-
-def spec(accelerator, num_slices=1, **kwargs) -> JaxJobSpec:
-    name = jobset_name("dag", "train", "manual__2026-01-01", -1, accelerator, num_slices)
-    return JaxJobSpec(
-        name=name,
-        accelerator=accelerator,
-        image="us-docker.pkg.dev/p/r/jax:1",
-        command=["python3", "train.py"],
-        num_slices=num_slices,
-        labels=airflow_labels("dag", "train", "manual__2026-01-01", -1, 1),
-        **kwargs,
-    )
-
-
-def _rjob(manifest):
-    (rjob,) = manifest["spec"]["replicatedJobs"]
-    return rjob
-
-
-def _pod(manifest):
-    return _rjob(manifest)["template"]["spec"]["template"]["spec"]
 
 
 def all_accelerators():

@@ -150,7 +150,7 @@ def test_queue_timeout_is_kept_as_seconds_for_the_trigger():
         queue_timeout=timedelta(hours=2),
         queue_timeout_until="admitted",
     )
-    assert (op.queue_timeout, op.queue_timeout_until) == (7200.0, "admitted")
+    assert (op.plan.watch.queue_timeout, op.plan.watch.queue_until) == (7200.0, "admitted")
 
 
 def test_a3_high_with_fewer_than_8_gpus_cannot_be_reserved():

@@ -35,7 +35,7 @@ def pod(manifest: dict[str, Any]) -> dict[str, Any]:
 
 def test_with_a_queue_kueues_flavors_choose_and_the_pods_select_no_capacity(validate_jobset):
     op = tpu(capacity=CHOICES, queue_name="tpu-queue")
-    assert op.capacity.by_kueue and op.capacity.wait_for(0) is None
+    assert op.plan.capacity.by_kueue and op.plan.capacity.wait_for(0) is None
     manifest = op.dry_run()
     validate_jobset(manifest)
     selector = pod(manifest)["spec"]["nodeSelector"]
@@ -47,9 +47,9 @@ def test_with_a_queue_kueues_flavors_choose_and_the_pods_select_no_capacity(vali
 
 def test_without_a_queue_the_provider_walks_the_list_one_choice_at_a_time(validate_jobset):
     op = tpu(capacity=["reservation:my-res", "spot"])
-    assert op.capacity.by_provider
-    assert op.capacity.wait_for(0) == DEFAULT_CAPACITY_WAIT_S
-    assert op.capacity.wait_for(1) is None  # the last waits as a plain capacity does
+    assert op.plan.capacity.by_provider
+    assert op.plan.capacity.wait_for(0) == DEFAULT_CAPACITY_WAIT_S
+    assert op.plan.capacity.wait_for(1) is None  # the last waits as a plain capacity does
     first = op.dry_run()
     validate_jobset(first)
     assert pod(first)["spec"]["nodeSelector"]["cloud.google.com/reservation-name"] == "my-res"
@@ -64,7 +64,7 @@ def test_without_a_queue_the_provider_walks_the_list_one_choice_at_a_time(valida
 
 def test_capacity_wait_with_a_queue_makes_the_provider_walk_it():
     op = tpu(capacity=CHOICES, queue_name="q", capacity_wait=timedelta(minutes=3))
-    assert op.capacity.by_provider and op.capacity.wait_for(1) == 180
+    assert op.plan.capacity.by_provider and op.plan.capacity.wait_for(1) == 180
 
 
 def test_a_compute_class_is_selected_as_gke_documents_it(validate_jobset):

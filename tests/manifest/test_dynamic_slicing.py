@@ -185,7 +185,7 @@ BASE = {"task_id": "t", "queue_name": "q", "image": "img", "entrypoint": "m:f"}
         ("tpu7x-4x4x4", {"node_selector": {"cloud.google.com/gke-tpu-topology": "4x4x4"}},
          "node_selector sets 'cloud.google.com/gke-tpu-topology'"),
         ("tpu7x-4x4x4", {"annotations": {"kueue.x-k8s.io/podset-slice-size": "1"}},
-         "annotations sets ['kueue.x-k8s.io/podset-slice-size']"),
+         "annotations sets 'kueue.x-k8s.io/podset-slice-size' in its pods' annotations"),
         ("tpu7x-4x4x4", {"name": "x" * 29}, "it may have at most 28"),
         ("tpu7x-4x4x4", {"name": "x" * 23, "namespace": "team-research"},
          "in namespace 'team-research' it may have at most 22"),

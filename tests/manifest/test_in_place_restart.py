@@ -10,7 +10,7 @@ from airflow_provider_jax.manifest.accelerators import parse_tpu
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.failure_policy import restartable_codes
 from airflow_provider_jax.runtime.env import LOCAL_CHECKPOINT_DIR_ENV, RESTART_STRATEGY_ENV
-from tests.manifest.test_build import _pod, _rjob, spec
+from tests.support.job_specs import _pod, _rjob, spec
 
 AGENT = "registry.example.com/jobset/in-place-restart-agent:v0.12.0"
 

@@ -112,7 +112,7 @@ def test_defaults_are_pinned_and_the_scratch_follows_output_dir():
     rm = pods(op.dry_run())["pathways-head"]["spec"]["initContainers"][1]
     assert rm["image"] == f"{IMAGE_REPOSITORY}/server:{JAX_TAG}"
     assert "--gcs_scratch_location=gs://bkt/runs/1/pathways" in rm["args"]
-    assert op.initialize_distributed is False
+    assert op.plan.initialize_distributed is False
 
 
 TPU = {"task_id": "t", "accelerator": "tpu-v6e-16", "image": "img", "entrypoint": "m:f"}

@@ -19,7 +19,7 @@ import pytest
 
 from airflow_provider_jax.metrics import send
 from harness.otel_collector import Collector
-from tests.metrics.test_send import LEDGER, TAGS
+from tests.support.goodput_ledger import LEDGER, TAGS
 from tests.support.waiting import eventually
 
 

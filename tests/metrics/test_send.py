@@ -7,21 +7,8 @@ import pytest
 
 from airflow_provider_jax.metrics import send
 from airflow_provider_jax.metrics.names import check_prefix
+from tests.support.goodput_ledger import LEDGER, TAGS
 from tests.support.statsd_listener import StatsdListener
-
-LEDGER = {
-    "wall_s": 100.0,
-    "queued_s": 12.5,
-    "startup_s": 8.0,
-    "productive_s": 70.0,
-    "lost_s": 9.5,
-    "restarts": {"lost peer": 1, "hang": 2},
-    "resumed_from": 40,
-    "chips": 16,
-    "chip_hours": 0.39,
-    "goodput": 0.7,
-}
-TAGS = {"dag_id": "nightly", "task_id": "train", "accelerator": "tpu-v6e-16"}
 
 
 @pytest.fixture

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from pathlib import Path
 
 import pytest
 from airflow.sdk import Asset
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
 from airflow_provider_jax.sensors import OrbaxCheckpointSensor
-from tests.operators.test_elastic import DAGS
 from tests.support.dag_runs import task_states
 
 ASSET = Asset(name="a", uri="/tmp/a/checkpoints")
 JOB = {"task_id": "t", "accelerator": "tpu-v5litepod-4", "backend": "local", "entrypoint": "m:f"}
+
+DAGS = Path(__file__).parent / "dags"
 
 
 def test_the_asset_is_declared_beside_the_alias_and_not_twice():

@@ -7,24 +7,27 @@ from __future__ import annotations
 import datetime
 import json
 import re
+from pathlib import Path
 
 import pytest
 from airflow.sdk import DeadlineAlert, DeadlineReference, SyncCallback
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
-from tests.operators.test_elastic import DAGS
 from tests.support.dag_runs import task_states
 
 BASE = {"task_id": "t", "accelerator": "tpu-v5litepod-4", "backend": "local", "entrypoint": "m:f"}
+
+DAGS = Path(__file__).parent / "dags"
 
 
 def callback(**kwargs):  # a top-level callable: Airflow imports callbacks by path
     return kwargs
 
 
-def alert(reference=DeadlineReference.DAGRUN_QUEUED_AT, minutes=10) -> DeadlineAlert:
-    return DeadlineAlert(reference=reference, interval=datetime.timedelta(minutes=minutes),
-                         callback=SyncCallback(callback))  # fmt: skip
+def alert(reference=DeadlineReference.DAGRUN_QUEUED_AT, minutes=10, interval=None, **kwargs):
+    return DeadlineAlert(reference=reference,
+                         interval=datetime.timedelta(minutes=minutes) if interval is None else interval,
+                         callback=SyncCallback(callback, kwargs=kwargs))  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -45,6 +48,16 @@ def alert(reference=DeadlineReference.DAGRUN_QUEUED_AT, minutes=10) -> DeadlineA
             r"the metadata database.*Put it on the DAG's deadline=",
         ),
         ("{{ params.deadline }}", r"deadline is not a templated field"),
+        # Airflow never serializes a task's deadline=: its own round trip runs at parse.
+        (
+            alert(DeadlineReference.FIXED_DATETIME("2026-12-01T00:00:00")),
+            r"deadline 'tests.operators.test_deadlines.callback': Airflow can't serialize it "
+            r"\(AttributeError: 'str' object has no attribute 'timestamp'\)",
+        ),
+        (alert(DeadlineReference.FIXED_DATETIME(None)), r"Airflow can't serialize it"),
+        (alert(interval=datetime.timedelta(days=10**6)), r"longer than 36525 days"),
+        (alert(interval="1h"), r"Airflow can't serialize it \(TypeError: Invalid interval"),
+        (alert(to={"ops"}), r"its callback's kwargs must be JSON .* set is not JSON"),
     ],
 )
 def test_a_bad_deadline_is_refused_at_parse_by_name(value, error):
@@ -58,10 +71,29 @@ def test_a_deadline_needs_the_reports_that_carry_the_eta():
         JaxTpuSliceOperator(**BASE, deadline=alert(), stream_logs="none")
 
 
+def test_a_command_cant_report_the_eta_a_deadline_is_held_against():
+    command = {**BASE, "entrypoint": None, "command": ["python3", "train.py"]}
+    with pytest.raises(ValueError, match=r"a command= program can't make"):
+        JaxTpuSliceOperator(**command, deadline=alert())
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        alert(to=["ops@example.com", "ml@example.com"], extra={"severity": [1, 2]}),  # lists
+        alert(interval=3600),  # seconds, as Airflow's own serialization takes them
+        alert(DeadlineReference.FIXED_DATETIME(datetime.datetime(2026, 12, 1))),  # naive: UTC
+        [alert(to=["a"]), alert(to=["b"])],  # two alerts that differ only by a list
+    ],
+)
+def test_what_airflow_takes_is_taken(value):
+    JaxTpuSliceOperator(**BASE, deadline=value)
+
+
 def test_one_alert_or_several_are_kept_as_a_tuple():
     one, two = alert(), alert(DeadlineReference.DAGRUN_LOGICAL_DATE, 5)
-    assert JaxTpuSliceOperator(**BASE, deadline=one).deadline == (one,)
-    assert JaxTpuSliceOperator(**BASE, deadline=[one, two]).deadline == (one, two)
+    assert JaxTpuSliceOperator(**BASE, deadline=one).arguments.deadline == (one,)
+    assert JaxTpuSliceOperator(**BASE, deadline=[one, two]).arguments.deadline == (one, two)
 
 
 @pytest.mark.slow
@@ -100,3 +132,19 @@ def test_a_job_whose_eta_passes_its_deadlines_says_so_and_their_callbacks_run(
         due = datetime.datetime.fromisoformat(deadline["deadline_time"])
         assert finish > due > datetime.datetime.now(datetime.UTC)  # told before it passed
         assert run["dag_id"] == "jax_deadlines" and run["run_id"]
+
+
+def test_an_interval_in_seconds_and_a_naive_time_are_evaluated_as_airflow_takes_them():
+    import logging
+    from types import SimpleNamespace
+
+    from airflow_provider_jax.operators.deadline_alerts import evaluate
+
+    queued = datetime.datetime(2026, 11, 1, 12, tzinfo=datetime.UTC)
+    run = SimpleNamespace(dag_id="d", run_id="r", run_after=queued, logical_date=queued)
+    fixed = alert(DeadlineReference.FIXED_DATETIME(datetime.datetime(2026, 12, 1)), minutes=0)
+    rows = evaluate([alert(interval=3600), fixed], run, logging.getLogger(__name__))
+    assert [row["at"] for row in rows] == [
+        (queued + datetime.timedelta(seconds=3600)).timestamp(),
+        datetime.datetime(2026, 12, 1, tzinfo=datetime.UTC).timestamp(),
+    ]

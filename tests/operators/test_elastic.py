@@ -75,7 +75,11 @@ def test_a_gpu_job_has_no_slices_to_lose():
 
 def test_an_elastic_job_renders_at_full_size_first():
     op = JaxTpuSliceOperator(**BASE, min_slices=1, shrink_after=30)
-    assert (op.elastic.full, op.elastic.minimum, op.elastic.shrink_after) == (2, 1, 30.0)
+    assert (op.plan.elastic.full, op.plan.elastic.minimum, op.plan.elastic.shrink_after) == (
+        2,
+        1,
+        30.0,
+    )
     assert op.dry_run()["spec"]["replicatedJobs"][0]["replicas"] == 2
 
 

@@ -96,6 +96,7 @@ def test_it_is_the_operators_default_and_a_users_own_policy_wins():
         JaxTpuSliceOperator(**base, retry_on_code_error=False, retry_policy=mine)
 
 
+@pytest.mark.slow  # four tasks' real failures and retries under `airflow dags test`
 def test_on_real_failures_only_what_another_try_can_fix_is_tried_again(
     airflow_home: AirflowHome, tmp_path
 ):

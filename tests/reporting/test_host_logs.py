@@ -61,3 +61,14 @@ def test_a_report_in_fragments_goes_whole_and_the_next_line_stays():
         "step 1: process=0 total=12",
         "0",
     ]
+
+
+def test_a_failed_process_traceback_is_left_out_of_its_streamed_lines():
+    from airflow_provider_jax.reporting.host_logs import HostLines
+    from airflow_provider_jax.runtime.messages import FAILURE_BEGIN, FAILURE_END
+
+    lines = HostLines()
+    said = ["step 3", FAILURE_BEGIN, "Traceback (most recent call last):", '  File "t.py"',
+            "ValueError: boom", FAILURE_END, "after", "Traceback (most recent call last):"]  # fmt: skip
+    kept = [line for line in said if lines.keep(line) is not None]
+    assert kept == ["step 3", "after", "Traceback (most recent call last):"]  # the user's own

@@ -41,7 +41,16 @@ def test_profile_steps_traces_every_host_into_its_own_folder(tmp_path):
 @pytest.mark.parametrize(
     ("mode", "every", "warning"),
     [
-        ("own_trace", 1, "profile_steps: the JAX profiler did not start"),
+        (
+            "own_trace",
+            1,
+            "(the program's own trace runs, and is kept); the job goes on",
+        ),
+        (
+            "own_trace_inside",
+            1,
+            "was not started: profile_steps's trace was running on this host and is kept",
+        ),
         ("block", 1, "profile_steps: a profile is already being captured on this host"),
         ("text_step", 1, "report(step='abc'): profile_steps counts integer steps"),
         ("sparse", 10, "profile_steps=(5, 3) was missed: the reports went from step 0 to step 10"),
@@ -62,6 +71,8 @@ def test_a_profile_that_cannot_run_warns_and_the_job_goes_on(
     assert any(warning in m for m in said), caplog.messages[-30:]
     if mode == "sparse":
         assert not any("profile written" in m for m in caplog.messages)
+    if mode == "own_trace_inside":  # the window's trace, kept, is there
+        assert len(traces(tmp_path / "profiles" / "try-0" / "host-0")) == 1
 
 
 def test_a_window_past_the_last_report_says_it_was_never_reached(tmp_path, caplog):
@@ -142,13 +153,13 @@ def test_a_hung_host_dumps_and_the_restart_keeps_its_own_folder(tmp_path):
 
 
 def test_profiles_go_to_gcs_from_every_host(gcs_bucket):
-    from airflow_provider_jax.runtime import stores
+    from airflow_provider_jax.runtime.stores import gcs
 
     output_dir = f"gs://{gcs_bucket}/runs/profiled"
     run(
         f"{PROGRAMS}:profiled_steps", accelerator=HOSTS, output_dir=output_dir, profile_steps=(2, 3)
     )
-    names = stores.list_objects(gcs_bucket, "runs/profiled/profiles/try-0/")
+    names = gcs.list_objects(gcs_bucket, "runs/profiled/profiles/try-0/")
     traces = [o["name"] for o in names if o["name"].endswith(".xplane.pb")]
     assert len(traces) == 4, names
     assert {t.split("/")[4] for t in traces} == {f"host-{i}" for i in range(4)}

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from airflow_provider_jax.runtime import stores
 from airflow_provider_jax.runtime.folder_upload import CUT_FILE, upload_folder
-from airflow_provider_jax.runtime.location import Location
 
 
 def host_folder(tmp_path):
@@ -29,7 +28,8 @@ def test_the_cap_keeps_what_comes_first_then_the_smallest_and_names_the_rest(gcs
     sent = upload_folder(host_folder(tmp_path), uri, cap_bytes=700, first=("stacks.txt",))
     assert (sent.files, sent.bytes) == (3, 600)  # stacks (300), then modules 0 and 1
     assert [name for name, _ in sent.cut] == [f"xla/module_{i}.txt" for i in (2, 3, 4)]
-    listed = stores.store_for(Location.parse(uri)).list(Location.parse(uri))
+    where = stores.parse_location(uri)
+    listed = stores.store_for(where).list(where)
     assert sorted(listed) == [CUT_FILE, "stacks.txt", "xla/module_0.txt", "xla/module_1.txt"]
     note = stores.read_text(f"{uri}/{CUT_FILE}")
     assert "3 file(s), 0.0 MiB, were not uploaded" in note and "xla/module_4.txt" in note

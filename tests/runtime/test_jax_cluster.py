@@ -46,6 +46,25 @@ def test_a_bare_initialize_joins_every_process_in_command_mode(tmp_path):
         }
 
 
+@pytest.mark.parametrize("ending", [[], ["--shutdown"]], ids=["jax-exit-handler", "own-shutdown"])
+def test_jax_docs_example_joins_and_is_never_told_otherwise(caplog, ending):
+    """Run as JAX's docs write it, under require_distributed: it joined, so it is never told it
+    didn't, whether JAX's exit handler or the program's own shutdown() closed the client."""
+    op = command_job(str(PROGRAMS / "jax_docs_multi_process.py"), *ending, require_distributed=True)
+    run_operator(op, timeout_s=120)
+    assert not [m for m in caplog.messages if jax_cluster.NOT_JOINED_MARK in m]
+    assert any(f"devices: {HOSTS * CHIPS} local: {CHIPS}" in m for m in caplog.messages)
+
+
+def test_a_host_that_crashed_before_joining_is_told_it_crashed(caplog):
+    op = command_job(str(PROGRAMS / "crashes_before_joining.py"), require_distributed=True)
+    with pytest.raises(JaxJobFailed) as failed:
+        run_operator(op, timeout_s=120)
+    assert "KeyError: 'steps'" in str(failed.value)
+    assert jax_cluster.NOT_JOINED_MARK not in str(failed.value)
+    assert not [m for m in caplog.messages if jax_cluster.NOT_JOINED_MARK in m]
+
+
 def test_a_second_initialize_after_the_runtimes_is_harmless(tmp_path, caplog):
     op = JaxTpuSliceOperator(
         task_id="train",
@@ -108,29 +127,6 @@ def test_the_site_hook_stands_alone_and_registers_only_where_the_launcher_set_it
         [sys.executable, "-c", probe], env=env, capture_output=True, text=True
     )
     assert launched.stdout.split() == ["True", "False"], launched.stderr
-
-
-def entrypoint_job(entrypoint: str, **kwargs) -> JaxTpuSliceOperator:
-    return JaxTpuSliceOperator(
-        task_id="train", name="job", accelerator="tpu-v5litepod-8", backend="local",
-        entrypoint=f"tests.fixtures.programs.{entrypoint}", **kwargs,
-    )  # fmt: skip
-
-
-def test_an_absl_main_gets_its_flags_its_argv_and_its_info_logs(caplog):
-    argv = ["--steps=3", "--workdir=/tmp/w", "--verbosity=0", "extra"]
-    outcome = run_operator(entrypoint_job("absl_main:main", argv=argv), timeout_s=120)
-    assert outcome.result == {
-        "steps": 3, "workdir": "/tmp/w", "left": ["extra"], "processes": HOSTS,
-    }  # fmt: skip
-    assert any("training 3 steps in /tmp/w" in m for m in caplog.messages), caplog.messages
-
-
-def test_an_argparse_main_reads_argv():
-    outcome = run_operator(
-        entrypoint_job("argparse_main:main", argv=["--steps", "4"]), timeout_s=120
-    )
-    assert outcome.result == {"steps": 4}
 
 
 def test_argv_is_not_for_a_command():

@@ -120,7 +120,7 @@ def test_a_bug_fails_the_task_at_once_with_restarts_to_spare(tmp_path: Path) -> 
             entrypoint_kwargs={"die_at": None, "bug_at": 5},
         )
     error = raised.value
-    assert str(error).splitlines()[1] == "[0/1] ValueError: a bug at step 5"
+    assert str(error).splitlines()[0] == "[0/1] ValueError: a bug at step 5"  # cause first
     assert "no restart" in error.summary
     ledger = error.goodput
     print("code-error drill ledger:", ledger)

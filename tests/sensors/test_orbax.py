@@ -59,9 +59,7 @@ def test_provider_info_registers_sensor_and_trigger() -> None:
     assert import_string(f"{sensors['python-modules'][0]}.OrbaxCheckpointSensor") is (
         OrbaxCheckpointSensor
     )
-    assert import_string(f"{triggers['python-modules'][0]}.OrbaxCheckpointTrigger") is (
-        OrbaxCheckpointTrigger
-    )
+    assert OrbaxCheckpointTrigger.__module__ in triggers["python-modules"]
 
 
 def test_rejects_bad_arguments() -> None:
@@ -217,6 +215,16 @@ def test_the_sensor_names_steps_saved_under_another_prefix(checkpoint_root: str,
         .poke({})
         .is_done
     )
+
+
+def test_a_folder_nothing_was_saved_in_says_what_writes_it(checkpoint_root: str, capfd) -> None:
+    """A training task without output_dir saves nothing: the sensor's log says what it would
+    need, rather than "not yet" for seven days."""
+    assert not _sensor(checkpoint_root).poke({}).is_done
+    out, err = capfd.readouterr()
+    [said] = [line for line in (out + err).splitlines() if "No finalized step" in line]
+    assert "nothing has been saved there yet" in said
+    assert "output_dir=<this folder's parent>" in said
 
 
 def test_the_trigger_gives_the_same_hint(checkpoint_root: str) -> None:

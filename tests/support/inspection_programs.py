@@ -25,8 +25,9 @@ def profiled_steps(steps: int = 8) -> int:
 
 def profiled_against_itself(mode: str, steps: int = 12, every: int = 1) -> int:
     """profile_steps beside what a program may do itself: its own ``jax.profiler`` trace
-    (``own_trace``), a ``runtime.profile()`` block over the window (``block``), a step that is
-    no integer (``text_step``), or reports every ``every`` steps (``sparse``)."""
+    around the loop (``own_trace``) or inside the window (``own_trace_inside``, as
+    ``jax.profiler.trace`` is used), a ``runtime.profile()`` block over the window (``block``),
+    a step that is no integer (``text_step``), or reports every ``every`` steps (``sparse``)."""
     import tempfile
 
     import jax
@@ -42,7 +43,11 @@ def profiled_against_itself(mode: str, steps: int = 12, every: int = 1) -> int:
         report(step="abc", loss=0.0)
     with profile() if mode == "block" else _nothing():
         for i in range(steps):
-            loss = step(x + i)
+            if mode == "own_trace_inside" and i == 6:  # profile_steps=(5, 3) traces steps 5-7
+                with jax.profiler.trace(tempfile.mkdtemp()):
+                    loss = step(x + i)
+            else:
+                loss = step(x + i)
             if i % every == 0:
                 report(step=i, loss=loss)
     if mode == "own_trace":

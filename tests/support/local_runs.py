@@ -63,7 +63,7 @@ def run_operator(op: Any, deadline: float | None = None, timeout_s: float | None
             execution_timeout_s=timeout_s,
             output_dir=op.output_dir,
             pythonpath=(str(REPO),),
-            watch=with_checkpoints(op.watch, op.output_dir),  # as job_settings() does
+            watch=with_checkpoints(op.plan.watch, op.output_dir),  # as job_settings() does
         )
     )
     return backend.wait(backend.start(build_jobset(op.build_spec(name="job"))))

@@ -63,16 +63,7 @@ def save_steps(directory: str, steps: Iterable[int], layout: Layout = SINGLE_ITE
                 args = ocp.args.Composite(
                     **{name: ocp.args.StandardSave(state) for name in layout.items}
                 )
-            for attempt in range(3):
-                try:
-                    manager.save(step, args=args)
-                    break
-                except ValueError as exc:
-                    # Rarely (about 1 save in 50) tensorstore's OCDBT manifest write trips over
-                    # the emulator's answer. Orbax saves the unfinalized step again, as after a
-                    # preemption; any other failure is the test's business.
-                    if "Malformed StorageGeneration" not in str(exc) or attempt == 2:
-                        raise
+            manager.save(step, args=args)
         manager.wait_until_finished()
     finally:
         manager.close()

@@ -450,3 +450,37 @@ def elastic_train(drill: bool = False, **kwargs: Any) -> dict[str, Any]:
     if drill:
         runtime.report = gated  # type: ignore[assignment]
     return train(**kwargs)
+
+
+def returns_while_saving(step: int = 3, megabytes: int = 32) -> dict[str, Any]:
+    """A training loop's last save, async as Orbax's ``CheckpointManager`` saves by default,
+    and a return without ``wait_until_finished()``: the step is still being written."""
+    import jax
+    import numpy as np
+    import orbax.checkpoint as ocp
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    from airflow_provider_jax.runtime import checkpoint_dir
+
+    manager = ocp.CheckpointManager(checkpoint_dir())
+    rows = megabytes * 1024 * 1024 // 4 // 1024
+    sharded = NamedSharding(Mesh(np.array(jax.devices()), ("d",)), PartitionSpec("d"))
+    w = jax.make_array_from_callback(
+        (rows, 1024), sharded, lambda index: np.ones((rows, 1024), np.float32)[index]
+    )
+    manager.save(step, args=ocp.args.StandardSave({"w": w}))
+    return {"saved": step, "still_saving": manager.is_saving_in_progress()}
+
+
+def asks_for_checkpoint_dir() -> str | None:
+    """What a checkpointing program asks first: where to save."""
+    from airflow_provider_jax.runtime import checkpoint_dir
+
+    return checkpoint_dir()
+
+
+def jax_options(names: list[str]) -> dict[str, Any]:
+    """What JAX's config says for ``names`` in this process."""
+    import jax
+
+    return {name: getattr(jax.config, name) for name in names}

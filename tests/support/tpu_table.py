@@ -1,5 +1,8 @@
 """xpk's TPU device table as the tests hold it: the oracle for the accelerator catalogue."""
 
+import json
+from pathlib import Path
+
 # name, gke-tpu-accelerator, topology, hosts, chips per host, machine type
 TPU_TABLE = [
     ("v4-8", "tpu-v4-podslice", "2x2x1", 1, 4, "ct4p-hightpu-4t"),
@@ -26,3 +29,7 @@ TPU_TABLE = [
     ("v6e-128", "tpu-v6e-slice", "8x16", 32, 4, "ct6e-standard-4t"),
     ("v6e-256", "tpu-v6e-slice", "16x16", 64, 4, "ct6e-standard-4t"),
 ]
+
+# xpk 1.16's device types as xpk itself lists them (tests/fixtures/xpk/device_types.json)
+XPK = json.loads((Path(__file__).parents[1] / "fixtures" / "xpk" / "device_types.json").read_text())
+XPK_ROWS = [dict(zip(XPK["columns"], row, strict=True)) for row in XPK["rows"]]

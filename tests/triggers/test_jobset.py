@@ -272,11 +272,12 @@ async def test_a_change_reaches_its_waiter_while_the_list_is_still_being_read(k8
     k8s.script(run_forever)
     hook = KubernetesCluster().hook()
     created = [hook.create_jobset(manifest(f"{x}-0123456789")) for x in "abc"]
-    k8s.faults = Faults(hold=60, only=lambda r: "continue=" in r.query_string)
+    k8s.faults = Faults(hold=120, only=lambda r: "continue=" in r.query_string)
     waiting = asyncio.create_task(events(trigger_for(created[-1])))  # on the last page
-    await asyncio.to_thread(k8s.wait_for, lambda: k8s.api.watches, 10, "the watch")
+    # Bounds on states, generous for a busy machine; the event's stays well under the hold.
+    await asyncio.to_thread(k8s.wait_for, lambda: k8s.api.watches, 60, "the watch")
     k8s.release()
-    (event,) = await asyncio.wait_for(waiting, 20)  # not the 120 s the pages are held
+    (event,) = await asyncio.wait_for(waiting, 60)  # not the 120 s the pages are held
     assert event["status"] == "success"
     lists = [r for r in k8s.requests if r.method == "GET" and r.path.endswith("/jobsets")]
     pages = [r for r in lists if not r.watch]

@@ -42,6 +42,7 @@ def test_serialize_holds_plain_data_and_round_trips() -> None:
         "step_prefix": "ckpt",
         "step_format_fixed_length": 6,
         "gcp_conn_id": "gcp_training",
+        "allow_legacy_atomic_rename": False,
         "poll_interval": 30.0,
     }
     assert import_string(classpath)(**kwargs).serialize() == (classpath, kwargs)
@@ -60,7 +61,11 @@ def test_a_row_stored_by_release_0_1_still_loads() -> None:
     trigger = OrbaxCheckpointTrigger(**stored)
     assert trigger.poll_interval == 30.0
     resaved = {k: v for k, v in stored.items() if k != "poke_interval"}
-    assert trigger.serialize()[1] == {**resaved, "poll_interval": 30.0}
+    assert trigger.serialize()[1] == {
+        **resaved,
+        "allow_legacy_atomic_rename": False,  # what 0.1 did for a directory with markers
+        "poll_interval": 30.0,
+    }
 
 
 def _root_listings(emulator: GcsEmulator, bucket: str) -> list[Any]:

@@ -50,7 +50,7 @@ class LocalCapacity:
                 value = json.load(f)["slices"]
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"'slices' must be an integer >= 0, got {value!r}")
-        except (OSError, ValueError, KeyError, TypeError) as err:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as err:
             self.log.warning(
                 "[jax] local_capacity_file %s: %s; keeping the capacity as it was (%s slices).",
                 self.path,

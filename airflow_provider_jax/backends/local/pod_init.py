@@ -9,6 +9,13 @@ process group cannot reach it. It runs the command, and once the command exits i
 process left in the tree, reaps them, and exits as the command did. :func:`descendants` lets
 the backend kill the whole tree from outside too, when the pod is killed before its command
 returns.
+
+It also dies with the process that started it (the task's), however that one ends: SIGKILL,
+the OOM killer, a lost worker. Nothing else would stop the pod then: it is in a session of its
+own, and its processes would train on, re-parented to PID 1, on the cores and GPUs a retry
+uses. A thread waits on a pidfd of that parent (readable once it has exited; Linux 5.3+, else
+a look at ``getppid()`` every 0.2 s) and kills the tree. Not ``PR_SET_PDEATHSIG``: it fires
+when the *thread* that forked the child exits, and the backend starts pods from its threads.
 """
 
 from __future__ import annotations
@@ -16,10 +23,16 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import select
 import signal
 import sys
+import threading
+import time
 
 PR_SET_CHILD_SUBREAPER = 36  # <linux/prctl.h>
+ORPHANED_EXIT = 137  # as a container killed with SIGKILL
+PARENT_POLL_S = 0.2  # where there is no pidfd
+PARENT_ENV = "AIRFLOW_JAX_POD_PARENT"  # the pid of the process that started the pod
 COMMAND_DEFAULTS = (signal.SIGTERM, signal.SIGINT)  # ignored by the init, not by the command
 
 
@@ -52,7 +65,28 @@ def kill_tree(pid: int) -> None:
             os.kill(child, signal.SIGKILL)
 
 
+def die_with_parent() -> None:
+    """Kill the whole tree and exit once the process that started this one is gone. That
+    process names itself in ``PARENT_ENV``: by the time this one looks, it may be gone."""
+    parent = int(os.environ.pop(PARENT_ENV, None) or os.getppid())
+    pidfd = None
+    with contextlib.suppress(AttributeError, OSError):  # ESRCH: gone already; or no pidfd
+        pidfd = os.pidfd_open(parent)
+
+    def wait_then_kill() -> None:
+        if pidfd is not None:
+            select.select([pidfd], [], [])  # readable once the parent has exited
+        else:
+            while os.getppid() == parent:
+                time.sleep(PARENT_POLL_S)
+        kill_tree(os.getpid())
+        os._exit(ORPHANED_EXIT)
+
+    threading.Thread(target=wait_then_kill, name="die-with-parent", daemon=True).start()
+
+
 def main(argv: list[str]) -> int:
+    die_with_parent()
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     # A SIGTERM to the pod's process group reaches the command directly; the init waits for

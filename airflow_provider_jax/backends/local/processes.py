@@ -33,7 +33,10 @@ from airflow_provider_jax.runtime.messages import TERMINATION_MESSAGE_LIMIT
 # Isolated and without ``site`` (it is stdlib only): no ``.pth`` file or package is imported
 # in every pod's start-up.
 POD_INIT_ARGV = (sys.executable, "-I", "-S", pod_init.__file__)
-DEVICE_COUNT_FLAG = "--xla_force_host_platform_device_count"
+# How many CPU devices JAX makes, standing in for a host's chips. JAX's own setting, not the
+# XLA flag it overrides: a program that sets XLA_FLAGS for itself (a dump folder, say) keeps
+# the host's chips, as it would on the accelerator.
+CPU_DEVICES_ENV = "JAX_NUM_CPU_DEVICES"
 TERMINATION_LOG = "termination-log"
 #: What several processes of one machine need of NCCL, unless the worker or the pod says
 #: otherwise: bootstrap and socket traffic on the loopback, where the coordinator is.
@@ -62,26 +65,22 @@ def process_env(
             env.pop(name)
             if name in base:
                 env[name] = base[name]
-    xla_flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith(DEVICE_COUNT_FLAG)]
     if gpus:
         devices = {
             "JAX_PLATFORMS": "cuda",
             "CUDA_VISIBLE_DEVICES": ",".join(gpus),
             "CUDA_DEVICE_ORDER": "PCI_BUS_ID",  # nvidia-smi's numbering, which ``gpus`` uses
-            "XLA_FLAGS": " ".join(xla_flags),
         }
         env = {**LOCAL_NCCL_ENV, **env}
     else:
-        devices = {
-            "JAX_PLATFORMS": "cpu",
-            "XLA_FLAGS": " ".join([*xla_flags, f"{DEVICE_COUNT_FLAG}={plan.chips}"]),
-        }
+        devices = {"JAX_PLATFORMS": "cpu", CPU_DEVICES_ENV: str(plan.chips)}
     python_dir = os.path.dirname(sys.executable)
     paths = [*pythonpath, *filter(None, env.get("PYTHONPATH", "").split(os.pathsep))]
     env.update(
         {
             **devices,
             TERMINATION_PATH_ENV: os.path.join(scratch, TERMINATION_LOG),
+            pod_init.PARENT_ENV: str(os.getpid()),  # the pod dies with this process
             "TMPDIR": scratch,  # like a container's /tmp, gone with the pod
             # `python3` in the pod's command must be the worker's Python, with its packages.
             "PATH": os.pathsep.join([python_dir, env.get("PATH", os.defpath)]),
@@ -116,10 +115,13 @@ class PodProcess:
         pythonpath: Sequence[str] = (),
         gpus: Sequence[str] = (),
     ) -> PodProcess:
-        """Start ``plan``'s process on ``gpus`` (none: the CPU stands in)."""
+        """Start ``plan``'s process on ``gpus`` (none: the CPU stands in), in the first folder
+        of ``pythonpath`` (the DAG file's): a relative path in a command means what it means
+        in the image, whose working directory holds the code."""
         scratch = tempfile.mkdtemp(prefix=f"{plan.name}-")
         popen = subprocess.Popen(
             [*POD_INIT_ARGV, *plan.argv],
+            cwd=pythonpath[0] if pythonpath else None,
             env=process_env(plan, scratch, pythonpath, gpus=gpus),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,

@@ -39,7 +39,7 @@ from airflow_provider_jax.manifest.status import restarts_in_place
 from airflow_provider_jax.reporting import host_logs
 from airflow_provider_jax.reporting.failures import ProcessFailure, culprits_first, restart_line
 from airflow_provider_jax.reporting.goodput import GoodputClock, chips
-from airflow_provider_jax.reporting.host_logs import GlooFilter
+from airflow_provider_jax.reporting.host_logs import HostLines
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress
 from airflow_provider_jax.runtime.jax_cluster import NOT_JOINED_MARK
@@ -159,9 +159,7 @@ class LocalJobSet:
             summary = f"JAX job {self.name} failed{after}"
         if restarts:
             summary += "\n" + "\n".join(f"  {line}" for line in restarts)
-        for line in outcome.summary(failures):
-            self.log.info("%s", line)
-        raise JaxJobFailed.of(summary + ":", failures)
+        raise JaxJobFailed.of(summary, failures, outcome.summary(failures))
 
     def timed_out(self) -> str:
         """The message for a run past its deadline: the configured value and the time used
@@ -204,7 +202,7 @@ class _Attempt:
             p.name: deque(maxlen=LOG_TAIL_LINES) for p in self.plans
         }
         self.unshown: set[str] = set()  # pods with a line the task log did not get
-        self.gloo = {p.name: GlooFilter() for p in self.plans}  # Gloo's reports, per process
+        self.host_lines = {p.name: HostLines() for p in self.plans}  # what the log shows
         self.last_report: dict[str, Any] | None = None
         self.leader_message: str | None = None
 
@@ -336,9 +334,11 @@ class _Attempt:
                 report = parse_report(line) if stream == "stdout" else None
                 if report is None:
                     self.tails[plan.name].append(line)
-                    kept = self.gloo[plan.name].keep(line)
+                    kept = self.host_lines[plan.name].keep(line)
                     shows = self.shows(plan) and kept is not None
-                    shown = self.jobset.budget.take(plan.tag, kept) if shows else None
+                    shown = None
+                    if shows and kept is not None:
+                        shown = self.jobset.budget.take(plan.tag, kept)
                     if kept is not None and kept.startswith(NOT_JOINED_MARK):
                         log.warning("%s %s", plan.tag, kept)  # whoever says it, whatever shows
                     elif shown is not None:

@@ -25,7 +25,7 @@ from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transi
 from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.reporting.deadlines import DeadlineWatch
-from airflow_provider_jax.reporting.host_logs import GlooFilter
+from airflow_provider_jax.reporting.host_logs import HostLines
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress, kubelet_time
 from airflow_provider_jax.runtime.messages import host_tag, parse_report
@@ -53,7 +53,7 @@ class _Stream:
     recheck: bool = False  # ended a while ago, and its pod still showed Running then
     spent: bool = False  # its host's budget of lines is used up
     task: asyncio.Task[None] | None = None
-    gloo: GlooFilter = field(default_factory=GlooFilter)  # Gloo's reports, taken out
+    shown: HostLines = field(default_factory=HostLines)  # what of its lines the log shows
 
     @property
     def active(self) -> bool:
@@ -347,7 +347,7 @@ class PodLogs:
             return True  # every host reports the same; the leader speaks for them
         if stream.leader and self.on_line is not None:
             self.on_line(stream.attempt, stamp, text, None)
-        kept = stream.gloo.keep(text)
+        kept = stream.shown.keep(text)
         if kept is not None and (shown := self._budget.take(stream.tag, kept)) is not None:
             self.log.info("%s %s", stream.tag, shown)
         # The leader's stream goes on for its progress reports.

@@ -9,7 +9,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from tenacity import AsyncRetrying, RetryError, retry_if_exception, stop_after_delay
 
@@ -52,6 +52,12 @@ def _gave_up(seconds: float, err: BaseException) -> ApiUnavailable:
     return ApiUnavailable(f"the Kubernetes API has been failing for {seconds:.0f}s: {explain(err)}")
 
 
+def _failure(outcome: Any) -> str:
+    """What a failed attempt raised, explained."""
+    err = outcome.exception() if outcome is not None else None
+    return explain(err) if err is not None else "(no exception)"
+
+
 async def with_retries(call: Callable[[], Awaitable[T]], budget: float) -> T:
     """``call()``, retried on transient API errors until they have lasted ``budget`` seconds."""
     retrying = AsyncRetrying(
@@ -59,7 +65,7 @@ async def with_retries(call: Callable[[], Awaitable[T]], budget: float) -> T:
         stop=stop_after_delay(budget),
         wait=ExponentialJitter(),
         before_sleep=lambda state: log.warning(
-            "Kubernetes API call failed, retrying: %s", explain(state.outcome.exception())
+            "Kubernetes API call failed, retrying: %s", _failure(state.outcome)
         ),
     )
 
@@ -70,4 +76,5 @@ async def with_retries(call: Callable[[], Awaitable[T]], budget: float) -> T:
         return await retrying(attempt)
     except RetryError as gave_up:
         err = gave_up.last_attempt.exception()
+        assert err is not None  # only a failed attempt is retried
         raise _gave_up(budget, err) from err

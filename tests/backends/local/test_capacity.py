@@ -38,7 +38,17 @@ def test_the_file_says_how_many_slices_have_capacity(tmp_path):
 
 @pytest.mark.parametrize(
     "content",
-    ['{"slices": -1}', '{"slices": true}', '{"slices": 1.5}', '{"slice": 1}', "[1]", "{", ""],
+    [
+        '{"slices": -1}',
+        '{"slices": true}',
+        '{"slices": 1.5}',
+        '{"slice": 1}',
+        "[1]",
+        "{",
+        "",
+        "[" * 100_000 + "]" * 100_000,  # deeper than Python's recursion limit
+    ],
+    ids=lambda content: content[:20],
 )
 def test_a_file_that_cannot_be_read_keeps_the_capacity_as_it_was(tmp_path, caplog, content):
     path = tmp_path / "capacity.json"

@@ -17,7 +17,7 @@ from airflow_provider_jax.backends.local.devices import (
     visible_gpus,
 )
 from airflow_provider_jax.backends.local.pods import plan_pods
-from airflow_provider_jax.backends.local.processes import DEVICE_COUNT_FLAG, process_env
+from airflow_provider_jax.backends.local.processes import CPU_DEVICES_ENV, process_env
 from airflow_provider_jax.backends.local.runner import LocalJobSet
 from airflow_provider_jax.manifest.build import build_jobset
 from airflow_provider_jax.manifest.gpu_direct import NODE_ENV
@@ -95,7 +95,7 @@ def test_a_gpu_process_env_is_cuda_on_its_gpus_and_keeps_the_users_nccl_choices(
     _, plans = gpu_plans(2, 2)
     base = {
         "PATH": "/usr/bin",
-        "XLA_FLAGS": f"{DEVICE_COUNT_FLAG}=8 --xla_dump_to=/tmp/x",
+        "XLA_FLAGS": "--xla_dump_to=/tmp/x",
         "CUDA_VISIBLE_DEVICES": "0,1,2,3",
         "LD_LIBRARY_PATH": "/opt/cuda/lib64",
     }
@@ -104,14 +104,15 @@ def test_a_gpu_process_env_is_cuda_on_its_gpus_and_keeps_the_users_nccl_choices(
     assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
     assert env["JAX_PLATFORMS"] == "cuda"
     assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
-    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/x"  # no CPU devices forced
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/x"
+    assert CPU_DEVICES_ENV not in env  # no CPU devices forced
     assert env["NCCL_SOCKET_IFNAME"] == "lo"
     assert env["LD_LIBRARY_PATH"] == "/opt/cuda/lib64"  # not the GKE node's path
     mine = process_env(pod, "/tmp/pod", base={**base, "NCCL_SOCKET_IFNAME": "eth1"}, gpus=("2",))
     assert mine["NCCL_SOCKET_IFNAME"] == "eth1"
     cpu = process_env(pod, "/tmp/pod", base=base)
     assert cpu["JAX_PLATFORMS"] == "cpu"
-    assert f"{DEVICE_COUNT_FLAG}=2" in cpu["XLA_FLAGS"].split()
+    assert cpu[CPU_DEVICES_ENV] == "2"
 
 
 def test_gke_node_paths_from_gpudirect_give_way_to_the_workers_own():
@@ -173,7 +174,7 @@ def test_a_run_hands_each_process_its_gpus(tmp_path, monkeypatch, caplog):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     op, _ = gpu_plans(2, 2)
     manifest = build_jobset(op.build_spec(name="job"))
-    jobset = LocalJobSet(manifest, log=LOG, pythonpath=[str(REPO)], watch=op.watch)
+    jobset = LocalJobSet(manifest, log=LOG, pythonpath=[str(REPO)], watch=op.plan.watch)
     jobset.run()
     seen = {
         int(m.split()[2]): json.loads(m.split(" ", 3)[3])

@@ -43,7 +43,8 @@ def test_env_makes_the_cpu_pose_as_the_chips():
     assert env["HOME"] == "/home/me"  # the worker's env
     assert env["JAX_PROCESS_ID"] == "1"  # the pod's
     assert env["JAX_PLATFORMS"] == "cpu"
-    assert env["XLA_FLAGS"] == "--xla_dump_to=/tmp/x --xla_force_host_platform_device_count=8"
+    assert env["JAX_NUM_CPU_DEVICES"] == "8"  # JAX's setting wins over the worker's XLA flag
+    assert env["XLA_FLAGS"] == base["XLA_FLAGS"]  # the worker's, as they were
     assert env[TERMINATION_PATH_ENV] == "/tmp/pod-1/termination-log"
     assert env["TMPDIR"] == "/tmp/pod-1"
     assert env["PATH"] == f"{os.path.dirname(sys.executable)}{os.pathsep}/usr/bin"
@@ -153,3 +154,37 @@ def test_a_waiter_wakes_at_the_exit_not_at_its_timeout():
     assert process.wait(1) == 0
     process.close()
     assert process.exit_fd is None
+
+
+def test_a_pod_dies_with_the_task_process_however_it_is_killed(tmp_path):
+    """SIGKILL to the process that runs the task (the OOM killer, a lost worker): its local
+    job's processes, in sessions of their own, go too, a child of theirs included."""
+    import subprocess
+    from pathlib import Path
+
+    from tests.support.jobset_schema import REPO
+    from tests.support.waiting import eventually
+
+    task = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from tests.support.local_runs import run; "
+            "run('hang', initialize_distributed=False, entrypoint_kwargs={'pid_dir': sys.argv[1]})",
+            str(tmp_path),
+        ],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    try:
+
+        def started() -> list[int]:
+            found = [int(p) for f in Path(tmp_path).glob("*.pid") for p in f.read_text().split()]
+            return found if len(found) == 4 else []  # 2 hosts, each with a child
+
+        pids = eventually("both hosts and their children to run", started, 120)
+        task.kill()
+        task.wait()
+        assert wait_gone(pids, timeout=10) == []
+    finally:
+        task.kill()

@@ -31,10 +31,7 @@ START = pendulum.datetime(2026, 1, 1, tz="UTC")
 def train_continuous_gcs() -> None:
     @task.jax_tpu(accelerator="tpu-v5litepod-4", image="unused-locally", output_dir=RUN_DIR)
     def train() -> dict[str, Any]:
-        """Saves steps 10, 20 and 30, 3 s apart, through the helper the other GCS tests use:
-        the stock emulator trips tensorstore's OCDBT manifest write about once in 50 saves
-        ("Malformed StorageGeneration"), and the helper saves such a step again, as Orbax
-        would after a preemption."""
+        """Saves steps 10, 20 and 30, 3 s apart, through the helper the other GCS tests use."""
         import time
 
         from airflow_provider_jax.runtime import checkpoint_dir
