@@ -120,6 +120,13 @@ def test_a_busy_machine_gets_time():
         assert int(check["start_period"].rstrip("s")) >= 300, name
 
 
+def test_a_dag_dropped_into_dags_is_found_within_a_minute():
+    """Airflow's dag-processor looks for new files in a bundle every [dag_processor]
+    refresh_interval, 5 minutes by default: a DAG a user dropped in stayed out of sight."""
+    env = SERVICES["airflow-dag-processor"]["environment"]
+    assert int(env["AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL"]) <= 30
+
+
 def test_celery_env_switches_profile_and_executor_together():
     settings = dict(
         line.split("=", 1)

@@ -1,9 +1,12 @@
 """The path a user takes with docker-compose.yaml, on both of its executors: ``docker compose
 build``, ``up -d --wait``, the quickstart triggered through the REST API, its XCom, its task
 log through the REST API and its result line in the UI in a real browser, then ``down -v``
-leaving no container, network or volume: the README's ``docker compose`` lines, as written.
-LocalExecutor as ``up`` starts it; CeleryExecutor with two workers as
-``--env-file docker/celery.env up --scale airflow-worker=2`` does.
+leaving no container, network or volume: the README's ``docker compose`` lines, as written,
+in a copy of the checkout as a clone has it. LocalExecutor as ``up`` starts it;
+CeleryExecutor with two workers as ``--env-file docker/celery.env up --scale
+airflow-worker=2`` does. In each, a DAG the project does not ship
+(``tests/compose/dags/held_out_allgather.py``) is dropped into ``dags/`` once the stack is up,
+and runs to its XCom.
 
 The images the stack starts from are stand-ins (``tools/compose-images``, built offline: no
 registry is reachable here); docs/docker-compose.md says how each differs from the real one.
@@ -19,15 +22,17 @@ fixed secrets (the published addresses, the secrets made for this stack)."""
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 
 from tests.support.browser import Browser
-from tests.support.compose_stack import CELERY_ENV, ComposeStack
+from tests.support.compose_stack import ComposeStack, checkout
 from tests.support.docker_engine import DockerEngine
 
 pytestmark = pytest.mark.timeout(1800)  # the first run builds the stand-ins (once a machine)
@@ -35,6 +40,11 @@ pytestmark = pytest.mark.timeout(1800)  # the first run builds the stand-ins (on
 STEPS = 20
 CONFIG = "/opt/airflow/config/airflow.cfg"
 PASSWORDS = "/opt/airflow/config/simple_auth_manager_passwords.json"
+HELD_OUT = Path(__file__).parent / "dags" / "held_out_allgather.py"
+# From the file's landing in dags/ to its DAG in the API: the dag-processor's next look for new
+# files ([dag_processor] refresh_interval, 30 s in the stack; Airflow's default is 5 minutes),
+# then its parse, on a busy machine.
+PARSED_WITHIN_S = 120
 
 
 @dataclass
@@ -45,21 +55,28 @@ class Ran:
     run_id: str
     up_s: float  # `up -d --wait`, built image to healthy
     run_s: float  # trigger to success
+    dropped_at: float  # when the held-out DAG landed in dags/ (time.monotonic())
 
 
 @pytest.fixture(scope="module", params=["local", "celery"])
 def ran(
-    request: pytest.FixtureRequest, docker_engine: DockerEngine, compose_image: str
+    request: pytest.FixtureRequest,
+    docker_engine: DockerEngine,
+    compose_image: str,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Ran]:
+    root = checkout(tmp_path_factory.mktemp(f"checkout-{request.param}"))
     if request.param == "celery":  # and as a Linux user whose uid is not the image's
-        stack = ComposeStack(docker_engine, "celery", CELERY_ENV, settings={"AIRFLOW_UID": "1000"})
+        stack = ComposeStack(docker_engine, "celery", True, root, settings={"AIRFLOW_UID": "1000"})
     else:
-        stack = ComposeStack(docker_engine, "local")
+        stack = ComposeStack(docker_engine, "local", root=root)
     stack.compose("build", timeout=1200)  # as a user does: the build the run made, cached
     try:
         started = time.monotonic()
         stack.up()
         up_s = time.monotonic() - started
+        shutil.copy(HELD_OUT, root / "dags")  # found while the quickstart runs
+        dropped_at = time.monotonic()
         stack.unpause("quickstart")
         started = time.monotonic()
         run_id = stack.trigger("quickstart", {"steps": STEPS})
@@ -67,7 +84,7 @@ def ran(
         run_s = time.monotonic() - started
         assert state == "success", stack.state()
         print(f"\n{request.param}: up --wait {up_s:.0f} s, quickstart {run_s:.0f} s")
-        yield Ran(stack, run_id, up_s, run_s)
+        yield Ran(stack, run_id, up_s, run_s, dropped_at)
     finally:
         stack.down()
 
@@ -110,6 +127,19 @@ def login(ui: Browser, password: str) -> None:
     ui.wait_for_text("Welcome", timeout=120)
 
 
+def test_a_dag_dropped_into_dags_runs_to_its_xcom(ran: Ran):
+    """Found by the dag-processor without a restart, run by the stack's executor, its task's
+    log read through the REST API. New files were found every 5 minutes (Airflow's default)."""
+    left = PARSED_WITHIN_S - (time.monotonic() - ran.dropped_at)
+    ran.stack.unpause("held_out_allgather", timeout=max(left, 1))
+    run_id = ran.stack.trigger("held_out_allgather")
+    assert ran.stack.finished("held_out_allgather", run_id) == "success", ran.stack.state()
+    result = ran.stack.xcom("held_out_allgather", run_id, "gather")
+    assert result == {"ranks": [0, 1], "processes": 2, "devices": 4}
+    log = ran.stack.task_log("held_out_allgather", run_id, "report")
+    assert "HELD-OUT RESULT: ranks [0, 1] of 4 devices" in log, log
+
+
 def test_no_service_restarted_and_every_health_check_passed_in_time(ran: Ran):
     """``restart: always`` hides a crash loop from ``ps`` (the API server's, on its password
     file); a health check over its timeout fails ``up --wait`` with a healthy worker."""
@@ -123,7 +153,7 @@ def test_no_service_restarted_and_every_health_check_passed_in_time(ran: Ran):
     }
     assert late == {}
     services = [c["Config"]["Labels"]["com.docker.compose.service"] for c in containers]
-    if ran.stack.env_file:
+    if ran.stack.celery:
         assert services.count("airflow-worker") == 2
         healthy = [
             c["State"]["Health"]["Status"]
@@ -148,9 +178,7 @@ def test_the_ports_are_published_on_this_machine_only(ran: Ran):
         for port, bindings in (c["NetworkSettings"]["Ports"] or {}).items()
         for binding in bindings or []
     }
-    expected = {"airflow-apiserver 8080/tcp"} | (
-        {"flower 5555/tcp"} if ran.stack.env_file else set()
-    )
+    expected = {"airflow-apiserver 8080/tcp"} | ({"flower 5555/tcp"} if ran.stack.celery else set())
     assert published == dict.fromkeys(expected, "127.0.0.1")
 
 

@@ -1,7 +1,8 @@
 """docker-compose.yaml's stack, driven as a user drives it: the README's ``docker compose``
-lines in the repository with a few settings (ports, an image name), then Airflow's REST API
-with the user's password. Each stack is a compose project of its own (``ajx<pid>-<name>``),
-so stacks never meet, and ``down`` checks that it left no container, network or volume."""
+lines in the repository (or in a copy of it, as a clone has it: ``checkout``) with a few
+settings (ports, an image name), then Airflow's REST API with the user's password. Each stack
+is a compose project of its own (``ajx<pid>-<name>``), so stacks never meet, and ``down``
+checks that it left no container, network or volume."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import time
 import urllib.error
@@ -24,8 +26,7 @@ from tests.support.airflow_stack import free_port
 from tests.support.docker_engine import DockerEngine
 from tests.support.jobset_schema import REPO
 
-COMPOSE_FILE = REPO / "docker-compose.yaml"
-CELERY_ENV = REPO / "docker" / "celery.env"
+CELERY_ENV = Path("docker", "celery.env")  # in the repository
 
 
 def _readme_commands() -> tuple[list[str], list[str], list[str]]:
@@ -39,7 +40,7 @@ def _readme_commands() -> tuple[list[str], list[str], list[str]]:
     local = next(args for args in lines if "up" in args and "--env-file" not in args)
     celery = next(args for args in lines if "up" in args and "--env-file" in args)
     at = celery.index("--env-file")
-    assert REPO / celery[at + 1] == CELERY_ENV, celery
+    assert Path(celery[at + 1]) == CELERY_ENV, celery
     down = next(args for args in lines if "down" in args)
     return local, celery[:at] + celery[at + 2 :], down
 
@@ -69,6 +70,23 @@ def remove_stale_projects(engine: DockerEngine) -> None:
                     engine.docker(kind, "rm", *names)
 
 
+def checkout(into: Path) -> Path:
+    """The repository's files copied into ``into`` as a clone of this work has them (what git
+    tracks, and what it would track: no ignored file, no ``.env``), for a stack whose
+    ``dags/`` a test may write to."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
+    for name in filter(None, os.fsdecode(listed).split("\0")):
+        if (REPO / name).is_file():  # not a tracked file deleted in the work tree
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, into / name)
+    return into
+
+
 def compose_images(engine: DockerEngine) -> None:
     """``make compose-images`` into ``engine``: the stand-ins, built once per machine."""
     done = subprocess.run(
@@ -87,7 +105,8 @@ def compose_images(engine: DockerEngine) -> None:
 class ComposeStack:
     engine: DockerEngine
     name: str
-    env_file: Path | None = None  # docker/celery.env for the CeleryExecutor stack
+    celery: bool = False  # the README's CeleryExecutor `up`, with docker/celery.env
+    root: Path = REPO  # the checkout the stack runs in
     overrides: tuple[Path, ...] = ()  # more compose files after docker-compose.yaml
     settings: Mapping[str, str] = field(default_factory=dict)  # as a user's shell has them
     password: str = "airflow"
@@ -124,14 +143,14 @@ class ComposeStack:
 
     def attempt(self, *args: str, timeout: float = 900) -> tuple[int, str]:
         """``docker compose ARGS``: its exit status and output, whatever they are."""
-        argv = ["docker", "compose", "-p", self.project, "-f", str(COMPOSE_FILE)]
+        argv = ["docker", "compose", "-p", self.project, "-f", "docker-compose.yaml"]
         for extra in self.overrides:
             argv += ["-f", str(extra)]
-        if self.env_file:
-            argv += ["--env-file", str(self.env_file)]
+        if self.celery:
+            argv += ["--env-file", str(CELERY_ENV)]
         done = subprocess.run(
             [*argv, *args],
-            cwd=REPO,
+            cwd=self.root,
             env=self.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -149,7 +168,7 @@ class ComposeStack:
     def up(self, *services: str, timeout: float = 900) -> None:
         """The README's ``up`` (``-d --wait``: every service running, and healthy where it has
         a check); of ``services`` only, if given."""
-        self.compose(*(CELERY_UP if self.env_file else UP), *services, timeout=timeout)
+        self.compose(*(CELERY_UP if self.celery else UP), *services, timeout=timeout)
 
     def down(self) -> None:
         """``down -v``, then nothing of the project may be left: no container, no network,
