@@ -13,7 +13,7 @@ export AIRFLOW_HOME ?= $(CURDIR)/.airflow
 # from bytecode; `import orbax.checkpoint` 5.8 s against 1.9 s.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install check check-under-load test lint format demo dags-test bench lock clean cluster cluster-down control-plane docs compose-images
+.PHONY: install check check-under-load test lint format demo dags-test bench lock clean cluster cluster-down control-plane images docs compose-images
 
 install: $(STAMP)
 
@@ -47,12 +47,13 @@ check-under-load: $(STAMP)
 # The whole suite: what CI runs.
 test: lint control-plane
 	bash scripts/test-deps.sh test
+	$(PY) tools/images/build.py >/dev/null
 	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
-# The real control plane's binaries (etcd, kube-apiserver, kube-controller-manager, JobSet and
-# its in-place restart agent, Kueue), built from the Go modules pinned in
-# tools/control-plane/versions.env. Once per machine: about 16 minutes on 2 cores with empty
-# Go caches, nothing after.
+# The real cluster's binaries (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# JobSet and its in-place restart agent, Kueue; the nodes' kubelet, kube-proxy, CoreDNS, pause
+# and device plugin; kubectl), built from the Go modules pinned in
+# tools/control-plane/versions.env. Once per machine (README: what it costs), nothing after.
 control-plane:
 	bash tools/control-plane/build.sh
 
@@ -63,11 +64,19 @@ control-plane:
 compose-images: $(STAMP)
 	bash tools/compose-images/build.sh
 
-# Start it in the background (state in .cache/control-plane/run); the last line printed is
-# `export KUBECONFIG=...`. WORKERS=2 makes it a MultiKueue manager of two more control planes
-# (a `# worker <name>: export KUBECONFIG=...` line each). `make cluster-down` stops them all.
+# The images the real nodes run (tools/images/build.py: Debian's python3 and the lock's JAX
+# wheels, JobSet's agent, pause), built offline into the per-user cache; seconds once cached.
+images: $(STAMP) control-plane
+	$(PY) tools/images/build.py
+
+# Start it in the background (state in .cache/control-plane/run); the last lines printed are
+# `export AIRFLOW__JAX__DEFAULT_IMAGE=...` (the runtime image its nodes hold), the in-place
+# restart agent's image likewise, and `export KUBECONFIG=...`. WORKERS=2 makes it a MultiKueue
+# manager of two more clusters (a `# worker <name>: export KUBECONFIG=...` line each).
+# `make cluster-down` stops them all.
 WORKERS ?= 0
 cluster: $(STAMP) control-plane
+	@$(PY) tools/images/build.py >/dev/null
 	@$(PY) -m harness.real_cluster up --workers $(WORKERS)
 
 cluster-down: $(STAMP)

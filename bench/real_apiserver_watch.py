@@ -5,8 +5,8 @@ the real control plane of the tests (``harness/real_cluster``: kube-apiserver an
 with the JobSet controller, kube-controller-manager and Kueue running), as the ``airflow``
 identity with the docs' Role. Then the same N on the emulator, in the same run.
 
-- The JobSets are created suspended: the fake kubelet runs pods as real processes, and 2,000
-  of them would measure this machine, not the watch. Each is ended by writing, through the
+- The JobSets are created suspended, on a control plane without nodes: 2,000 pods would
+  measure this machine, not the watch. Each is ended by writing, through the
   status subresource, the terminal condition the JobSet controller writes (``Completed``, or
   ``Failed`` for one in ten), at a random moment over the window.
 - While all wait, kube-apiserver is stopped and started again (every watch cut, the watch
@@ -49,8 +49,9 @@ rules:
 """
 
 
-def audited_plane(directory: Path) -> Any:
-    """A control plane whose API server writes an audit log of the triggerer's requests."""
+def audited_plane(directory: Path, nodes: tuple[Any, ...] = ()) -> Any:
+    """A control plane whose API server writes an audit log of the triggerer's requests, with
+    ``nodes`` (none: the JobSets' pods are not run)."""
     from harness.real_cluster.control_plane import ControlPlane
 
     class Audited(ControlPlane):
@@ -64,7 +65,7 @@ def audited_plane(directory: Path) -> Any:
                 "--audit-log-format=json",
             ]
 
-    return Audited(directory)
+    return Audited(directory, nodes)
 
 
 def audited_requests(plane: Any, since: float) -> list[dict[str, Any]]:

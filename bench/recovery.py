@@ -4,7 +4,8 @@ persistent tier against ``"in_place"`` with a host-local tier, side by side (#48
 The job: 2 slices x 2 hosts (``tpu-v5litepod-8``, four real JAX processes on the CPU, one mesh
 whose first axis is the slices), a collective every step, through the Kubernetes backend and
 its trigger, on ``harness/real_cluster`` (kube-apiserver, JobSet v0.12 with its in-place agent,
-the fake kubelet). It checkpoints to ``<output_dir>/checkpoints`` every 10 steps and, with the
+kube-scheduler, and four real nodes: a recreation is real pod sandboxes and containers made
+again, an in-place restart the real agent and kubelets restarting containers). It checkpoints to ``<output_dir>/checkpoints`` every 10 steps and, with the
 local tier, to host memory every 2 (``runtime.multi_tier``). Host 1 is SIGKILLed after step 15,
 midway between two persistent checkpoints (the expected case; the local tier saved step 14).
 
@@ -40,6 +41,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from bench.targets import Targets, quick
@@ -57,18 +59,25 @@ def run_once(plane: Any, strategy: str, work: Path, run: int) -> dict[str, float
     from airflow_provider_jax.contract import JobSettings
     from airflow_provider_jax.manifest import status
     from airflow_provider_jax.operators import JaxTpuSliceOperator
+    from harness.real_cluster.images import RUNTIME_IMAGE
 
     out = Path(tempfile.mkdtemp(prefix=f"{strategy}-", dir=work))
     in_place = strategy == "in_place"
     op = JaxTpuSliceOperator(
         task_id="recovery", name=f"recovery-{strategy.replace('_', '-')}-{run}",
         accelerator="tpu-v5litepod-8",
-        num_slices=2, image="img:1", backend="kubernetes", output_dir=str(out),
+        num_slices=2, image=RUNTIME_IMAGE, backend="kubernetes", output_dir=str(out),
         entrypoint="recovery_train:train", entrypoint_kwargs={"kill_at": KILL_AT, "step_s": STEP_S},
         restart_strategy=strategy, local_checkpoint_size="256Mi" if in_place else None,
         termination_grace_period=30,  # Kubernetes' default: what a restart waits out
+        # The output folder, shared with the pods (every node is this machine).
+        volumes=[{"name": "out", "hostPath": {"path": str(work), "type": "Directory"}}],
+        volume_mounts=[{"name": "out", "mountPath": str(work)}],
     )  # fmt: skip
-    manifest = op.dry_run()
+    # Rendered as a task's: the connection names the cluster's agent image.
+    ti = SimpleNamespace(dag_id="bench", task_id="recovery", run_id=f"run-{run}", map_index=-1,
+                         try_number=1)  # fmt: skip
+    manifest = op.build_manifest({"ti": ti})
     name = manifest["metadata"]["name"]
     backend = KubernetesBackend(JobSettings(name=name, namespace="default", log=_quiet()))
     detected: list[float] = []
@@ -145,9 +154,11 @@ def main() -> None:
     from harness.k8s_emulator.rbac import docs_role_manifest
     from harness.real_cluster.control_plane import ControlPlane
     from harness.real_cluster.identities import connection, grant_pods
+    from harness.real_cluster.nodes import NODES, pools
 
     work = Path(tempfile.mkdtemp(prefix="bench-recovery-"))
-    plane = ControlPlane(work / "control-plane").up()
+    tpu = pools(NODES)
+    plane = ControlPlane(work / "control-plane", (*tpu["tpu-v5e-a"], *tpu["tpu-v5e-b"])).up()
     try:
         os.environ["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = connection(plane.kubeconfig("admin"))
         grant_pods(plane.api(), docs_role_manifest(name="jax-in-place-restart"))

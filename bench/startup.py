@@ -1,6 +1,8 @@
 """From ``execute()`` to the program's first step, and the API requests on the way: our operator
 against the cncf provider's ``KubernetesJobOperator`` (deferrable) running the same one-pod
-program on the same real control plane (``harness/real_cluster``), interleaved (#48).
+program on the same real cluster (``harness/real_cluster``: real nodes, pods in containers of
+the runtime image), interleaved (#48). Ours runs on an H100 node, theirs (no accelerator) on
+a CPU node; the program writes to a folder shared with the pods (a hostPath volume).
 
 Both run as one identity (``airflow-jax``: the docs' Role, plus what the cncf operator needs
 for Jobs), both defer, and both triggers run here to the job's end, as a triggerer would.
@@ -65,24 +67,39 @@ def finish(op: Any, ctx: dict[str, Any]) -> Any:
     return getattr(op, deferral.method_name)(ctx, payload, **(deferral.kwargs or {}))
 
 
+def shared(out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The bench's folder as a hostPath volume at its own path (where the program writes)."""
+    volume = {"name": "bench", "hostPath": {"path": str(out.parent), "type": "Directory"}}
+    return volume, {"name": "bench", "mountPath": str(out.parent)}
+
+
 def ours(out: Path, run: int) -> Any:
     from airflow_provider_jax.operators import JaxGpuJobOperator
+    from harness.real_cluster.images import RUNTIME_IMAGE
 
+    volume, mount = shared(out)
     return JaxGpuJobOperator(
         task_id="ours", name=f"startup-ours-{run + 1}", accelerator="h100-80gb-8", num_nodes=1,
-        image="img:1", command=["python3", "-c", PROGRAM, str(out)], backend="kubernetes",
-        deferrable=True, termination_grace_period=5,
+        image=RUNTIME_IMAGE, command=["python3", "-c", PROGRAM, str(out)], backend="kubernetes",
+        deferrable=True, termination_grace_period=5, volumes=[volume], volume_mounts=[mount],
     )  # fmt: skip
 
 
 def theirs(out: Path, run: int) -> Any:
     from airflow.providers.cncf.kubernetes.operators.job import KubernetesJobOperator
+    from kubernetes.client import models
 
+    from harness.real_cluster.images import RUNTIME_IMAGE
+
+    volume, mount = shared(out)
     return KubernetesJobOperator(
-        task_id="theirs", name=f"startup-theirs-{run + 1}", namespace="default", image="img:1",
-        cmds=["python3", "-c", PROGRAM, str(out)], deferrable=True,
+        task_id="theirs", name=f"startup-theirs-{run + 1}", namespace="default",
+        image=RUNTIME_IMAGE, cmds=["python3", "-c", PROGRAM, str(out)], deferrable=True,
         wait_until_job_complete=True, parallelism=1, get_logs=True, job_poll_interval=1,
         termination_grace_period=5, random_name_suffix=False,
+        volumes=[models.V1Volume(name="bench", host_path=models.V1HostPathVolumeSource(
+            path=volume["hostPath"]["path"], type="Directory"))],
+        volume_mounts=[models.V1VolumeMount(name="bench", mount_path=mount["mountPath"])],
     )  # fmt: skip
 
 
@@ -115,7 +132,9 @@ def main() -> None:
     from harness.real_cluster.identities import connection, grant
 
     work = Path(tempfile.mkdtemp(prefix="bench-startup-"))
-    plane = audited_plane(work / "control-plane").up()
+    from harness.real_cluster.nodes import CPU_NODE, NODES, pools
+
+    plane = audited_plane(work / "control-plane", (pools(NODES)["h100-pool"][0], CPU_NODE)).up()
     results: dict[str, list[dict[str, float]]] = {"ours": [], "theirs": []}
     try:
         role = docs_role_manifest()

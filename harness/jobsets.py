@@ -11,6 +11,7 @@ from airflow_provider_jax.manifest.spec import JaxJobSpec
 from airflow_provider_jax.operators.job_spec import airflow_labels
 from airflow_provider_jax.runtime.messages import failure_message, report_line, success_message
 from harness.k8s_emulator import PodRun, PodScript
+from harness.real_cluster.images import RUNTIME_IMAGE
 
 
 def matching(objects: Iterable[dict[str, Any]], **labels: str) -> list[dict[str, Any]]:
@@ -44,7 +45,7 @@ def manifest(
     spec = JaxJobSpec(
         name=name,
         accelerator=accelerator,
-        image="img:1",
+        image=RUNTIME_IMAGE,  # what a real node holds; the emulator runs no image
         command=["python3", "-c", "pass"],
         max_restarts=max_restarts,
         active_deadline_seconds=active_deadline_seconds,

@@ -7,7 +7,11 @@ ports and memory for the next run. A run starts one reaper (:func:`start`): a sm
 a session of its own that waits for the run's process to exit, however it exits, then stops
 every process group and daemon registered with it and not stopped already.
 
-Registration is a file per process in the reaper's folder, named by ``AIRFLOW_JAX_REAPER_DIR``
+The real nodes' cgroups (``harness/real_cluster/cgroups.py``) and their state folders are
+registered too, by path: once the processes are gone, they are removed (cgroup v1 keeps its
+folders after the last process; a node's containerd root and kubelet state would stay on disk).
+
+Registration is a file per process (or cgroup) in the reaper's folder, named by ``AIRFLOW_JAX_REAPER_DIR``
 in the environment, so processes the run starts (the fake kubelet) register theirs too. Each
 entry keeps its process's start time, so a pid that the kernel has since given to another
 process is never signalled. ``make cluster``'s control plane runs without a reaper: it is meant
@@ -19,8 +23,10 @@ to outlive the command that started it.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -31,7 +37,7 @@ from harness.processes import alive
 
 ENV = "AIRFLOW_JAX_REAPER_DIR"
 GRACE_S = 10.0  # from SIGTERM to SIGKILL, as the harness's own stop gives
-_GROUP, _DAEMON = "group", "daemon"
+_GROUP, _DAEMON, _CGROUP, _FOLDER = "group", "daemon", "cgroup", "folder"
 
 
 def start_time(pid: int) -> str | None:
@@ -52,6 +58,28 @@ def register_daemon(pid: int, stop: int = signal.SIGTERM) -> None:
     """Stop process ``pid`` (a daemon, in a session of its own) with the run, by signal
     ``stop`` first (PostgreSQL's immediate shutdown is SIGQUIT)."""
     _register(_DAEMON, pid, stop)
+
+
+def register_cgroup(relative: str) -> None:
+    """Remove cgroup ``relative`` (in every hierarchy) once the run's processes are gone."""
+    if folder := os.environ.get(ENV):
+        name = relative.strip("/").replace("/", "_")
+        Path(folder, f"{_CGROUP}-{name}").write_text(relative)
+
+
+def unregister_cgroup(relative: str) -> None:
+    if folder := os.environ.get(ENV):
+        name = relative.strip("/").replace("/", "_")
+        with contextlib.suppress(FileNotFoundError):
+            Path(folder, f"{_CGROUP}-{name}").unlink()
+
+
+def register_folder(path: Path) -> None:
+    """Remove folder ``path`` once the run's processes are gone (a real node's containerd
+    root and kubelet state: a killed run leaves none behind)."""
+    if folder := os.environ.get(ENV):
+        name = hashlib.sha1(str(path).encode()).hexdigest()[:16]
+        Path(folder, f"{_FOLDER}-{name}").write_text(str(path))
 
 
 def unregister(pid: int) -> None:
@@ -120,6 +148,13 @@ def reap(folder: Path, grace: float = GRACE_S) -> list[int]:
         time.sleep(0.1)
     for kind, pid, _ in targets:
         _signal(kind, pid, signal.SIGKILL)
+    if cgroups := [e.read_text() for e in sorted(folder.glob(f"{_CGROUP}-*"))]:
+        from harness.real_cluster import cgroups as cgroup_folders
+
+        for relative in cgroups:
+            cgroup_folders.remove(relative, timeout=grace + 5)
+    for entry in sorted(folder.glob(f"{_FOLDER}-*")):
+        shutil.rmtree(entry.read_text(), ignore_errors=True)
     return [pid for _, pid, _ in targets]
 
 

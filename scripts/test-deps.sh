@@ -3,8 +3,12 @@
 # a failure that names them: a test never skips because one is missing.
 #   check: docker-compose (validates docker-compose.yaml; no Docker engine is needed)
 #   test:  that, PostgreSQL (the running-Airflow tests' metadata DB), Chromium and its driver
-#          (the UI tests, headless), and for the compose stack's tests a Docker engine
-#          (docker.io) and mmdebstrap (the stand-in images, tools/compose-images)
+#          (the UI tests, headless), what the real cluster's nodes run on: containerd and
+#          runc (each node's container runtime), the CNI plugins (its pods' bridge), iptables
+#          and iproute2 (kube-proxy, the nodes' network), mmdebstrap (the images' Debian root)
+#          and gcc (the pod sandbox's pause binary, from the Kubernetes module's C source),
+#          and for the compose stack's tests a Docker engine (docker.io; mmdebstrap makes
+#          the stand-in images, tools/compose-images)
 # Go (the JobSet CRD for manifest checks, and the real control plane) is checked too; with it,
 # `test` builds Docker Compose v2 where the docker CLI has none (tools/compose-images).
 set -euo pipefail
@@ -15,8 +19,14 @@ if [ "$tier" = test ]; then
   compgen -G "/usr/lib/postgresql/*/bin/pg_ctl" >/dev/null || missing+=(postgresql)
   command -v chromium >/dev/null || missing+=(chromium)
   command -v chromedriver >/dev/null || missing+=(chromium-driver)
+  command -v containerd >/dev/null || missing+=(containerd)
+  command -v runc >/dev/null || missing+=(runc)
+  [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+  command -v iptables >/dev/null || missing+=(iptables)
+  command -v ip >/dev/null || missing+=(iproute2)
   command -v dockerd >/dev/null || missing+=(docker.io)
   command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
+  command -v gcc >/dev/null || missing+=(gcc libc6-dev)
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then

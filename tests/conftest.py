@@ -39,6 +39,7 @@ from tests.support.jobset_schema import jobset_validator  # noqa: E402
 pytest_plugins = [
     "tests.support.airflow_home",
     "tests.support.browser",
+    "tests.support.cluster_worker",
     "tests.support.k8s_fixtures",
     "tests.support.gke",
     "tests.support.orbax_fixtures",

@@ -7,8 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_provider_jax.hooks.gke import GKEAsyncJobSetHook
-    from airflow_provider_jax.hooks.jobset import AsyncJobSetHook, JobSetOperations
+    from airflow_provider_jax.hooks.jobset import AsyncJobSetOperations, JobSetOperations
 
 
 @dataclass(frozen=True)
@@ -65,9 +64,7 @@ class KubernetesCluster:
         )
         return dict(hook.conn_extras)
 
-    def async_hook(
-        self, connection_extras: dict[str, Any] | None = None
-    ) -> AsyncJobSetHook | GKEAsyncJobSetHook:
+    def async_hook(self, connection_extras: dict[str, Any] | None = None) -> AsyncJobSetOperations:
         """``connection_extras`` lets a worker that already read the connection skip a lookup."""
         if self.is_gke:
             from airflow_provider_jax.hooks.gke import GKEAsyncJobSetHook

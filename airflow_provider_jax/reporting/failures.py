@@ -95,6 +95,10 @@ def restart_line(
     disruption on [0/1]: killed by SIGKILL``; ``restart 1/3 in place after ...`` where the
     pods' containers restarted where they were (``restart_strategy="in_place"``)."""
     head = f"restart {attempt}/{max_restarts}" + (" in place" if in_place else "")
+    if culprit is None and in_place:
+        # The kubelet removes every container of a pod it restarts in place and reports
+        # each one's last state as RestartingAllContainers, the exited one's too.
+        return f"{head}: which host's program ended is not kept by the kubelet"
     if culprit is None:
         return f"{head}: its cause was not visible (pods gone)"
     return f"{head} after a {culprit.kind} on {culprit.tag}: " + (

@@ -29,6 +29,7 @@ def resource_path(obj: dict[str, Any]) -> str:
         "Role": "roles",
         "RoleBinding": "rolebindings",
         "Secret": "secrets",
+        "EndpointSlice": "endpointslices",
         # Kueue's, for queues and MultiKueue (harness/real_cluster/multikueue.py)
         "ResourceFlavor": "resourceflavors",
         "ClusterQueue": "clusterqueues",

@@ -79,9 +79,14 @@ class Component:
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self, timeout: float = 60.0) -> Component:
+        return self.spawn().wait_ready(timeout)
+
+    def spawn(self) -> Component:
+        """Start the process, not waiting for it (several components then start at once)."""
         for port in self.ports:
             if port_in_use(port):
                 raise ControlPlaneError(f"{self.name}: port {port} on 127.0.0.1 is in use")
+        self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 list(self.argv),
@@ -93,6 +98,12 @@ class Component:
                 cwd=self.cwd,
             )
         reaper.register_group(self.process.pid)  # stopped with a test run, however it ends
+        return self
+
+    def wait_ready(self, timeout: float = 60.0) -> Component:
+        """Wait until ``ready`` says so; an exit first, or the timeout, is an error that
+        quotes the log's tail (and stops the process)."""
+        assert self.process is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if (code := self.process.poll()) is not None:
@@ -121,6 +132,18 @@ class Component:
             self.process.wait(1)
         reaper.unregister(self.process.pid)
         self.process = None
+
+
+def stop_all(components: Sequence[Component], grace: float = 10.0) -> None:
+    """Stop ``components`` together: SIGTERM to every group at once, SIGKILL to what is left
+    after ``grace`` (a node's kubelet and containerd take seconds each to end)."""
+    running = [c for c in components if c.process is not None]
+    for component in running:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(component.process.pid, signal.SIGTERM)  # type: ignore[union-attr]
+    deadline = time.monotonic() + grace
+    for component in running:
+        component.stop(max(0.0, deadline - time.monotonic()))
 
 
 def stop_group(pid: int, grace: float = 10.0) -> None:

@@ -1,16 +1,24 @@
-"""A real Kubernetes control plane on loopback: etcd, kube-apiserver (RBAC on, static tokens),
-kube-controller-manager (job, garbage collector, namespace, service accounts), the JobSet
-controller and Kueue with their webhooks, and a fake kubelet that runs pods as processes.
+"""A real Kubernetes cluster on this machine: etcd, kube-apiserver (RBAC and the Node
+authorizer, static tokens), kube-controller-manager (its default controllers), kube-scheduler,
+the JobSet controller and Kueue with their webhooks, and real nodes (kubelets with their own
+containerd each, kube-proxy, CoreDNS: ``cluster_nodes.py``) that run pods in containers from
+images the project builds.
 
 Built from the pinned Go modules by ``tools/control-plane/build.sh`` (versions in
-``tools/control-plane/versions.env``); nothing is downloaded but Go modules. ``make cluster``
-starts one in ``.cache/control-plane/run``; the ``real_cluster`` fixture starts its own.
+``tools/control-plane/versions.env``) and Debian's packages; nothing is downloaded but Go
+modules, Debian packages and the lock's wheels. ``make cluster`` starts one in
+``.cache/control-plane/run``; the ``real_cluster`` fixture starts its own.
+
+The API server listens on this machine's end of the pods' network (``pod_network.py``), so the
+nodes and the pods (through the ``kubernetes`` Service) reach it; the controllers and webhooks
+stay on loopback.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,41 +26,54 @@ from typing import Any
 
 import yaml
 
-from airflow_provider_jax.manifest.in_place_restart import AGENT_CONTAINER as AGENT_IMAGE_NAME
-from harness.real_cluster import manifests
+from harness.real_cluster import cgroups, manifests
 from harness.real_cluster.api import Api
 from harness.real_cluster.build import CACHE, REPO, binaries, build, versions
+from harness.real_cluster.cluster_nodes import ClusterNodes, node_ready
+from harness.real_cluster.cluster_services import kube_scheduler
 from harness.real_cluster.components import (
     Component,
     free_port,
     http_ok,
     https_ok,
     port_in_use,
+    stop_all,
     stop_group,
 )
 from harness.real_cluster.identities import make_identities
+from harness.real_cluster.images import AGENT, CODE_DIRS
+from harness.real_cluster.node import clean_node_folder
+from harness.real_cluster.nodes import CUBE_NODES, NODES, Node
+from harness.real_cluster.pod_network import SERVICE_CIDR
 
 RUN_DIR = CACHE / "run"  # `make cluster`'s
-SERVICE_CIDR = "10.0.0.0/24"
-IMAGE_PYTHONPATH = ("dags", "tests/real_cluster/dags")  # what every pod imports from
 # Kueue's integrations: JobSets, and the Jobs they own (on by default in a real install).
 KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 APISERVER_GATES = ("ContainerRestartRules", "RestartAllContainersOnContainerExits")
+# Besides the defaults: the kubelets' limits (as every cluster), and GKE's tolerations for a pod
+# that asks for an accelerator (GKE taints its TPU and GPU nodes; nodes.py).
+ADMISSION_PLUGINS = ("NodeRestriction", "ExtendedResourceToleration")
 
 
 class ControlPlane:
     """One control plane whose state (certificates, data, logs, kubeconfigs) is ``directory``."""
 
-    def __init__(self, directory: Path = RUN_DIR) -> None:
+    def __init__(self, directory: Path = RUN_DIR, nodes: tuple[Node, ...] = NODES) -> None:
         self.directory = directory
         self.components: list[Component] = []
         self.ports: dict[str, int] = {}
+        self.cluster = ClusterNodes(directory, nodes)
 
     # -- where things are ---------------------------------------------------------------------
 
     @property
+    def host_ip(self) -> str:
+        """Where the API server listens: this machine's end of the pods' network."""
+        return self.cluster.network.host_ip
+
+    @property
     def url(self) -> str:
-        return f"https://127.0.0.1:{self.ports['apiserver']}"
+        return f"https://{self.host_ip}:{self.ports['apiserver']}"
 
     @property
     def ca(self) -> Path:
@@ -74,6 +95,7 @@ class ControlPlane:
         (self.directory / "logs").mkdir(parents=True)
         v = versions()
         try:
+            self.cluster.network_up()
             self._pki()
             self._start_etcd(paths["etcd"])
             self._start_apiserver(paths["kube-apiserver"])
@@ -85,7 +107,10 @@ class ControlPlane:
             self._start_jobset(paths["jobset"])
             self._start_kueue(paths["kueue"], kueue_dir)
             self._register_webhooks(api, jobset_dir, kueue_dir)
-            self._start_kubelet(paths["in-place-restart-agent"])
+            self._run(kube_scheduler(paths["kube-scheduler"], self.kubeconfig("scheduler"),
+                                     self._log("kube-scheduler")))  # fmt: skip
+            self.control_plane_in = time.monotonic() - started
+            self.cluster.up(api, paths, self.kubeconfig, self._kubelet_tls, self.ca)
         except BaseException:
             self.down()
             raise
@@ -94,13 +119,19 @@ class ControlPlane:
         return self
 
     def down(self) -> None:
-        for component in reversed(self.components):
-            component.stop()
+        self.cluster.down()
+        stop_all(list(reversed(self.components)))  # together: each takes a moment to end
         self.components.clear()
         (self.directory / "state.json").unlink(missing_ok=True)
 
     def _write_state(self) -> None:
-        state = {"ports": self.ports, "pids": {c.name: c.pid for c in self.components}}
+        every = [*self.components, *self.cluster.components]
+        state = {
+            "ports": self.ports,
+            "pids": {c.name: c.pid for c in every},
+            "cgroup": self.cluster.cgroup,
+            "link": self.cluster.network.link,
+        }
         (self.directory / "state.json").write_text(json.dumps(state))
 
     def _run(self, component: Component, timeout: float = 60.0) -> None:
@@ -115,12 +146,19 @@ class ControlPlane:
     def _pki(self) -> None:
         self.ports["apiserver"] = free_port()
         self.authority, self.certs, self.tokens = make_identities(
-            self.directory, self.url, self.kubeconfig
-        )
+            self.directory, self.url, self.kubeconfig, self.host_ip,
+            nodes=[n.name for n in self.cluster.specs],
+        )  # fmt: skip
         self.apiserver_cert = self.certs["apiserver"]
         self.kubelet_client = self.certs["apiserver-kubelet-client"]
         self.front_proxy = self.certs["front-proxy-client"]
         self.sa = self.certs["sa"]
+
+    def _kubelet_tls(self, node: str, ip: str) -> tuple[Path, Path]:
+        """A node's kubelet serving certificate, for its address (the API server checks it)."""
+        pair = self.authority.issue(f"kubelet-{node}", common_name=f"system:node:{node}",
+                                    dns=(node,), ips=(ip,))  # fmt: skip
+        return pair.cert, pair.key
 
     def _start_etcd(self, etcd: Path) -> None:
         client, peer = free_port(), free_port()
@@ -152,19 +190,21 @@ class ControlPlane:
         return [
             str(apiserver),
             f"--etcd-servers=http://127.0.0.1:{self.ports['etcd']}",
-            "--bind-address=127.0.0.1", f"--secure-port={self.ports['apiserver']}",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={self.host_ip}", f"--secure-port={self.ports['apiserver']}",
+            f"--advertise-address={self.host_ip}",
             f"--tls-cert-file={self.apiserver_cert.cert}",
             f"--tls-private-key-file={self.apiserver_cert.key}",
             f"--client-ca-file={self.ca}",
             f"--token-auth-file={pki / 'tokens.csv'}",
-            "--authorization-mode=RBAC",
+            "--authorization-mode=Node,RBAC",
+            f"--enable-admission-plugins={','.join(ADMISSION_PLUGINS)}",
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
             f"--service-account-key-file={self.sa.cert}",
             f"--service-account-signing-key-file={self.sa.key}",
             f"--service-cluster-ip-range={SERVICE_CIDR}",
             f"--kubelet-client-certificate={self.kubelet_client.cert}",
             f"--kubelet-client-key={self.kubelet_client.key}",
+            f"--kubelet-certificate-authority={self.ca}",
             "--kubelet-preferred-address-types=InternalIP",
             # The aggregator (Kueue's visibility API) authenticates as the front proxy.
             f"--requestheader-client-ca-file={self.ca}",
@@ -174,8 +214,6 @@ class ControlPlane:
             "--requestheader-extra-headers-prefix=X-Remote-Extra-",
             f"--proxy-client-cert-file={self.front_proxy.cert}",
             f"--proxy-client-key-file={self.front_proxy.key}",
-            # The `kubernetes` Service's Endpoints may not hold a loopback address.
-            "--endpoint-reconciler-type=none",
             # restartPolicyRules and their RestartAllContainers action (JobSet's in-place
             # restarts): beta and on by default in 1.36, named so a reader need not know.
             f"--feature-gates={','.join(f'{g}=true' for g in APISERVER_GATES)}",
@@ -226,7 +264,11 @@ class ControlPlane:
                     f"--kubeconfig={self.kubeconfig('controllers')}",
                     f"--authentication-kubeconfig={self.kubeconfig('controllers')}",
                     f"--authorization-kubeconfig={self.kubeconfig('controllers')}",
-                    "--controllers=job,garbagecollector,namespace,serviceaccount,serviceaccount-token",
+                    # Its default controllers, as a cluster runs them: the root CA's ConfigMap
+                    # in every namespace (the pods' kube-api-access volume), node lifecycle
+                    # (it lifts a new node's not-ready taint), PodGC (pods of a deleted node),
+                    # EndpointSlices (a JobSet's headless Service's DNS names).
+                    "--controllers=*",
                     f"--service-account-private-key-file={self.sa.key}",
                     f"--root-ca-file={self.ca}",
                     "--use-service-account-credentials=false",
@@ -362,30 +404,37 @@ class ControlPlane:
             api.apply(obj)
         api.wait_apiservices_available()
 
-    def _start_kubelet(self, agent: Path) -> None:
-        self.ports["kubelet"] = free_port()
-        self._run(
-            Component(
-                "kubelet",
-                [
-                    sys.executable,
-                    "-m",
-                    "harness.real_cluster.kubelet",
-                    f"--kubeconfig={self.kubeconfig('admin')}",
-                    f"--port={self.ports['kubelet']}",
-                    f"--cert-dir={self.authority.server_dir('kubelet')}",
-                    f"--work-dir={self.directory / 'pods'}",
-                    # What the image would hold: the example DAGs' and these tests' training code.
-                    *(f"--pythonpath={REPO / p}" for p in IMAGE_PYTHONPATH),
-                    # The image JobSet's in-place restarts name (docs/recovery.md).
-                    f"--entrypoint={AGENT_IMAGE_NAME}={agent}",
-                ],
-                self._log("kubelet"),
-                lambda: self.api().nodes_ready(),
-                ports=(self.ports["kubelet"],),
-                env={"PYTHONPATH": str(REPO)},
-            )
-        )
+    # -- the stand-in kubelet ---------------------------------------------------------------
+
+    def start_stand_in_kubelet(self) -> Component:
+        """The STAND-IN kubelet of the tpu7x cube's 16 nodes (``kubelet.py``), which this
+        machine cannot hold as real ones; its pods run as processes. Until
+        :meth:`stop_stand_in_kubelet`."""
+        port = free_port()
+        api = self.api()
+        component = Component(
+            "stand-in kubelet",
+            [
+                sys.executable, "-m", "harness.real_cluster.kubelet",
+                f"--kubeconfig={self.kubeconfig('admin')}", f"--port={port}",
+                f"--cert-dir={self.authority.server_dir('stand-in-kubelet')}",
+                f"--work-dir={self.directory / 'stand-in-pods'}",
+                # What the runtime image holds: the training code, and the agent's binary.
+                *(f"--pythonpath={REPO / d}" for d in CODE_DIRS),
+                f"--entrypoint={AGENT}={binaries()['in-place-restart-agent']}",
+            ],
+            self._log("stand-in-kubelet"),
+            lambda: all(node_ready(api, n) for n in CUBE_NODES),
+            ports=(port,),
+            env={"PYTHONPATH": str(REPO)},
+        )  # fmt: skip
+        return component.start(90)
+
+    def stop_stand_in_kubelet(self, component: Component) -> None:
+        """Stop it, and delete its Nodes (its pods' processes stop with it)."""
+        component.stop()
+        for node in CUBE_NODES:
+            self.api().delete(f"/api/v1/nodes/{node.name}")
 
 
 def stop_recorded(directory: Path = RUN_DIR) -> list[str]:
@@ -399,5 +448,11 @@ def stop_recorded(directory: Path = RUN_DIR) -> list[str]:
         if pid:
             stop_group(pid)
             stopped.append(name)
+    if state.get("cgroup"):
+        cgroups.remove(state["cgroup"])
+    for node in (directory / "nodes").glob("*") if (directory / "nodes").exists() else ():
+        clean_node_folder(node)
+    if state.get("link"):  # gone with its namespace; in case a process still held that
+        subprocess.run(["ip", "link", "del", state["link"]], capture_output=True)
     state_file.unlink()
     return stopped

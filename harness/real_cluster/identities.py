@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +24,38 @@ IDENTITIES = {
     "controllers": ("system:kube-controller-manager", ("system:masters",)),
     "airflow": ("airflow-jax", ()),
     "nobody": ("nobody", ()),
+    # The cluster's own, with the roles Kubernetes bootstraps for them.
+    "scheduler": ("system:kube-scheduler", ()),
+    "kube-proxy": ("system:kube-proxy", ()),
 }
 
 
+def node_identities(nodes: Iterable[str]) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """Each node's kubelet identity, ``node-<name>``: the user the Node authorizer and the
+    ``NodeRestriction`` admission know as that node's kubelet."""
+    return {f"node-{name}": (f"system:node:{name}", ("system:nodes",)) for name in nodes}
+
+
 def make_identities(
-    directory: Path, url: str, kubeconfig: Callable[[str], Path]
+    directory: Path,
+    url: str,
+    kubeconfig: Callable[[str], Path],
+    host_ip: str,
+    nodes: Iterable[str] = (),
 ) -> tuple[Authority, dict[str, Pair], dict[str, str]]:
     """The CA, the certificates, and each identity's token (``pki/tokens.csv``, one
-    ``<identity>.kubeconfig`` each, at ``kubeconfig(identity)``)."""
+    ``<identity>.kubeconfig`` each, at ``kubeconfig(identity)``), the nodes' kubelets' too.
+    ``host_ip``: the address the API server listens on (its certificate names it)."""
     pki = directory / "pki"
     authority = Authority(pki)
+    identities = {**IDENTITIES, **node_identities(nodes)}
     certs = {
         "apiserver": authority.issue(
             "apiserver",
             common_name="kube-apiserver",
             dns=("localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
                  "kubernetes.default.svc.cluster.local"),
-            ips=("127.0.0.1", "10.0.0.1"),
+            ips=("127.0.0.1", host_ip, "10.0.0.1"),
         ),
         "apiserver-kubelet-client": authority.issue(
             "apiserver-kubelet-client", common_name="kube-apiserver-kubelet-client",
@@ -51,10 +66,10 @@ def make_identities(
         ),
         "sa": service_account_keys(pki),
     }  # fmt: skip
-    tokens = {identity: f"{identity}-{os.urandom(12).hex()}" for identity in IDENTITIES}
+    tokens = {identity: f"{identity}-{os.urandom(12).hex()}" for identity in identities}
     lines = [
         f'{tokens[i]},{user},{user},"{",".join(groups)}"'
-        for i, (user, groups) in IDENTITIES.items()
+        for i, (user, groups) in identities.items()
     ]
     (pki / "tokens.csv").write_text("\n".join(lines) + "\n")
     for identity, token in tokens.items():
@@ -106,5 +121,10 @@ def grant_pods(api: Api, role: dict[str, Any]) -> str:
 
 
 def connection(kubeconfig: Path) -> str:
-    """An ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value for this kubeconfig."""
-    return json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": str(kubeconfig)}})
+    """An ``AIRFLOW_CONN_KUBERNETES_DEFAULT`` value for this kubeconfig, naming the image of
+    JobSet's in-place restart agent that the cluster's nodes hold (as a platform team sets
+    it: docs/recovery.md)."""
+    from harness.real_cluster.images import AGENT_IMAGE
+
+    extra = {"kube_config_path": str(kubeconfig), "in_place_restart_agent_image": AGENT_IMAGE}
+    return json.dumps({"conn_type": "kubernetes", "extra": extra})

@@ -1,22 +1,26 @@
-"""A fake kubelet for the real control plane: it registers Nodes with TPU and GPU capacity and
-GKE's labels, binds pending pods to them (there is no kube-scheduler), runs each pod's
-containers as local processes (``pod_runs.py``), and reports what a kubelet reports.
+"""A STAND-IN kubelet, for the nodes this machine cannot hold as real ones: the 16 hosts of a
+tpu7x cube (``nodes.CUBE_NODES``; the dynamic slicing tests). Every other node of the test
+cluster is a real kubelet (``node.py``). This one registers its Nodes with their capacity and
+GKE's labels and taints, renews their Leases as a kubelet does, and runs the pods that
+kube-scheduler binds to them as local processes (``pod_runs.py``), reporting what a kubelet
+reports. What it does not do as a kubelet does, the tests that use it do not depend on:
 
 - Each container's ``command``/``args`` run with Kubernetes' ``$(VAR)`` expansion and the env a
   kubelet builds (values, ``fieldRef``s, Secrets, the API server's ``KUBERNETES_SERVICE_*``),
   with JAX on the CPU standing in for the pod's chips, as the local backend runs them. A
   container without a command runs its image's entrypoint: the binaries built here (JobSet's
-  in-place restart agent), by image name.
+  in-place restart agent), by image name. The image itself is not run.
 - Each process gets a private mount namespace whose ``/etc/hosts`` maps its JobSet's pod DNS
-  names (``<jobset>-<rjob>-<job>-<pod>.<jobset>``) to 127.0.0.1, so JAX's coordinator
-  address resolves as on a cluster, and whose service-account folder holds a token bound to
-  the pod. The machine's own files are never touched.
+  names (``<jobset>-<rjob>-<job>-<pod>.<jobset>``) to 127.0.0.1 (every pod shares this
+  machine's network), and whose service-account folder holds a token bound to the pod. The
+  machine's own files are never touched.
 - Status goes back as the kubelet writes it: Running, then Succeeded or Failed with the exit
   code and the termination message (``FallbackToLogsOnError``: the log's tail). A command
   that is not on the PATH never starts: Failed at once, ``StartError`` with exit code 128 and
   the runtime's message, as kubelet reports containerd's failure to start the container.
 - ``pods/log`` is served over HTTPS on the Nodes' kubelet port, for the API server to proxy.
 - A pod being deleted gets SIGTERM, SIGKILL after its grace period, then its final delete.
+- Stopped, it deletes its Nodes (``--delete-nodes-on-exit``).
 """
 
 from __future__ import annotations
@@ -42,25 +46,25 @@ from airflow_provider_jax.backends.local.localize import free_ports, local_coord
 from airflow_provider_jax.runtime.env import COORDINATOR_PORT_ENV
 from harness.real_cluster import containers
 from harness.real_cluster.containers import now
-from harness.real_cluster.nodes import NODES, affinity_allows, fits, selector_matches
+from harness.real_cluster.nodes import CUBE_NODES
 from harness.real_cluster.pod_env import container_env, hosts_file
 from harness.real_cluster.pod_runs import Entrypoints, PodRun, Setup, base_env
 
-log = logging.getLogger("fake-kubelet")
+log = logging.getLogger("stand-in-kubelet")
+NODES = CUBE_NODES
+LEASE_S = 40  # a Lease's duration; renewed every quarter of it, as the kubelet does
 
 
 class Kubelet:
     def __init__(self, work_dir: Path, pythonpath: list[str], entrypoints: Entrypoints) -> None:
         self.work_dir, self.pythonpath, self.entrypoints = work_dir, pythonpath, entrypoints
         self.running: dict[tuple[str, str], PodRun] = {}  # (namespace, pod name)
-        self.bound: dict[str, str] = {}  # pod uid -> node
         self.pods: dict[str, dict[str, Any]] = {}  # uid -> the pod as last seen
         self.tasks: set[asyncio.Task[Any]] = set()
         # (namespace, JobSet) -> its coordinator and MegaScale ports: every Node here shares
         # this machine's network, where on GKE each host has an address of its own, so two
         # slices at the same default port would join each other's coordination service.
         self.ports: dict[tuple[str, str], list[int]] = {}
-        self.gone: set[str] = set()  # Nodes of ours deleted (a drill), until created again
         self.port = 0
 
     async def run(self, kubeconfig: str, port: int, cert_dir: Path) -> None:
@@ -79,11 +83,12 @@ class Kubelet:
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", port, ssl_context=context).start()
         self.port = port
-        await asyncio.gather(self._watch_pods(), self._watch_nodes())
+        await asyncio.gather(self._watch_pods(), self._renew_leases())
 
     async def _register(self, port: int) -> None:
         for node in NODES:
-            body = {"metadata": {"name": node.name, "labels": dict(node.labels)}}
+            body = {"metadata": {"name": node.name, "labels": dict(node.labels)},
+                    "spec": {"taints": node.taints}}  # fmt: skip
             with contextlib.suppress(client.ApiException):
                 await self.core.create_node(body)
             await self._node_ready(node, port)
@@ -104,58 +109,26 @@ class Kubelet:
                          "operatingSystem": "linux", "architecture": "amd64"},
         }  # fmt: skip
         await self.core.patch_node_status(node.name, {"status": status})
-        # The API server taints a new Node not-ready; the node lifecycle controller (not
-        # run here) lifts the taint once the node reports Ready. Kueue's topology-aware
-        # admission reads taints, so the kubelet lifts it itself.
-        await self.core.patch_node(node.name, {"spec": {"taints": []}})
 
-    # -- nodes that go and come back (a drill: a Spot slice's VMs preempted, then back) --------
-
-    async def _watch_nodes(self) -> None:
-        """A Node of ours deleted is a machine gone: its pods fail as disrupted and go, and
-        nothing is bound to it. Created again, it registers, and waiting pods are bound."""
-        ours = {n.name: n for n in NODES}
-
-        async def listed(items: list[dict[str, Any]]) -> None:
-            present = {item["metadata"]["name"] for item in items}
-            self.gone = {name for name in ours if name not in present}
-
-        async def changed(kind: str, obj: dict[str, Any]) -> None:
-            name = obj["metadata"]["name"]
-            if name not in ours:
-                return
-            if kind == "DELETED" and name not in self.gone:
-                self.gone.add(name)
-                await self._lost(name)
-            elif kind == "ADDED" and name in self.gone:
-                self.gone.discard(name)
-                await self._node_ready(ours[name], self.port)
-                for pod in list(self.pods.values()):
-                    if not pod["spec"].get("nodeName"):
-                        await self.bind(pod)
-
-        await _list_and_watch("node", self.core.list_node, listed, changed)
-
-    async def _lost(self, node: str) -> None:
-        """Node ``node`` is gone: its pods fail as PodGC fails them (``DisruptionTarget``),
-        their processes are killed, and they are deleted."""
-        for uid, bound in list(self.bound.items()):
-            pod = self.pods.get(uid)
-            if (
-                bound != node
-                or pod is None
-                or pod["status"].get("phase") in ("Succeeded", "Failed")
-            ):
-                continue
-            meta = pod["metadata"]
-            condition = {"type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
-                         "message": f"PodGC: node {node} no longer exists",
-                         "lastTransitionTime": now()}  # fmt: skip
-            run = self.running.get((meta["namespace"], meta["name"]))
-            if run is not None and not run.deleting:
-                await run.delete(0)
-            await self._patch(meta, {"phase": "Failed", "conditions": [condition]})
-            self._spawn(self.delete(pod))
+    async def _renew_leases(self) -> None:
+        """Each Node's Lease in ``kube-node-lease``, renewed as a kubelet renews its own: the
+        node lifecycle controller marks a node without one unreachable."""
+        leases = client.CoordinationV1Api(self.api)
+        while True:
+            for node in NODES:
+                body = {"metadata": {"name": node.name, "namespace": "kube-node-lease"},
+                        "spec": {"holderIdentity": node.name, "leaseDurationSeconds": LEASE_S,
+                                 "renewTime": now()}}  # fmt: skip
+                try:
+                    await leases.replace_namespaced_lease(node.name, "kube-node-lease", body)
+                except client.ApiException as err:
+                    if err.status != 404:
+                        log.warning("renewing %s's Lease: %s", node.name, err.reason)
+                        continue
+                    await leases.create_namespaced_lease("kube-node-lease", body)
+                except (aiohttp.ClientError, OSError) as err:
+                    log.warning("renewing %s's Lease: %s", node.name, err)
+            await asyncio.sleep(LEASE_S / 4)
 
     # -- the pod loop --------------------------------------------------------------------------
 
@@ -171,7 +144,6 @@ class Kubelet:
         key, uid = (meta["namespace"], meta["name"]), meta["uid"]
         if kind == "DELETED":
             self.pods.pop(uid, None)
-            self.bound.pop(uid, None)
             return
         self.pods[uid] = pod
         node = spec.get("nodeName")
@@ -180,9 +152,7 @@ class Kubelet:
             if ours:
                 self._spawn(self.delete(pod))
             return
-        if not node and not spec.get("schedulingGates"):
-            await self.bind(pod)
-        elif ours and key not in self.running and pod["status"].get("phase") in (None, "Pending"):
+        if ours and key not in self.running and pod["status"].get("phase") in (None, "Pending"):
             folder = self.work_dir / meta["namespace"] / meta["name"]
             run = PodRun(pod, folder, self.entrypoints, functools.partial(self._patch, meta))
             self.running[key] = run
@@ -192,51 +162,6 @@ class Kubelet:
         task = asyncio.create_task(work)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
-
-    async def bind(self, pod: dict[str, Any]) -> None:
-        meta = pod["metadata"]
-        if meta["uid"] in self.bound:
-            return
-        used: dict[str, list[dict[str, Any]]] = {}
-        for uid, node in self.bound.items():
-            if (other := self.pods.get(uid)) and other["status"].get("phase") not in (
-                "Succeeded", "Failed"
-            ):  # fmt: skip
-                used.setdefault(node, []).append(other)
-        candidates = [
-            n
-            for n in NODES
-            if n.name not in self.gone
-            and selector_matches(n, pod)
-            and fits(n, pod, used.get(n.name, []))
-            and affinity_allows(n, pod, used)
-        ]
-        if not candidates:
-            matching = sum(selector_matches(n, pod) for n in NODES)
-            message = (
-                f"0/{len(NODES)} nodes are available: "
-                f"{len(NODES) - matching} node(s) didn't match Pod's node affinity/selector"
-                + (f", {matching} Insufficient accelerator capacity" if matching else "")
-                + "."
-            )
-            condition = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
-                         "message": message, "lastTransitionTime": now()}  # fmt: skip
-            with contextlib.suppress(client.ApiException):
-                await self.core.patch_namespaced_pod_status(
-                    meta["name"], meta["namespace"], {"status": {"conditions": [condition]}}
-                )
-            return
-        node = candidates[0]
-        self.bound[meta["uid"]] = node.name
-        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": meta["name"]},
-                   "target": {"apiVersion": "v1", "kind": "Node", "name": node.name}}  # fmt: skip
-        try:
-            await self.core.create_namespaced_pod_binding(
-                meta["name"], meta["namespace"], binding, _preload_content=False
-            )
-        except client.ApiException as err:
-            self.bound.pop(meta["uid"], None)
-            log.warning("binding %s failed: %s", meta["name"], err.reason)
 
     def _ports_of(self, meta: dict[str, Any]) -> list[int]:
         jobset = meta.get("labels", {}).get("jobset.sigs.k8s.io/jobset-name", meta["name"])
@@ -263,7 +188,7 @@ class Kubelet:
             own = await container_env(self.core, run.pod, container)
             if COORDINATOR_PORT_ENV in own:
                 own.update(local_coordinates(*self._ports_of(meta)))
-            extra = {"KUBERNETES_SERVICE_HOST": "127.0.0.1",
+            extra = {"KUBERNETES_SERVICE_HOST": self.apiserver.hostname or "127.0.0.1",
                      "KUBERNETES_SERVICE_PORT": str(self.apiserver.port)}  # fmt: skip
             return {**base_env(pod, container, folder, self.pythonpath), **extra, **own}
 

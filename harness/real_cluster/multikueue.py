@@ -1,6 +1,7 @@
-"""MultiKueue over real control planes: one manager and its workers, each a whole
-:class:`ControlPlane` (etcd, kube-apiserver, the Job controller, JobSet, Kueue, a kubelet), as
-MultiKueue requires JobSet and Kueue on every cluster.
+"""MultiKueue over real clusters: one manager and its workers, each a whole
+:class:`ControlPlane` (etcd, kube-apiserver, its controllers, JobSet, Kueue, and real nodes), as
+MultiKueue requires JobSet and Kueue on every cluster. A worker's nodes are the pool its quota
+is for (``WORKER_POOLS``): two TPU hosts on ``worker-1``, two H100 hosts on ``worker-2``.
 
 The manager gets what Kueue's MultiKueue setup documents: each worker's kubeconfig as a Secret
 in Kueue's namespace (CA and token inline: Kueue refuses file paths), a ``MultiKueueCluster``
@@ -22,6 +23,7 @@ from typing import Any
 import yaml
 
 from harness.real_cluster.control_plane import ControlPlane, stop_recorded
+from harness.real_cluster.nodes import NODES, pools
 
 KUEUE = "kueue.x-k8s.io/v1beta2"
 QUEUE = "multikueue"  # the LocalQueue (in default) and ClusterQueue, on every cluster
@@ -36,6 +38,10 @@ WORKER_QUOTAS: dict[str, dict[str, tuple[dict[str, str], dict[str, int]]]] = {
 }
 
 
+# Each worker's nodes: the pool of harness/real_cluster/nodes.py its quota is for.
+WORKER_POOLS = {"worker-1": "tpu-v5e-a", "worker-2": "h100-pool"}
+
+
 def worker_names(count: int) -> list[str]:
     return [f"worker-{i}" for i in range(1, count + 1)]
 
@@ -45,7 +51,8 @@ def start_workers(directory: Path, names: list[str]) -> dict[str, ControlPlane]:
     workers: dict[str, ControlPlane] = {}
     try:
         for name in names:
-            workers[name] = ControlPlane(directory / name).up()
+            nodes = tuple(pools(NODES)[WORKER_POOLS[name]]) if name in WORKER_POOLS else NODES
+            workers[name] = ControlPlane(directory / name, nodes).up()
     except BaseException:
         for plane in workers.values():
             plane.down()

@@ -1,26 +1,54 @@
-"""The Nodes the fake kubelet registers, with GKE's labels and the device plugins' capacity,
-and the two scheduling rules it applies when binding a pod (there is no kube-scheduler):
-node selectors and required node affinity, and accelerator capacity.
+"""The test cluster's Nodes, as GKE labels and taints them, and the accelerator each advertises.
 
-Pod affinity (JobSet's exclusive placement per node pool) is not evaluated: binding prefers
-the first node that fits, which keeps each slice of these tests in one pool anyway.
+``NODES``: the real nodes every control plane gets (a kubelet and a containerd each,
+``harness/real_cluster/node.py``): two ``tpu-v5e`` 2x4 pools of two ``ct5lp-hightpu-4t`` hosts
+each (the second a Spot pool) and two ``a3-highgpu-8g`` hosts with 8 H100s each: two TPU
+slices and a GPU job at once, what the tests run together at most.
+
+``CUBE_NODES``: one 4x4x4 cube of an Ironwood dynamic slicing pool, 16 ``tpu7x-standard-4t``
+hosts with their block, cube and sub-slice partition ids. Sixteen real nodes do not fit this
+machine beside the rest, so they are registered by the STAND-IN kubelet
+(``harness/real_cluster/kubelet.py``), for the dynamic slicing tests only.
+
+GKE taints accelerator nodes (``google.com/tpu=present:NoSchedule``,
+``nvidia.com/gpu=present:NoSchedule``), and its API server's ``ExtendedResourceToleration``
+admission adds the matching toleration to a pod that asks for the resource: the test API
+server runs that admission plugin too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 TPU, GPU = "google.com/tpu", "nvidia.com/gpu"
 SPOT_LABEL = "cloud.google.com/gke-spot"
+HOSTNAME = "kubernetes.io/hostname"
 
 
 @dataclass(frozen=True)
 class Node:
     name: str
     labels: Mapping[str, str]
-    capacity: Mapping[str, str] = field(default_factory=dict)
+    capacity: Mapping[str, str] = field(default_factory=dict)  # {accelerator resource: count}
+
+    @property
+    def accelerator(self) -> tuple[str, int] | None:
+        """The extended resource the node's device plugin advertises, and how many."""
+        for resource, count in self.capacity.items():
+            return resource, int(count)
+        return None
+
+    @property
+    def taints(self) -> list[dict[str, str]]:
+        return [
+            {"key": resource, "value": "present", "effect": "NoSchedule"}
+            for resource in self.capacity
+        ]
+
+    @property
+    def pool(self) -> str:
+        return self.labels["cloud.google.com/gke-nodepool"]
 
 
 def _tpu_v5e(pool: str, index: int, spot: bool = False) -> Node:
@@ -33,7 +61,6 @@ def _tpu_v5e(pool: str, index: int, spot: bool = False) -> Node:
             "cloud.google.com/gke-tpu-accelerator": "tpu-v5-lite-podslice",
             "cloud.google.com/gke-tpu-topology": "2x4",
             "node.kubernetes.io/instance-type": "ct5lp-hightpu-4t",
-            "kubernetes.io/hostname": f"gke-{pool}-{index}",
         },
         {TPU: "4"},
     )
@@ -46,7 +73,6 @@ def _h100(index: int) -> Node:
             "cloud.google.com/gke-nodepool": "h100-pool",
             "cloud.google.com/gke-accelerator": "nvidia-h100-80gb",
             "node.kubernetes.io/instance-type": "a3-highgpu-8g",
-            "kubernetes.io/hostname": f"gke-h100-pool-{index}",
         },
         {GPU: "8"},
     )
@@ -70,7 +96,7 @@ def _tpu7x_cube(block: str, cube: str, index: int) -> Node:
         "cloud.google.com/gke-tpu-topology": "4x4x4",
         "node.kubernetes.io/instance-type": "tpu7x-standard-4t",
         "cloud.google.com/gce-topology-block": block,
-        "kubernetes.io/hostname": f"gke-{cube}-{index}",
+        HOSTNAME: f"gke-{cube}-{index}",
     }
     for shape, partition in partitions.items():
         labels[f"cloud.google.com/gke-tpu-partition-{shape}-id"] = partition
@@ -86,105 +112,26 @@ NODES: tuple[Node, ...] = (
     _tpu_v5e("tpu-v5e-b", 1, spot=True),
     _h100(0),
     _h100(1),
-    Node(
-        "gke-cpu-pool-0",
-        {
-            "cloud.google.com/gke-nodepool": "cpu-pool",
-            "node.kubernetes.io/instance-type": "n2-standard-32",
-            "kubernetes.io/hostname": "gke-cpu-pool-0",
-        },
-    ),
-    # One cube of an Ironwood dynamic slicing pool (docs/ironwood.md).
-    *(_tpu7x_cube("block-a", "tpu7x-cube-a", i) for i in range(CUBE_HOSTS)),
+)
+
+# A node of a pool without accelerators (GKE's default pool): no taint, so a pod that asks for
+# no accelerator runs there (the cncf provider's KubernetesJobOperator in bench.startup).
+CPU_NODE = Node(
+    "gke-cpu-pool-0",
+    {
+        "cloud.google.com/gke-nodepool": "cpu-pool",
+        "node.kubernetes.io/instance-type": "n2-standard-8",
+    },
+)
+
+# One cube of an Ironwood dynamic slicing pool (docs/ironwood.md): the stand-in kubelet's.
+CUBE_NODES: tuple[Node, ...] = tuple(
+    _tpu7x_cube("block-a", "tpu7x-cube-a", i) for i in range(CUBE_HOSTS)
 )
 
 
-def _expression(labels: Mapping[str, str], expr: Mapping[str, Any]) -> bool:
-    key, op, values = expr["key"], expr["operator"], expr.get("values") or []
-    if op == "In":
-        return labels.get(key) in values
-    if op == "NotIn":
-        return labels.get(key) not in values
-    if op == "Exists":
-        return key in labels
-    if op == "DoesNotExist":
-        return key not in labels
-    return False
-
-
-def selector_matches(node: Node, pod: Mapping[str, Any]) -> bool:
-    spec = pod["spec"]
-    if any(node.labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
-        return False
-    required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    terms = required.get("nodeSelectorTerms") or []
-    return not terms or any(
-        all(_expression(node.labels, e) for e in term.get("matchExpressions") or [])
-        for term in terms
-    )
-
-
-def _accelerators(pod: Mapping[str, Any]) -> dict[str, int]:
-    wanted: dict[str, int] = {}
-    for container in pod["spec"]["containers"]:
-        requests = {**(container.get("resources") or {}).get("limits", {}),
-                    **(container.get("resources") or {}).get("requests", {})}  # fmt: skip
-        for resource in (TPU, GPU):
-            if resource in requests:
-                wanted[resource] = wanted.get(resource, 0) + int(requests[resource])
-    return wanted
-
-
-def fits(node: Node, pod: Mapping[str, Any], placed: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether ``pod``'s accelerators fit beside the ``placed`` pods still running there."""
-    for resource, count in _accelerators(pod).items():
-        taken = sum(_accelerators(p).get(resource, 0) for p in placed)
-        if taken + count > int(node.capacity.get(resource, 0)):
-            return False
-    return True
-
-
-def _selects(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
-    if selector is None:
-        return False
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    return all(_expression(labels, e) for e in selector.get("matchExpressions") or [])
-
-
-def _pods_in_domain(
-    node: Node, key: str, placed: Mapping[str, Sequence[Mapping[str, Any]]]
-) -> list[Mapping[str, Any]]:
-    """The pods placed on every node that shares ``node``'s value of topology ``key``."""
-    value = node.labels.get(key)
-    if value is None:
-        return []
-    return [p for n in NODES if n.labels.get(key) == value for p in placed.get(n.name, ())]
-
-
-def affinity_allows(
-    node: Node, pod: Mapping[str, Any], placed: Mapping[str, Sequence[Mapping[str, Any]]]
-) -> bool:
-    """Required pod affinity and anti-affinity, as kube-scheduler applies them (JobSet's
-    exclusive placement: one slice per node pool). ``placed``: node name -> its live pods."""
-    affinity = pod["spec"].get("affinity") or {}
-    labels = pod["metadata"].get("labels") or {}
-    required = "requiredDuringSchedulingIgnoredDuringExecution"
-    for term in (affinity.get("podAntiAffinity") or {}).get(required) or []:
-        domain = _pods_in_domain(node, term["topologyKey"], placed)
-        if any(
-            _selects(term.get("labelSelector"), p["metadata"].get("labels") or {}) for p in domain
-        ):
-            return False
-    everywhere = [p for pods in placed.values() for p in pods]
-    for term in (affinity.get("podAffinity") or {}).get(required) or []:
-        selector = term.get("labelSelector")
-        matching = [p for p in everywhere if _selects(selector, p["metadata"].get("labels") or {})]
-        if not matching and _selects(selector, labels):
-            continue  # the first pod of its group may go anywhere
-        domain = _pods_in_domain(node, term["topologyKey"], placed)
-        if not any(_selects(selector, p["metadata"].get("labels") or {}) for p in domain):
-            return False
-    return True
+def pools(nodes: tuple[Node, ...] = NODES) -> dict[str, list[Node]]:
+    out: dict[str, list[Node]] = {}
+    for node in nodes:
+        out.setdefault(node.pool, []).append(node)
+    return out

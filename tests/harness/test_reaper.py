@@ -4,12 +4,14 @@ process exits, and never signals a pid the kernel has given to another process s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -55,12 +57,34 @@ def test_a_pid_given_to_another_process_is_never_signalled(tmp_path, monkeypatch
         other.wait()
 
 
+def _left_of(held: dict) -> dict[str, object]:
+    """What is left of a killed run's cluster on this machine."""
+    directory = held["directory"]
+    processes = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                if directory in (proc / "cmdline").read_text():
+                    processes.append(int(proc.name))
+    cgroups = [
+        str(h) for h in Path("/sys/fs/cgroup").iterdir() if (h / held["cgroup"][1:]).exists()
+    ]
+    mounts = [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
+              if directory in line]  # fmt: skip
+    link = subprocess.run(["ip", "link", "show", held["link"]], capture_output=True).returncode == 0
+    nodes = Path(directory, "nodes")
+    return {k: v for k, v in {"processes": processes, "cgroups": cgroups, "mounts": mounts,
+                              "link": link, "nodes' state": nodes.exists()}.items() if v}  # fmt: skip
+
+
 @pytest.mark.real_cluster
 @pytest.mark.airflow_stack
-@pytest.mark.timeout(300)
-def test_a_test_run_killed_by_a_signal_leaves_no_service_running(tmp_path):
-    """A pytest run that holds the real control plane and PostgreSQL gets SIGTERM, as
-    ``timeout`` sends it, to its whole process group: nothing it started outlives it."""
+@pytest.mark.timeout(400)
+def test_a_test_run_killed_by_a_signal_leaves_nothing_running_or_behind(tmp_path):
+    """A pytest run that holds the real cluster and PostgreSQL gets SIGTERM, as ``timeout``
+    sends it, to its whole process group: nothing it started outlives it (the nodes' kubelets,
+    containerds and containers included), and its nodes leave no cgroup, network link, mount
+    or containerd state behind."""
     if postgres_bin() is None:
         pytest.fail("PostgreSQL is not installed (apt-get install postgresql)", pytrace=False)
     pids_file = tmp_path / "pids.json"
@@ -76,15 +100,21 @@ def test_a_test_run_killed_by_a_signal_leaves_no_service_running(tmp_path):
         start_new_session=True,  # its own group, signalled whole as timeout(1) does
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 180
+        deadline = time.monotonic() + 300
         while not pids_file.exists() and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.5)
         assert pids_file.exists(), f"the held run never came up (exit {run.poll()})"
-        pids = json.loads(pids_file.read_text())
-        assert len(pids) >= 6 and all(alive(p) for p in pids), pids  # the plane, PostgreSQL
+        held = json.loads(pids_file.read_text())
+        pids = held["pids"]
+        assert len(pids) >= 6 and all(alive(p) for p in pids), pids  # the cluster, PostgreSQL
+        assert _left_of(held).keys() >= {"processes", "cgroups", "link", "nodes' state"}
         os.killpg(run.pid, signal.SIGTERM)
         run.wait(30)
         assert wait_gone(pids, timeout=30) == []
+        deadline = time.monotonic() + 60
+        while (left := _left_of(held)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert left == {}, left
     finally:
         if run.poll() is None:
             os.killpg(run.pid, signal.SIGKILL)

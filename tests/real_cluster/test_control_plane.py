@@ -1,11 +1,14 @@
 """What ``kubectl version`` / ``get crd`` / ``get apiservice`` / ``get nodes`` would show on the
-real control plane: the pinned Kubernetes version, the JobSet and Kueue CRDs, Kueue's
-visibility API served through the aggregator, and the fake kubelet's Nodes ready."""
+real cluster: the pinned Kubernetes version, the JobSet and Kueue CRDs, Kueue's visibility API
+served through the aggregator, and the real nodes Ready: kubelets of the pinned version on
+containerd, with GKE's labels and taints and their accelerators advertised by the device
+plugin."""
 
 from __future__ import annotations
 
 from harness.real_cluster.build import versions
 from harness.real_cluster.control_plane import ControlPlane
+from harness.real_cluster.nodes import NODES
 
 
 def test_the_real_components_are_up_at_their_pinned_versions(real_cluster: ControlPlane):
@@ -28,3 +31,21 @@ def test_the_real_components_are_up_at_their_pinned_versions(real_cluster: Contr
         "jobset-validating-webhook-configuration",
         "kueue-validating-webhook-configuration",
     }
+
+
+def test_the_nodes_are_real_kubelets_as_gke_labels_and_taints_them(real_cluster: ControlPlane):
+    nodes = {n["metadata"]["name"]: n for n in real_cluster.api().get("/api/v1/nodes")["items"]}
+    assert set(nodes) == {n.name for n in NODES}
+    for spec in NODES:
+        node = nodes[spec.name]
+        info = node["status"]["nodeInfo"]
+        assert info["kubeletVersion"] == versions()["KUBERNETES_VERSION"], info
+        assert info["containerRuntimeVersion"].startswith("containerd://1.6."), info
+        assert node["metadata"]["labels"].items() >= dict(spec.labels).items()
+        assert node["metadata"]["labels"]["kubernetes.io/hostname"] == spec.name
+        taints = [{k: t[k] for k in ("key", "value", "effect")} for t in node["spec"]["taints"]]
+        assert taints == spec.taints, taints
+        resource, count = spec.accelerator or (None, 0)
+        assert node["status"]["allocatable"][resource] == str(count)
+        addresses = {a["type"]: a["address"] for a in node["status"]["addresses"]}
+        assert addresses["InternalIP"] == real_cluster.cluster.nodes[spec.name].ip

@@ -3,8 +3,12 @@ docs/ironwood.md applied to the real Kueue as written, 16 nodes labelled as one 
 a tpu7x pool (harness/real_cluster/nodes.py), and the slice controller's admission check
 played by a STAND-IN (harness/real_cluster/slice_controller.py: GKE's controller cannot be
 built here). Kueue's topology-aware admission carves a sub-slice in one partition of its
-shape and a super-slice out of the whole cube; each runs through the fake kubelet to the
-leader's result, and nothing is left behind."""
+shape and a super-slice out of the whole cube, and kube-scheduler places the pods where Kueue
+says; each runs to the leader's result, and nothing is left behind.
+
+The cube's 16 nodes are a STAND-IN kubelet's (harness/real_cluster/kubelet.py), whose pods are
+processes on this machine: 16 real nodes (a kubelet, containerd and kube-proxy each, and 16 JAX
+processes at once) do not fit a 2-core machine beside the cluster's own six."""
 
 from __future__ import annotations
 
@@ -42,7 +46,16 @@ def platform_objects() -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def tpu7x_queue(real_cluster: ControlPlane) -> Iterator[client.CustomObjectsApi]:
+def stand_in_cube(real_cluster: ControlPlane) -> Iterator[None]:
+    kubelet = real_cluster.start_stand_in_kubelet()
+    yield
+    real_cluster.stop_stand_in_kubelet(kubelet)
+
+
+@pytest.fixture(scope="module")
+def tpu7x_queue(
+    real_cluster: ControlPlane, stand_in_cube: None
+) -> Iterator[client.CustomObjectsApi]:
     api_client = config.new_client_from_config(str(real_cluster.kubeconfig()))
     api = client.CustomObjectsApi(api_client)
     controller = SliceController(real_cluster.kubeconfig())

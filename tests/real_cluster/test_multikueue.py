@@ -1,5 +1,6 @@
-"""MultiKueue over three real control planes (``harness/real_cluster/multikueue.py``): this
-session's control plane is the manager, two more are its workers, each with JobSet and Kueue.
+"""MultiKueue over three real clusters (``harness/real_cluster/multikueue.py``): this
+session's cluster is the manager, two more are its workers, each with JobSet and Kueue and the
+real nodes of the pool its quota is for (two TPU hosts, two H100 hosts).
 The product, pointed at the manager through ``airflow dags test``, submits to the MultiKueue
 queue, waits on the manager's mirrored status, names the worker, streams the leader's log and
 reads its result through the worker's connection (or ``output_dir`` where none reaches it),
@@ -21,6 +22,8 @@ from tests.support.airflow_home import AirflowHome
 from tests.support.dag_runs import dags_test
 
 DAGS = Path(__file__).parent / "dags"
+# The first test's setup starts two more clusters with their nodes, then the whole DAG run.
+pytestmark = pytest.mark.timeout(900)
 JOBSETS = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/default/jobsets"
 
 

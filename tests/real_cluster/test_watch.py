@@ -20,8 +20,9 @@ def test_a_completion_during_an_api_server_restart_is_not_missed(real_k8s: Contr
     gate = tmp_path / "gate"
     log, lines = logger("watch")
     thread, out = run(
-        "watch", log, entrypoint="gated_train:hold_until", entrypoint_kwargs={"gate": str(gate)}
-    )
+        "watch", log, entrypoint="gated_train:hold_until", entrypoint_kwargs={"gate": str(gate)},
+        shared=tmp_path,
+    )  # fmt: skip
     deadline = time.monotonic() + 60
     while not pods_running(real_k8s, "watch-") and time.monotonic() < deadline:
         time.sleep(0.2)

@@ -20,7 +20,11 @@ def names(plane: ControlPlane, path: str, prefix: str) -> list[str]:
 
 def test_a_retried_worker_reattaches_instead_of_making_a_second_slice(real_k8s, tmp_path):
     gate = tmp_path / "gate"
-    kwargs = {"entrypoint": "gated_train:hold_until", "entrypoint_kwargs": {"gate": str(gate)}}
+    kwargs = {
+        "entrypoint": "gated_train:hold_until",
+        "entrypoint_kwargs": {"gate": str(gate)},
+        "shared": tmp_path,
+    }
     first_log, _ = logger("crashed")
     run("reattach", first_log, wait=False, **kwargs)  # this worker dies once it has submitted
     uid = real_k8s.api().get(JOBSETS)["items"][0]["metadata"]["uid"]

@@ -7,6 +7,7 @@ real_cluster`` runs them alone.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -14,6 +15,10 @@ import pytest
 from harness.real_cluster.components import ControlPlaneError
 from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.identities import connection
+
+# This machine's host name before any node ran: a node names its own UTS namespace, never
+# the machine (tests/real_cluster/test_real_nodes.py checks it stays so).
+MACHINE_HOSTNAME = socket.gethostname()
 
 
 @pytest.fixture(scope="session")

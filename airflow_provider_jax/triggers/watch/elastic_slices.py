@@ -28,7 +28,7 @@ from typing import Any
 from airflow_provider_jax.checkpoints import CheckpointQuery, afind_newest_finalized
 from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
+from airflow_provider_jax.hooks.jobset import AsyncJobSetOperations
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.manifest.jobset_api import NODEPOOL_LABEL
 from airflow_provider_jax.reporting.goodput import epoch
@@ -59,7 +59,7 @@ class ElasticWatch:
 
     def __init__(
         self,
-        hook: AsyncJobSetHook,
+        hook: AsyncJobSetOperations,
         name: str,
         namespace: str,
         elastic: ElasticSlices,

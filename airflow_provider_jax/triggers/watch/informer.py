@@ -27,7 +27,7 @@ from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
+from airflow_provider_jax.hooks.jobset import AsyncJobSetOperations
 from airflow_provider_jax.hooks.resources import JOBSETS, Resource
 from airflow_provider_jax.metrics.send import count_triggerer
 from airflow_provider_jax.triggers.watch import orphans
@@ -55,7 +55,7 @@ class Subscription:
     the subscriber's own calls: its connection and config are loaded once for every
     subscriber, not once each."""
 
-    def __init__(self, name: str, hook: AsyncJobSetHook) -> None:
+    def __init__(self, name: str, hook: AsyncJobSetOperations) -> None:
         self.name, self.hook = name, hook
         self._queue: asyncio.Queue[Change | BaseException] = asyncio.Queue()
 
@@ -92,7 +92,8 @@ class _Relist:
 
     async def first_page(self) -> str:
         """The list's resourceVersion, once its first page is in (or the list's error)."""
-        await asyncio.wait({self.version, self.task}, return_when=asyncio.FIRST_COMPLETED)
+        either: set[asyncio.Future[Any]] = {self.version, self.task}
+        await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
         if not self.version.done():
             self.task.result()  # the list failed before its first page
         return self.version.result()
@@ -114,7 +115,7 @@ class Informer:
 
     def __init__(
         self,
-        hook: AsyncJobSetHook,
+        hook: AsyncJobSetOperations,
         namespace: str,
         *,
         resource: Resource = JOBSETS,

@@ -18,7 +18,7 @@ from airflow_provider_jax.contract.elastic import ElasticSlices
 from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.hooks.api_errors import api_status, explain
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
+from airflow_provider_jax.hooks.jobset import AsyncJobSetOperations
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.reporting.goodput import merged
 from airflow_provider_jax.triggers.watch.checkpoint_freshness import CheckpointFreshness
@@ -244,7 +244,7 @@ async def _watch(job: WatchedJobSet, connection_extras: dict[str, Any] | None) -
                 await pod_logs.stop()
 
 
-def _pod_logs(job: WatchedJobSet, hook: AsyncJobSetHook) -> PodLogs | None:
+def _pod_logs(job: WatchedJobSet, hook: AsyncJobSetOperations) -> PodLogs | None:
     """The log stream of ``job``'s pods on the cluster ``hook`` reaches, if any is wanted."""
     options = job.options
     if not options.streams_pod_logs:
@@ -271,7 +271,9 @@ def _verdict(job: WatchedJobSet, change: Change) -> JobSetEvent | None:
     if state == status.COMPLETED:
         return job.event(SUCCESS, "Completed", f"{where} completed", info)
     if state == status.FAILED:
-        failed = next((c for c in info["conditions"] if c["type"] == status.FAILED), {})
+        failed: Mapping[str, Any] = next(
+            (c for c in info["conditions"] if c["type"] == status.FAILED), {}
+        )
         reason = failed.get("reason", "Failed")
         return job.event(FAILED, reason, failed.get("message", f"{where} failed"), info)
     if change.type == "DELETED" or status.is_deleting(jobset):

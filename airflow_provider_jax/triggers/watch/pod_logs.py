@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
+from airflow_provider_jax.hooks.jobset import AsyncJobSetOperations
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.reporting.deadlines import DeadlineWatch
 from airflow_provider_jax.reporting.host_logs import HostLines
@@ -83,7 +83,7 @@ class PodLogs:
 
     def __init__(
         self,
-        hook: AsyncJobSetHook,
+        hook: AsyncJobSetOperations,
         name: str,
         namespace: str,
         *,
@@ -160,7 +160,8 @@ class PodLogs:
             while not self._refused:
                 if self._closing.is_set() and self._followed_all():
                     # No listing needed: what is left comes on the open streams, if any.
-                    await asyncio.gather(*(s.task for s in self._streams.values() if s.active))
+                    streaming = [s.task for s in self._streams.values() if s.task and s.active]
+                    await asyncio.gather(*streaming)
                     return
                 self._changed.clear()  # before listing: a change during it wakes us again
                 if self._settled() and not self._closing.is_set():
@@ -230,11 +231,15 @@ class PodLogs:
     def _followed_all(self) -> bool:
         """Whether every wanted pod is streamed or shown to its end: closing needs no look."""
         streams = self._looked_at()
-        return streams is not None and all(s and (s.active or s.ended or s.spent) for s in streams)
+        if streams is None:
+            return False
+        return all(s and (s.active or s.ended or s.spent) for s in streams)
 
     def _settled(self) -> bool:
         streams = self._looked_at()
-        return bool(streams) and all(s and s.settled for s in streams)
+        if not streams:
+            return False
+        return all(s and s.settled for s in streams)
 
     def _wanted(self, pods: list[dict[str, Any]]) -> list[Mapping[str, Any]]:
         if self.every_host:
@@ -290,6 +295,11 @@ class PodLogs:
             )
             async for line in lines:
                 stamp, _, text = line.partition(" ")
+                if kubelet_time(stamp) is None:
+                    # Not the container's: the kubelet's own error, written into the stream
+                    # once its header is sent (the container was removed: a pod restarting in
+                    # place). The log ended; the next look follows the new container.
+                    break
                 if stamp <= stream.last_stamp:
                     continue
                 stream.last_stamp = stamp

@@ -23,12 +23,12 @@ import itertools
 import json
 import logging
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
+from airflow_provider_jax.hooks.jobset import AsyncJobSetOperations
 from airflow_provider_jax.manifest import status
 
 CHECK_DELAYS = (5, 10, 20, 30)  # seconds between pod lists while not ready; then every 60 s
@@ -49,7 +49,7 @@ class PodStartup:
 
     def __init__(
         self,
-        hook: AsyncJobSetHook,
+        hook: AsyncJobSetOperations,
         name: str,
         namespace: str,
         *,
@@ -94,7 +94,7 @@ class PodStartup:
                 self.on_stuck(PodsCannotStart(problem))
                 return
 
-    async def _unschedulable(self, pods: list[Mapping[str, Any]]) -> str | None:
+    async def _unschedulable(self, pods: Sequence[Mapping[str, Any]]) -> str | None:
         """Why a pod no node can hold never will be, by the autoscaler's word, or None."""
         waiting = [p for p in status.latest_attempt(pods) if _unschedulable_condition(p)]
         if waiting:
@@ -126,7 +126,7 @@ class PodStartup:
         return None
 
 
-def hopeless_pod(pods: list[Mapping[str, Any]]) -> str | None:
+def hopeless_pod(pods: Sequence[Mapping[str, Any]]) -> str | None:
     """Why the first pod of the latest attempt that can never start cannot, or None."""
     from airflow.providers.cncf.kubernetes.utils.pod_manager import (
         detect_pod_terminate_early_issues,

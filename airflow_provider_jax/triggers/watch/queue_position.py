@@ -18,7 +18,7 @@ from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import api_status, explain, is_transient
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
+from airflow_provider_jax.hooks.jobset import AsyncJobSetOperations
 from airflow_provider_jax.hooks.kueue import pending_workloads
 from airflow_provider_jax.hooks.resources import VISIBILITY_VERSIONS
 from airflow_provider_jax.triggers.watch.per_loop import PerLoop
@@ -33,7 +33,9 @@ Listener = Callable[[int | None, str | None], None]  # (position or None, why no
 class QueuePositions:
     """The shared poller of one LocalQueue; use it through :func:`follow_position`."""
 
-    def __init__(self, hook: AsyncJobSetHook, namespace: str, queue: str, every: float) -> None:
+    def __init__(
+        self, hook: AsyncJobSetOperations, namespace: str, queue: str, every: float
+    ) -> None:
         self.hook, self.namespace, self.queue, self.every = hook, namespace, queue, every
         self.versions = list(VISIBILITY_VERSIONS)
         self.listeners: dict[str, set[Listener]] = {}  # workload name -> listeners
@@ -118,7 +120,7 @@ _pollers: PerLoop[tuple[KubernetesCluster, str, str], QueuePositions] = PerLoop(
 @contextlib.asynccontextmanager
 async def follow_position(
     cluster: KubernetesCluster,
-    hook: AsyncJobSetHook,
+    hook: AsyncJobSetOperations,
     namespace: str,
     queue: str,
     workload: str,

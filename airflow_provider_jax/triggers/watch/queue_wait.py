@@ -25,7 +25,7 @@ from typing import Any
 
 from airflow_provider_jax.contract.watch_options import WatchOptions
 from airflow_provider_jax.hooks.cluster import KubernetesCluster
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
+from airflow_provider_jax.hooks.jobset import AsyncJobSetOperations
 from airflow_provider_jax.hooks.resources import WORKLOADS
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.manifest.kueue_keys import KUEUE_QUEUE_LABEL
@@ -113,7 +113,7 @@ class QueueWait:
     def __init__(
         self,
         cluster: KubernetesCluster,
-        hook: AsyncJobSetHook,
+        hook: AsyncJobSetOperations,
         name: str,
         namespace: str,
         options: WatchOptions,
@@ -306,7 +306,7 @@ class QueueWait:
                 return  # the eviction already counted
             self._eviction = key
             count = self._seen_evictions = max(counted, self._seen_evictions + 1)
-            self._evicted(count, evicted.get("message") or evicted.get("reason"))
+            self._evicted(count, evicted.get("message") or evicted.get("reason") or "Evicted")
         elif counted > self._seen_evictions:
             # An eviction whose condition came and went between two looks (a busy API server,
             # a relist): Kueue's own count still has it.

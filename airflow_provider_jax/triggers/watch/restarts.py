@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import explain
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
+from airflow_provider_jax.hooks.jobset import AsyncJobSetOperations
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.reporting.failures import ProcessFailure, restart_line
 
@@ -26,7 +26,7 @@ class RestartLog:
 
     def __init__(
         self,
-        hook: AsyncJobSetHook,
+        hook: AsyncJobSetOperations,
         name: str,
         namespace: str,
         log: logging.Logger | Any,

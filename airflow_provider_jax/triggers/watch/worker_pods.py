@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from airflow_provider_jax.hooks.api_errors import explain
-from airflow_provider_jax.hooks.jobset import AsyncJobSetHook
+from airflow_provider_jax.hooks.jobset import AsyncJobSetOperations
 from airflow_provider_jax.hooks.multikueue import WORKERS_EXTRA, worker_cluster
 from airflow_provider_jax.manifest import status
 from airflow_provider_jax.triggers.watch.pod_logs import PodLogs
@@ -28,16 +28,16 @@ class WorkerPods:
         self,
         name: str,
         namespace: str,
-        manager: AsyncJobSetHook,
+        manager: AsyncJobSetOperations,
         extras: Mapping[str, Any] | None,
         log: Any,
-        make_logs: Callable[[AsyncJobSetHook], PodLogs | None],
+        make_logs: Callable[[AsyncJobSetOperations], PodLogs | None],
     ) -> None:
         self.name, self.namespace, self.extras, self.log = name, namespace, extras, log
         self.manager, self.make_logs = manager, make_logs
         self._connecting: asyncio.Task[None] | None = None
         self.worker: str | None = None
-        self.hook: AsyncJobSetHook | None = None
+        self.hook: AsyncJobSetOperations | None = None
         self.logs: PodLogs | None = None
         self._jobset: Mapping[str, Any] = {}
 

@@ -12,8 +12,8 @@ from typing import Any
 from airflow.sdk import DAG, task
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
+from tests.support.real_cluster_pods import RUNTIME_IMAGE as IMAGE
 
-IMAGE = "us-docker.pkg.dev/my-project/training/quickstart:latest"  # what the kubelet ignores
 CHOICES = ["reservation:held-elsewhere", "spot"]
 
 

@@ -13,8 +13,9 @@ from typing import Any
 from airflow.sdk import DAG, task
 
 from airflow_provider_jax.operators import JaxTpuSliceOperator
+from tests.support.real_cluster_pods import RUNTIME_IMAGE as IMAGE
+from tests.support.real_cluster_pods import shared_folder
 
-IMAGE = "us-docker.pkg.dev/my-project/training/jax:latest"  # what the kubelet ignores
 TRAIN = {"steps": 60, "checkpoint_every": 5, "row_seconds": 0.1 / 16, "drill": True}
 
 
@@ -36,6 +37,7 @@ def job(task_id: str, **kwargs: Any) -> JaxTpuSliceOperator:
         image=IMAGE,
         backend="kubernetes",
         output_dir=f"{os.environ['JAX_TEST_OUT']}/{task_id}",
+        **shared_folder(os.environ["JAX_TEST_OUT"]),
         entrypoint="tests.support.programs:elastic_train",
         entrypoint_kwargs=TRAIN,
         max_restarts=3,

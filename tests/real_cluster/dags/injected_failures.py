@@ -11,8 +11,8 @@ from airflow.sdk import DAG
 
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
 from airflow_provider_jax.operators import JaxTpuSliceOperator
+from tests.support.real_cluster_pods import RUNTIME_IMAGE as IMAGE
 
-IMAGE = "us-docker.pkg.dev/my-project/training/quickstart:latest"  # what the kubelet ignores
 STEPS = ("backend_started", "announce", "defer")
 
 

@@ -15,8 +15,9 @@ from typing import Any
 from airflow.sdk import DAG, task
 
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
+from tests.support.real_cluster_pods import RUNTIME_IMAGE as IMAGE
+from tests.support.real_cluster_pods import shared_folder
 
-IMAGE = "us-docker.pkg.dev/my-project/training/quickstart:latest"  # what the kubelet ignores
 OUT = os.environ.get("JAX_TEST_OUT", "/tmp")
 
 
@@ -64,6 +65,7 @@ with DAG("jax_multikueue", schedule=None, catchup=False):
         "gpu",
         "manager_partial",  # worker-2 unreachable: through output_dir
         output_dir=f"{OUT}/gpu-out",
+        **shared_folder(OUT),
         deferrable=False,
     )
     # No output_dir: nowhere to read it from
@@ -74,6 +76,7 @@ with DAG("jax_multikueue", schedule=None, catchup=False):
         image=IMAGE,
         entrypoint="gated_train:hold_until",
         entrypoint_kwargs={"gate": f"{OUT}/never"},
+        **shared_folder(OUT),
         backend="kubernetes",
         queue_name="multikueue",
         kubernetes_conn_id="manager",

@@ -1,5 +1,7 @@
-"""DAGs the real-control-plane tests run with ``airflow dags test``: real JAX in every pod,
-through kube-apiserver, the JobSet and Job controllers, and the fake kubelet."""
+"""DAGs the real-cluster tests run with ``airflow dags test``: real JAX in every pod, in
+containers of the runtime image on real nodes, through kube-apiserver, kube-scheduler and the
+JobSet and Job controllers. The test's output folder is shared with the pods that write to it
+(``tests/support/real_cluster_pods.py``)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,10 @@ from typing import Any
 from airflow.sdk import DAG, task
 
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
+from tests.support.real_cluster_pods import RUNTIME_IMAGE as IMAGE
+from tests.support.real_cluster_pods import program, shared_folder
 
-IMAGE = "us-docker.pkg.dev/my-project/training/quickstart:latest"  # what the kubelet ignores
+OUT = os.environ.get("JAX_TEST_OUT", "/tmp")
 
 
 @task
@@ -58,7 +62,8 @@ with DAG("jax_real_cluster", schedule=None, catchup=False, default_args={"retry_
         accelerator="tpu-v5litepod-8",
         image=IMAGE,
         entrypoint="failing_train:return_nan",
-        output_dir=f"{os.environ.get('JAX_TEST_OUT', '/tmp')}/nan-result",
+        output_dir=f"{OUT}/nan-result",
+        **shared_folder(OUT),
         backend="kubernetes",
         deferrable=True,
         retries=2,  # a result JSON cannot carry fails the first try: no rerun of the training
@@ -67,11 +72,8 @@ with DAG("jax_real_cluster", schedule=None, catchup=False, default_args={"retry_
         task_id="bare_initialize",  # JAX's own shape of program, unchanged: command= mode
         accelerator="tpu-v5litepod-8",
         image=IMAGE,
-        command=[
-            "python3",
-            str(Path(__file__).parents[2] / "fixtures" / "programs" / "bare_initialize.py"),
-            os.environ.get("JAX_TEST_OUT", "/tmp"),
-        ],
+        command=["python3", program("tests/fixtures/programs/bare_initialize.py"), OUT],
+        **shared_folder(OUT),
         backend="kubernetes",
         deferrable=True,
     )

@@ -1,6 +1,7 @@
 """A DAG for the user-action drill on a running Airflow whose ``kubernetes_default`` is the real
-control plane. Every task holds its slice until the test opens its gate (a file named by
-``JAX_TEST_GATES``); two TPU slices and one GPU job fit the fake kubelet's nodes at once."""
+cluster. Every task holds its slice until the test opens its gate (a file in the folder
+``JAX_TEST_GATES``, shared with the pods); two TPU slices and one GPU job fit the real nodes at
+once."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import os
 from airflow.sdk import DAG
 
 from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
+from tests.support.real_cluster_pods import RUNTIME_IMAGE, shared_folder
 
 GATES = os.environ.get("JAX_TEST_GATES", "/nonexistent")
 # JAX's preemption service owns SIGTERM once jax.distributed runs, so a deleted pod lives to
 # the end of its grace period: 5 s here (30 s is Kubernetes' default).
 GRACE_S = 5
 HOLD = {
-    "image": "img:1",
+    "image": RUNTIME_IMAGE,
+    **shared_folder(GATES),
     "entrypoint": "gated_train:hold_until",
     "backend": "kubernetes",
     "termination_grace_period": GRACE_S,

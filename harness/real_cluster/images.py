@@ -1,0 +1,178 @@
+"""The images the real nodes hold: built offline by ``tools/images/build.py`` (cached in the
+per-user cache), and imported once per cache into a containerd root (the *seed*) that each node
+starts from.
+
+A node's start is almost all importing: copying and unpacking the runtime image's layers into
+its containerd (about 35 s a node on two busy cores). So the first node of a machine imports
+the archives into a containerd root in the cache, stops that containerd, and every node after
+links its files (``node_init.seed_root``): blobs and unpacked layers are never written in
+place, and the databases are copied. A seed is keyed by the layers no code edit changes: after
+an edit of the training code a node imports the new runtime archive on top, writing only its
+new code layer. Where the cache is on another filesystem than the node (no hard links
+across), each node imports the archives itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.real_cluster.build import REPO
+from harness.real_cluster.components import ControlPlaneError, log_tail
+
+BUILDER = REPO / "tools" / "images" / "build.py"
+# The builder is a script of tools/, not a package: its names and cache, read from it.
+_spec = importlib.util.spec_from_file_location("airflow_jax_image_builder", BUILDER)
+assert _spec is not None and _spec.loader is not None
+_builder = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_builder)
+
+CACHE: Path = _builder.CACHE
+RUNTIME, AGENT, PAUSE = "jax-runtime", "in-place-restart-agent", "pause"
+# Where the runtime image keeps the training code (the repository's CODE_DIRS): a test names a
+# program by its path there.
+CODE_ROOT = f"/{_builder.CODE_ROOT}/code"
+CODE_DIRS: tuple[str, ...] = _builder.CODE_DIRS
+
+
+def names() -> dict[str, str]:
+    """Each image's name, as pods and containerd name it."""
+    return _builder.image_names()
+
+
+RUNTIME_IMAGE = names()[RUNTIME]
+AGENT_IMAGE = names()[AGENT]
+PAUSE_IMAGE = names()[PAUSE]
+
+
+@dataclass(frozen=True)
+class Images:
+    archives: dict[str, Path]  # image -> its OCI archive
+    seed: Path | None  # a containerd root with them imported, or None: import on each node
+    seeded: tuple[str, ...] = ()  # the archives (file names) imported into the seed
+
+    def to_import(self) -> list[Path]:
+        """What a node imports itself: what its seed lacks (an edit of the training code)."""
+        return [p for p in self.archives.values() if p.name not in self.seeded]
+
+
+def build() -> dict[str, Path]:
+    """Build what is missing (a first build debootstraps Debian and installs JAX's wheels:
+    minutes; later ones reuse the cached layers) and return each image's archive."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    log = CACHE / "build.log"
+    with log.open("ab") as out:
+        done = subprocess.run(
+            [sys.executable, str(BUILDER)], stdout=subprocess.PIPE, stderr=out, text=True
+        )
+    if done.returncode:
+        raise ControlPlaneError(f"building the images failed; the end of {log}:\n{log_tail(log)}")
+    archives = {}
+    for line in done.stdout.split():
+        _, image, archive = line.split("=", 2)
+        archives[image] = Path(archive)
+    return archives
+
+
+def stable_layers(archive: Path) -> list[str]:
+    """The layers of ``archive`` that no edit of the code changes (its ``.layers.json``)."""
+    sidecar = archive.with_name(archive.name + ".layers.json")
+    return json.loads(sidecar.read_text())["stable"] if sidecar.exists() else [archive.name]
+
+
+def seed_key(archives: dict[str, Path]) -> str:
+    """A seed is good for every set of archives with the same stable layers: an edit of the
+    training code (a new code layer) reuses it, each node importing the new archive, whose
+    other layers it has."""
+    containerd = subprocess.run(
+        ["containerd", "--version"], capture_output=True, text=True
+    ).stdout.strip()
+    parts = [containerd]
+    for image, path in sorted(archives.items()):
+        parts += [image, *stable_layers(path)]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def same_filesystem(a: Path, b: Path) -> bool:
+    a.mkdir(parents=True, exist_ok=True)
+    b.mkdir(parents=True, exist_ok=True)
+    return os.stat(a).st_dev == os.stat(b).st_dev
+
+
+def seeded(archives: dict[str, Path], work: Path, containerd_config: str) -> Images:
+    """``archives`` with their seed, made now if the cache has none. ``containerd_config``: a
+    node's config template (``{root}`` filled in). No seed where nodes cannot link to it."""
+    seeds = CACHE / "seeds"
+    if not same_filesystem(seeds, work):
+        return Images(archives, None)
+    seed = seeds / seed_key(archives)
+    if (seed / "root").exists():
+        with contextlib.suppress(OSError):
+            os.utime(seed)  # in use: the newest are kept
+        return Images(
+            archives, seed / "root", tuple(json.loads((seed / "imported.json").read_text()))
+        )
+    partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=seeds))
+    config = {
+        "directory": str(partial),
+        "containerd": shutil.which("containerd") or "containerd",
+        "containerd_config": str(partial / "containerd.toml"),
+        "containerd_root": str(partial / "root"),
+        "archives": [str(p) for p in archives.values()],
+    }
+    (partial / "containerd.toml").write_text(containerd_config.format(root=partial / "root"))
+    (partial / "seed.json").write_text(json.dumps(config))
+    done = subprocess.run(
+        [
+            "unshare",
+            "--pid",
+            "--fork",
+            "--kill-child",
+            "--mount",
+            "--propagation",
+            "private",
+            "--mount-proc",
+            "--",
+            sys.executable,
+            "-m",
+            "harness.real_cluster.node_init",
+            "--seed",
+            str(partial / "seed.json"),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    if done.returncode:
+        logs = "\n".join(log_tail(p) for p in (partial / "logs").glob("*.log"))
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ControlPlaneError(f"importing the images failed: {done.stdout}{done.stderr}{logs}")
+    seed.mkdir(parents=True, exist_ok=True)
+    names = [p.name for p in archives.values()]
+    (seed / "imported.json").write_text(json.dumps(names))
+    with contextlib.suppress(OSError):  # another run made it first
+        (partial / "root").rename(seed / "root")
+    shutil.rmtree(partial, ignore_errors=True)
+    prune_seeds(seeds)
+    return Images(archives, seed / "root", tuple(names))
+
+
+SEEDS_KEPT = 2
+
+
+def prune_seeds(seeds: Path) -> None:
+    """Keep the newest seeds only (each a gigabyte or two). A node that linked an older one
+    keeps its files: hard links outlive the seed's."""
+    made = [d for d in seeds.iterdir() if d.is_dir() and not d.name.startswith(".")]
+    for old in sorted(made, key=lambda d: d.stat().st_mtime, reverse=True)[SEEDS_KEPT:]:
+        shutil.rmtree(old, ignore_errors=True)
