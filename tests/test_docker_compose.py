@@ -108,6 +108,20 @@ def test_the_dockerfile_installs_the_locks_versions():
     assert tuple(int(p) for p in pinned["celery"].split(".")[:2]) < (5, 7)
 
 
+def test_the_dependencies_layer_is_built_again_only_for_the_lock():
+    """What is copied before the dependencies' ``pip install`` decides when that minute-long
+    layer is built again: README.md among it rebuilt it for every edit of the README."""
+    dockerfile = (REPO / "Dockerfile").read_text().replace("\\\n", " ")
+    before = dockerfile.split("\nRUN pip install ", 1)[0]
+    copied = {
+        source
+        for line in re.findall(r"^COPY (.*)$", before, re.M)
+        for source in line.split()[:-1]
+        if not source.startswith("--")
+    }
+    assert copied == {"requirements/constraints.txt", "requirements/image.in", "pyproject.toml"}
+
+
 def test_a_busy_machine_gets_time():
     """A task's calls to the execution API (Airflow's 5 s), the scheduler's sends to Celery
     (the provider's 1 s) and the worker's health check (10 s) all timed out with every part

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -16,9 +17,11 @@ pytestmark = pytest.mark.timeout(1800)  # the first run builds the stand-ins (on
 
 
 @pytest.fixture(scope="module")
-def stack(docker_engine: DockerEngine, compose_image: str) -> Iterator[ComposeStack]:
+def stack(
+    docker_engine: DockerEngine, compose_image: str, repository: Path
+) -> Iterator[ComposeStack]:
     """The stack's database, up: each case runs airflow-init alone, as `up` runs it first."""
-    stack = ComposeStack(docker_engine, "settings")
+    stack = ComposeStack(docker_engine, "settings", repository)
     stack.up("postgres")
     yield stack
     stack.down()

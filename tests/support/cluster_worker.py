@@ -22,6 +22,7 @@ CLUSTER_FILES = (
     "tests/harness/test_reaper.py",
     "tests/test_docs_commands.py",
     "tests/test_bench.py",
+    "tests/compose/test_kubernetes_backend_in_compose.py",
 )
 
 

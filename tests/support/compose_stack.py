@@ -1,8 +1,8 @@
 """docker-compose.yaml's stack, driven as a user drives it: the README's ``docker compose``
-lines in the repository (or in a copy of it, as a clone has it: ``checkout``) with a few
-settings (ports, an image name), then Airflow's REST API with the user's password. Each stack
-is a compose project of its own (``ajx<pid>-<name>``), so stacks never meet, and ``down``
-checks that it left no container, network or volume."""
+lines in a copy of the repository as a clone has it (``checkout``), with a few settings
+(ports, an image name), then Airflow's REST API with the user's password. Each stack is a
+compose project of its own (``ajx<pid>-<name>``), so stacks never meet, and ``down`` checks
+that it left no container, network or volume."""
 
 from __future__ import annotations
 
@@ -53,9 +53,9 @@ IMAGES_TIMEOUT_S = 3600  # the stand-ins' first build: mmdebstrap and the wheels
 IMAGE = f"airflow-provider-jax:test-{os.getpid()}"
 
 
-def remove_stale_projects(engine: DockerEngine) -> None:
-    """What stacks of test processes that are gone left (a run killed before its ``down``),
-    on an engine that outlived them: their containers, networks and volumes."""
+def remove_stale(engine: DockerEngine) -> None:
+    """What test processes that are gone left (a run killed before its ``down``) on an engine
+    that outlived them: their stacks' containers, networks and volumes, and their images."""
     label = '{{.Label "com.docker.compose.project"}}'
     projects = set(engine.docker("ps", "-a", "--format", label).split())
     projects |= set(engine.docker("network", "ls", "--format", label).split())
@@ -68,12 +68,16 @@ def remove_stale_projects(engine: DockerEngine) -> None:
             for kind in ("network", "volume"):
                 if names := engine.docker(kind, "ls", "-q", "--filter", selector).split():
                     engine.docker(kind, "rm", *names)
+    repository = IMAGE.split(":")[0]
+    for tag in engine.docker("image", "ls", "--format", "{{.Tag}}", repository).split():
+        if (owner := re.fullmatch(r"test-(\d+)", tag)) and not alive(int(owner[1])):
+            engine.docker("image", "rm", f"{repository}:{tag}")
 
 
 def checkout(into: Path) -> Path:
     """The repository's files copied into ``into`` as a clone of this work has them (what git
-    tracks, and what it would track: no ignored file, no ``.env``), for a stack whose
-    ``dags/`` a test may write to."""
+    tracks, and what it would track: no ignored file, no ``.env``, no compose override of a
+    developer's), for a stack of its own: its ``dags/`` and compose files are the test's."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
@@ -105,9 +109,8 @@ def compose_images(engine: DockerEngine) -> None:
 class ComposeStack:
     engine: DockerEngine
     name: str
+    root: Path  # the checkout it runs in (``checkout``): its compose files, dags/ and build
     celery: bool = False  # the README's CeleryExecutor `up`, with docker/celery.env
-    root: Path = REPO  # the checkout the stack runs in
-    overrides: tuple[Path, ...] = ()  # more compose files after docker-compose.yaml
     settings: Mapping[str, str] = field(default_factory=dict)  # as a user's shell has them
     password: str = "airflow"
     api_port: int = field(default_factory=free_port)
@@ -142,10 +145,10 @@ class ComposeStack:
         return out
 
     def attempt(self, *args: str, timeout: float = 900) -> tuple[int, str]:
-        """``docker compose ARGS``: its exit status and output, whatever they are."""
-        argv = ["docker", "compose", "-p", self.project, "-f", "docker-compose.yaml"]
-        for extra in self.overrides:
-            argv += ["-f", str(extra)]
+        """``docker compose ARGS`` in the checkout, which finds its files as a user's does
+        (``docker-compose.yaml``, and ``docker-compose.override.yaml`` where there is one):
+        its exit status and output, whatever they are."""
+        argv = ["docker", "compose", "-p", self.project]
         if self.celery:
             argv += ["--env-file", str(CELERY_ENV)]
         done = subprocess.run(
