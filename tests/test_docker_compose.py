@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.support.compose_stack import CELERY_ENV, README_COMMANDS
+
 REPO = Path(__file__).resolve().parent.parent
-CELERY_ENV = REPO / "docker" / "celery.env"
 COMPOSE = yaml.safe_load((REPO / "docker-compose.yaml").read_text())
 SERVICES = COMPOSE["services"]
 COMMON = COMPOSE["x-airflow-common"]
@@ -141,10 +142,17 @@ def test_a_dag_dropped_into_dags_is_found_within_a_minute():
     assert int(env["AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL"]) <= 30
 
 
+def test_the_readme_removes_the_celery_stack_with_its_env_file():
+    """Compose's ``down`` sees only the services of the profiles it is given: the README's
+    plain ``down -v`` after the Celery ``up`` left Redis, the workers and Flower running, and
+    their network."""
+    assert README_COMMANDS[True, "down"] == ["--env-file", str(CELERY_ENV), "down", "-v"]
+
+
 def test_celery_env_switches_profile_and_executor_together():
     settings = dict(
         line.split("=", 1)
-        for line in CELERY_ENV.read_text().splitlines()
+        for line in (REPO / CELERY_ENV).read_text().splitlines()
         if line and not line.startswith("#")
     )
     assert settings == {"COMPOSE_PROFILES": "celery", "AIRFLOW_EXECUTOR": "CeleryExecutor"}
@@ -166,7 +174,7 @@ def _config(*args: str, env: dict[str, str] | None = None) -> dict:
 
 @pytest.mark.parametrize(
     ("args", "executor"),
-    [((), "LocalExecutor"), (("--env-file", str(CELERY_ENV)), "CeleryExecutor")],
+    [((), "LocalExecutor"), (("--env-file", str(REPO / CELERY_ENV)), "CeleryExecutor")],
     ids=["local", "celery"],
 )
 def test_docker_compose_config_validates(args: tuple[str, ...], executor: str):

@@ -32,12 +32,12 @@ def docker_engine() -> Iterator[DockerEngine]:
 @pytest.fixture(scope="session")
 def repository(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A copy of the checkout as a clone has it, for the stacks that write nothing to it."""
-    return checkout(tmp_path_factory.mktemp("checkout"))
+    return checkout(tmp_path_factory.mktemp("checkout"), "repository")
 
 
 @pytest.fixture(scope="session")
 def compose_image(docker_engine: DockerEngine, repository: Path) -> Iterator[str]:
     """``docker compose build``'s image (the Dockerfile on the airflow stand-in), by name."""
-    ComposeStack(docker_engine, "build", repository).compose("build", timeout=1200)
+    ComposeStack(docker_engine, repository).compose("build", timeout=1200)
     yield IMAGE
     docker_engine.docker("image", "rm", "-f", IMAGE)

@@ -21,7 +21,7 @@ def stack(
     docker_engine: DockerEngine, compose_image: str, repository: Path
 ) -> Iterator[ComposeStack]:
     """The stack's database, up: each case runs airflow-init alone, as `up` runs it first."""
-    stack = ComposeStack(docker_engine, "settings", repository)
+    stack = ComposeStack(docker_engine, repository)
     stack.up("postgres")
     yield stack
     stack.down()

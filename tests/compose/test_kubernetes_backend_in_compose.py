@@ -81,11 +81,11 @@ def ran(
     compose_image: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Ran]:
-    root = checkout(tmp_path_factory.mktemp("checkout-kubernetes"))
+    root = checkout(tmp_path_factory.mktemp("checkout"), "kubernetes")
     (root / OVERRIDE).write_text(documented_override())
     kubeconfig = flattened(real_cluster.kubeconfig(), root.parent / "kubeconfig")
     settings = {"KUBECONFIG": str(kubeconfig), "AIRFLOW__JAX__DEFAULT_IMAGE": RUNTIME_IMAGE}
-    stack = ComposeStack(docker_engine, "kubernetes", root, settings=settings)
+    stack = ComposeStack(docker_engine, root, settings=settings)
     try:
         stack.up()
         stack.unpause("quickstart")

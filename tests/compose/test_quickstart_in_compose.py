@@ -65,11 +65,11 @@ def ran(
     compose_image: str,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Ran]:
-    root = checkout(tmp_path_factory.mktemp(f"checkout-{request.param}"))
+    root = checkout(tmp_path_factory.mktemp("checkout"), request.param)
     if request.param == "celery":  # and as a Linux user whose uid is not the image's
-        stack = ComposeStack(docker_engine, "celery", root, True, settings={"AIRFLOW_UID": "1000"})
+        stack = ComposeStack(docker_engine, root, celery=True, settings={"AIRFLOW_UID": "1000"})
     else:
-        stack = ComposeStack(docker_engine, "local", root)
+        stack = ComposeStack(docker_engine, root)
     stack.compose("build", timeout=1200)  # as a user does: the build the run made, cached
     try:
         started = time.monotonic()

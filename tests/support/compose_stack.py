@@ -1,8 +1,8 @@
 """docker-compose.yaml's stack, driven as a user drives it: the README's ``docker compose``
-lines in a copy of the repository as a clone has it (``checkout``), with a few settings
-(ports, an image name), then Airflow's REST API with the user's password. Each stack is a
-compose project of its own (``ajx<pid>-<name>``), so stacks never meet, and ``down`` checks
-that it left no container, network or volume."""
+lines as written, in a copy of the repository as a clone has it (``checkout``), with a few
+settings (ports, an image name), then Airflow's REST API with the user's password. Compose
+names the project after the copy's folder, ``ajx<pid>-<name>``, as it names a user's after
+theirs: stacks never meet, and ``down`` checks that it left no container, network or volume."""
 
 from __future__ import annotations
 
@@ -29,23 +29,20 @@ from tests.support.jobset_schema import REPO
 CELERY_ENV = Path("docker", "celery.env")  # in the repository
 
 
-def _readme_commands() -> tuple[list[str], list[str], list[str]]:
-    """The README's ``docker compose`` lines, as the arguments after ``docker compose``: the
-    LocalExecutor ``up``, the CeleryExecutor ``up`` (without its ``--env-file``, which the
-    stack passes to every command) and ``down``. The tests run these, as written."""
-    lines = [
-        shlex.split(line)
-        for line in re.findall(r"^docker compose (.+)$", (REPO / "README.md").read_text(), re.M)
-    ]
-    local = next(args for args in lines if "up" in args and "--env-file" not in args)
-    celery = next(args for args in lines if "up" in args and "--env-file" in args)
-    at = celery.index("--env-file")
-    assert Path(celery[at + 1]) == CELERY_ENV, celery
-    down = next(args for args in lines if "down" in args)
-    return local, celery[:at] + celery[at + 2 :], down
+def _readme_commands() -> dict[tuple[bool, str], list[str]]:
+    """The README's ``docker compose`` lines, as the arguments after ``docker compose``, by
+    (CeleryExecutor, ``up`` or ``down``). The tests run these, as written."""
+    commands = {}
+    for line in re.findall(r"^docker compose (.+)$", (REPO / "README.md").read_text(), re.M):
+        args = shlex.split(line)
+        celery = "--env-file" in args
+        assert not celery or Path(args[args.index("--env-file") + 1]) == CELERY_ENV, line
+        commands[celery, next(verb for verb in ("up", "down") if verb in args)] = args
+    assert len(commands) == 4, commands
+    return commands
 
 
-UP, CELERY_UP, DOWN = _readme_commands()
+README_COMMANDS = _readme_commands()
 USER = "airflow"  # docker-compose.yaml's UI/API user
 IMAGES_TIMEOUT_S = 3600  # the stand-ins' first build: mmdebstrap and the wheels, once a machine
 # The image every stack of this test process builds and runs (`docker compose build` names it):
@@ -74,20 +71,22 @@ def remove_stale(engine: DockerEngine) -> None:
             engine.docker("image", "rm", f"{repository}:{tag}")
 
 
-def checkout(into: Path) -> Path:
-    """The repository's files copied into ``into`` as a clone of this work has them (what git
-    tracks, and what it would track: no ignored file, no ``.env``, no compose override of a
-    developer's), for a stack of its own: its ``dags/`` and compose files are the test's."""
+def checkout(parent: Path, name: str) -> Path:
+    """The repository's files copied as a clone of this work has them (what git tracks, and
+    what it would track: no ignored file, no ``.env``, no compose override of a developer's),
+    into ``parent/ajx<pid>-<name>``, for a stack of its own: its ``dags/`` and compose files
+    are the test's, and its folder's name is its project's."""
+    into = parent / f"ajx{os.getpid()}-{name}"
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
         cwd=REPO,
         capture_output=True,
         check=True,
     ).stdout
-    for name in filter(None, os.fsdecode(listed).split("\0")):
-        if (REPO / name).is_file():  # not a tracked file deleted in the work tree
-            (into / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / name, into / name)
+    for path in filter(None, os.fsdecode(listed).split("\0")):
+        if (REPO / path).is_file():  # not a tracked file deleted in the work tree
+            (into / path).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / path, into / path)
     return into
 
 
@@ -108,7 +107,6 @@ def compose_images(engine: DockerEngine) -> None:
 @dataclass
 class ComposeStack:
     engine: DockerEngine
-    name: str
     root: Path  # the checkout it runs in (``checkout``): its compose files, dags/ and build
     celery: bool = False  # the README's CeleryExecutor `up`, with docker/celery.env
     settings: Mapping[str, str] = field(default_factory=dict)  # as a user's shell has them
@@ -119,7 +117,8 @@ class ComposeStack:
 
     @property
     def project(self) -> str:
-        return f"ajx{os.getpid()}-{self.name}"
+        """What Compose names the project: its folder's name."""
+        return self.root.name
 
     @property
     def env(self) -> dict[str, str]:
@@ -135,8 +134,8 @@ class ComposeStack:
         }
 
     def compose(self, *args: str, timeout: float = 900, check: bool = True) -> str:
-        """``docker compose ARGS`` in the repository, as this project: its output (both
-        streams); a failure carries it, with the stack's state."""
+        """``docker compose ARGS`` in the checkout: its output (both streams); a failure
+        carries it, with the stack's state."""
         status, out = self.attempt(*args, timeout=timeout)
         if check and status:
             raise AssertionError(
@@ -146,10 +145,11 @@ class ComposeStack:
 
     def attempt(self, *args: str, timeout: float = 900) -> tuple[int, str]:
         """``docker compose ARGS`` in the checkout, which finds its files as a user's does
-        (``docker-compose.yaml``, and ``docker-compose.override.yaml`` where there is one):
-        its exit status and output, whatever they are."""
-        argv = ["docker", "compose", "-p", self.project]
-        if self.celery:
+        (``docker-compose.yaml``, and ``docker-compose.override.yaml`` where there is one),
+        on CeleryExecutor with ``docker/celery.env`` (which the README's lines name): its
+        exit status and output, whatever they are."""
+        argv = ["docker", "compose"]
+        if self.celery and "--env-file" not in args:
             argv += ["--env-file", str(CELERY_ENV)]
         done = subprocess.run(
             [*argv, *args],
@@ -171,18 +171,20 @@ class ComposeStack:
     def up(self, *services: str, timeout: float = 900) -> None:
         """The README's ``up`` (``-d --wait``: every service running, and healthy where it has
         a check); of ``services`` only, if given."""
-        self.compose(*(CELERY_UP if self.celery else UP), *services, timeout=timeout)
+        self.compose(*README_COMMANDS[self.celery, "up"], *services, timeout=timeout)
 
     def down(self) -> None:
-        """``down -v``, then nothing of the project may be left: no container, no network,
-        no volume (its named ones, and those its containers' images declare)."""
+        """The README's ``down -v``, then nothing of the project may be left: no container,
+        no network, no volume (its named ones, and those its containers' images declare).
+        Without the Celery profile, ``down`` left its services' containers, and the network
+        they held."""
         attached = {
             mount["Name"]
             for container in self.containers()
             for mount in container["Mounts"]
             if mount["Type"] == "volume"
         }
-        self.compose(*DOWN, timeout=300)
+        self.compose(*README_COMMANDS[self.celery, "down"], timeout=300)
         label = f"label=com.docker.compose.project={self.project}"
         volumes = set(self.engine.docker("volume", "ls", "-q").split())
         left = {
