@@ -13,7 +13,7 @@ export AIRFLOW_HOME ?= $(CURDIR)/.airflow
 # from bytecode; `import orbax.checkpoint` 5.8 s against 1.9 s.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: install check check-under-load test lint format demo dags-test bench lock clean cluster cluster-down control-plane images docs
+.PHONY: install check check-under-load test lint format demo dags-test bench lock clean cluster cluster-down control-plane images docs compose-images
 
 install: $(STAMP)
 
@@ -56,6 +56,13 @@ test: lint control-plane
 # tools/control-plane/versions.env. Once per machine (README: what it costs), nothing after.
 control-plane:
 	bash tools/control-plane/build.sh
+
+# The stand-ins for the images docker-compose.yaml and the Dockerfile start from (apache/airflow,
+# postgres, redis), built offline into the Docker engine at DOCKER_HOST (else the default
+# socket) by tools/compose-images/build.sh: Debian root filesystems from mmdebstrap, Airflow
+# from wheels of the lock. Once per machine, cached in ~/.cache/airflow-provider-jax/.
+compose-images: $(STAMP)
+	bash tools/compose-images/build.sh
 
 # The images the real nodes run (tools/images/build.py: Debian's python3 and the lock's JAX
 # wheels, JobSet's agent, pause), built offline into the per-user cache; seconds once cached.
@@ -106,7 +113,7 @@ bench: $(STAMP)
 lock:
 	test -x $(UV) || { $(PYTHON) -m venv $(VENV) && $(PY) -m pip install -q "uv==$(UV_VERSION)"; }
 	$(UV) pip compile -q --python-version 3.11 --extra test --extra docs --no-header \
-		pyproject.toml requirements/lock.in -o requirements/constraints.txt
+		pyproject.toml requirements/lock.in requirements/image.in -o requirements/constraints.txt
 
 clean:
 	rm -rf $(VENV) .airflow .pytest_cache .cache/control-plane/run

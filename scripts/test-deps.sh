@@ -3,11 +3,14 @@
 # a failure that names them: a test never skips because one is missing.
 #   check: docker-compose (validates docker-compose.yaml; no Docker engine is needed)
 #   test:  that, PostgreSQL (the running-Airflow tests' metadata DB), Chromium and its driver
-#          (the UI tests, headless), and what the real cluster's nodes run on: containerd and
+#          (the UI tests, headless), what the real cluster's nodes run on: containerd and
 #          runc (each node's container runtime), the CNI plugins (its pods' bridge), iptables
 #          and iproute2 (kube-proxy, the nodes' network), mmdebstrap (the images' Debian root)
-#          and gcc (the pod sandbox's pause binary, from the Kubernetes module's C source)
-# Go (the JobSet CRD for manifest checks, and the real control plane) is checked too.
+#          and gcc (the pod sandbox's pause binary, from the Kubernetes module's C source),
+#          and for the compose stack's tests a Docker engine (docker.io; mmdebstrap makes
+#          the stand-in images, tools/compose-images)
+# Go (the JobSet CRD for manifest checks, and the real control plane) is checked too; with it,
+# `test` builds Docker Compose v2 where the docker CLI has none (tools/compose-images).
 set -euo pipefail
 tier=${1:-test}
 missing=()
@@ -21,6 +24,7 @@ if [ "$tier" = test ]; then
   [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
   command -v iptables >/dev/null || missing+=(iptables)
   command -v ip >/dev/null || missing+=(iproute2)
+  command -v dockerd >/dev/null || missing+=(docker.io)
   command -v mmdebstrap >/dev/null || missing+=(mmdebstrap)
   command -v gcc >/dev/null || missing+=(gcc libc6-dev)
 fi
@@ -37,4 +41,8 @@ fi
 if ! command -v go >/dev/null; then
   echo "make $tier needs Go 1.25+ (the JobSet CRD comes from its pinned Go module): https://go.dev/dl or apt-get install golang-go" >&2
   exit 1
+fi
+if [ "$tier" = test ]; then
+  bash tools/compose-images/compose-plugin.sh ||
+    { echo "make test needs Docker Compose v2 (docker compose): building it failed" >&2; exit 1; }
 fi

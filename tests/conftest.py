@@ -52,7 +52,7 @@ pytest_plugins = [
 # so a new test lands in the right tier without anyone remembering to mark it.
 TIER_FIXTURES = {
     "real_cluster": ("real_cluster", "real_k8s"),
-    "airflow_stack": ("postgres", "browser_session"),
+    "airflow_stack": ("postgres", "browser_session", "docker_engine"),
 }
 
 

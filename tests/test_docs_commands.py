@@ -2,7 +2,9 @@
 from the test's environment, the repository root as the working directory. The blocks that
 need a GKE project (``kubectl``, ``gcloud``) are listed by what they call, so a new block is
 either run here or shows up in that list. ``make test`` is this run itself; ``make demo`` is
-run, with what it must print, by ``tests/dags/test_quickstart.py``."""
+run, with what it must print, by ``tests/dags/test_quickstart.py``; ``docker compose`` lines
+and ``make compose-images`` need a Docker engine, and ``tests/compose/`` runs the README's
+(``tests/support/compose_stack.py`` reads them from it)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ from tests.support.fresh_shell import fresh_shell
 SHELL = ("bash", "sh", "shell")
 FENCE = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 NEEDS_GKE = re.compile(r"^\s*(kubectl|gcloud)\b", re.M)
-THIS_RUN = re.compile(r"^make (test|demo)\b.*$", re.M)  # this run; tests/dags/test_quickstart
+# This run; tests/dags/test_quickstart; tests/compose.
+THIS_RUN = re.compile(r"^(make (test|demo|compose-images)|docker compose)\b.*$", re.M)
 
 
 def blocks() -> dict[str, list[str]]:

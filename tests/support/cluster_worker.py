@@ -23,6 +23,7 @@ CLUSTER_FILES = (
     "tests/harness/held_services.py",  # the run the reaper's test kills
     "tests/test_docs_commands.py",
     "tests/test_bench.py",
+    "tests/compose/test_kubernetes_backend_in_compose.py",
 )
 
 
