@@ -45,6 +45,7 @@ from harness.real_cluster.images import AGENT, CODE_DIRS
 from harness.real_cluster.node import clean_node_folder
 from harness.real_cluster.nodes import CUBE_NODES, NODES, Node
 from harness.real_cluster.pod_network import SERVICE_CIDR
+from harness.reaper import start_time
 
 RUN_DIR = CACHE / "run"  # `make cluster`'s
 # Kueue's integrations: JobSets, and the Jobs they own (on by default in a real install).
@@ -128,7 +129,8 @@ class ControlPlane:
         every = [*self.components, *self.cluster.components]
         state = {
             "ports": self.ports,
-            "pids": {c.name: c.pid for c in every},
+            # with each start time: a pid reused after a crash or a reboot is never signalled
+            "pids": {c.name: [c.pid, start_time(c.pid) if c.pid else None] for c in every},
             "cgroup": self.cluster.cgroup,
             "link": self.cluster.network.link,
         }
@@ -444,8 +446,9 @@ def stop_recorded(directory: Path = RUN_DIR) -> list[str]:
         return []
     state = json.loads(state_file.read_text())
     stopped = []
-    for name, pid in reversed(list(state["pids"].items())):
-        if pid:
+    for name, recorded in reversed(list(state["pids"].items())):
+        pid, started = recorded if isinstance(recorded, list) else (recorded, None)
+        if pid and started is not None and start_time(pid) == started:  # still that process
             stop_group(pid)
             stopped.append(name)
     if state.get("cgroup"):

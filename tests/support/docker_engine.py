@@ -1,5 +1,6 @@
-"""A Docker engine for the compose tests: the machine's own where one answers, else one the
-tests start, shared by every test process on the machine and stopped when the last is done.
+"""A Docker engine for the compose tests: one the tests start, never the machine's own (the
+stand-in images carry the real images' tags, which would replace a user's), shared by every
+test process on the machine and stopped when the last is done.
 
 The tests' engine is Debian's ``dockerd`` (20.10) with its image store in a per-machine
 cache (``~/.cache/airflow-provider-jax/docker-engine``: the stand-in images and the build
@@ -39,7 +40,6 @@ DATA_ROOT = Path.home() / ".cache" / "airflow-provider-jax" / "docker-engine"
 CGROUP_PARENT = "airflow-provider-jax-docker"
 BRIDGE = "jaxdocker0"
 BRIDGE_ADDRESS = "172.31.254.1/24"  # a private range on a bridge of the tests' own
-DEFAULT_SOCKET = Path("/var/run/docker.sock")
 START_TIMEOUT_S = 120
 STOP_GRACE_S = 30
 
@@ -47,7 +47,6 @@ STOP_GRACE_S = 30
 @dataclass(frozen=True)
 class DockerEngine:
     host: str  # DOCKER_HOST for every docker and docker compose call
-    ours: bool  # started by the tests (else the machine's own)
 
     @property
     def env(self) -> dict[str, str]:
@@ -100,18 +99,14 @@ def engine() -> Iterator[DockerEngine]:
     is missing when there can be none."""
     if needs := missing():
         pytest.fail("the compose tests need " + " and ".join(needs), pytrace=False)
-    if host := os.environ.get("DOCKER_HOST"):
-        if not answers(host):
-            pytest.fail(f"DOCKER_HOST={host} names no Docker engine that answers", pytrace=False)
-        yield DockerEngine(host, ours=False)
-        return
-    if DEFAULT_SOCKET.exists() and answers(f"unix://{DEFAULT_SOCKET}"):
-        yield DockerEngine(f"unix://{DEFAULT_SOCKET}", ours=False)
-        return
+    # Never the machine's own engine (DOCKER_HOST, /var/run/docker.sock): the stand-ins are
+    # tagged as the images they stand in for (apache/airflow, postgres:16, redis), which would
+    # replace a user's real ones there.
     if os.geteuid() != 0 or not shutil.which("dockerd"):
         pytest.fail(
-            "no Docker engine answers, and the tests can start one only as root with Debian's "
-            "docker.io installed: start one (service docker start), or run as root",
+            "the compose tests start a Docker engine of their own (never the machine's: their "
+            "stand-in images carry the real images' tags), which needs root and Debian's "
+            "docker.io installed",
             pytrace=False,
         )
     STATE.mkdir(parents=True, exist_ok=True)
@@ -123,7 +118,7 @@ def engine() -> Iterator[DockerEngine]:
             if not answers(host):
                 _start_supervisor()
                 _wait_for(host)
-        yield DockerEngine(host, ours=True)
+        yield DockerEngine(host)
 
 
 def _start_supervisor() -> None:
