@@ -7,7 +7,7 @@ task's XCom.
 The stack is set up as docs/docker-compose.md tells a user: its ``docker-compose.override.yaml``
 as written there, beside the file, with ``KUBECONFIG`` (self-contained, as ``kubectl config
 view --flatten`` writes it) and ``AIRFLOW__JAX__DEFAULT_IMAGE`` (what ``make cluster`` prints)
-in the shell. The containers reach the API server where the cluster serves it, on this
+in the shell; the quickstart is triggered with that image as its ``image``. The containers reach the API server where the cluster serves it, on this
 machine's end of the nodes' network (``harness/real_cluster/pod_network.py``): through their
 bridge's gateway, this machine, with no route or NAT added.
 
@@ -90,7 +90,7 @@ def ran(
         stack.up()
         stack.unpause("quickstart")
         started = time.monotonic()
-        run_id = stack.trigger("quickstart", {"steps": STEPS})
+        run_id = stack.trigger("quickstart", {"steps": STEPS, "image": RUNTIME_IMAGE})
         train = stack.task_path("quickstart", run_id, "train")
         states: list[str] = []
 
@@ -125,6 +125,14 @@ def test_the_task_deferred_to_the_triggerer(ran: Ran):
     assert "Pausing task as DEFERRED" in log, log
     ti = ran.stack.api("GET", ran.stack.task_path("quickstart", ran.run_id, "train"))
     assert (ti["state"], ti["try_number"]) == ("success", 1), ti
+
+
+def test_a_dag_that_names_no_image_runs_the_one_make_cluster_printed(ran: Ran):
+    """``AIRFLOW__JAX__DEFAULT_IMAGE`` from the user's shell reaches the containers that run
+    tasks (the quickstart names its image; a DAG that names none runs this one)."""
+    for service in ("airflow-scheduler", "airflow-triggerer"):
+        env = ran.stack.compose("exec", "-T", service, "printenv", "AIRFLOW__JAX__DEFAULT_IMAGE")
+        assert env.strip() == RUNTIME_IMAGE, service
 
 
 def test_its_pods_ran_on_the_real_nodes_from_the_runtime_image(

@@ -13,7 +13,8 @@
 # Cached once per machine: each root filesystem as a tarball in $COMPOSE_IMAGES_CACHE (default
 # ~/.cache/airflow-provider-jax/compose-images), keyed by what it is made from; each image in
 # the engine also as airflow-provider-jax/stand-in-<name>:<key>, so a second run is a no-op and
-# an engine that lacks it gets it from the tarball in seconds.
+# an engine that lacks it gets it from the tarball in seconds. The newest two keys of each are
+# kept (prune), so that checkouts of two branches with different locks do not rebuild in turn.
 #
 #   build.sh [NAME...]   build and load what is missing (default: airflow postgres redis)
 #   build.sh --tags      print NAME=TAG for every stand-in (builds nothing)
@@ -134,15 +135,29 @@ load() {
   docker import "${changes[@]}" "$tarball" "airflow-provider-jax/stand-in-$name:$key" >/dev/null
 }
 
-# prune NAME KEY: what earlier keys of stand-in NAME left, in the cache and in the engine.
+# prune NAME KEY: what older keys of stand-in NAME left, in the cache and in the engine, but
+# the newest $keep (KEY, just used, among them): checkouts of other branches on this machine,
+# with another lock, keep theirs instead of rebuilding them on every turn.
+# (A .partial one is another build's, under way.)
+keep=2
+partial() { [[ $1 == *.partial.tar || $1 == *.partial/ ]]; }
+newest() { ls -1td "$@" 2>/dev/null | grep -v '\.partial\(\.tar\|/\)$' | head -n "$keep"; }
 prune() {
-  local name=$1 key=$2 old
-  find "$cache" -maxdepth 1 -name "$name-*.tar" ! -name "$name-$key.tar" -delete
-  if [ "$name" = airflow ] && [ -n "${WHEELS:-}" ]; then
-    find "$cache" -maxdepth 1 -name 'wheels-*' ! -path "$WHEELS" -exec rm -rf {} +
+  local name=$1 key=$2 path old kept
+  [ ! -f "$cache/$name-$key.tar" ] || touch "$cache/$name-$key.tar"
+  kept=$(newest "$cache/$name"-*.tar)
+  for path in "$cache/$name"-*.tar; do
+    partial "$path" || grep -qxF "$path" <<<"$kept" || rm -f "$path"
+  done
+  if [ "$name" = airflow ]; then
+    kept=$(newest "$cache"/wheels-*/)
+    for path in "$cache"/wheels-*/; do
+      partial "$path" || grep -qxF "$path" <<<"$kept" || rm -rf "$path"
+    done
   fi
   for old in $(docker image ls --format '{{.Tag}}' "airflow-provider-jax/stand-in-$name"); do
-    [ "$old" = "$key" ] || docker image rm "airflow-provider-jax/stand-in-$name:$old" >/dev/null 2>&1 || true
+    [ "$old" = "$key" ] || [ -f "$cache/$name-$old.tar" ] ||
+      docker image rm "airflow-provider-jax/stand-in-$name:$old" >/dev/null 2>&1 || true
   done
 }
 
