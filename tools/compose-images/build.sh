@@ -124,7 +124,8 @@ rootfs() {
   rm -rf "$work"
 }
 
-# load NAME KEY TARBALL: import the root filesystem with the image settings of NAME/config.
+# load NAME KEY TARBALL: import the root filesystem with the image settings of NAME/config
+# (a tarball that makes an empty image is removed, with the image: the next run builds it).
 load() {
   local name=$1 key=$2 tarball=$3 changes=() line
   while IFS= read -r line; do
@@ -133,6 +134,11 @@ load() {
   changes+=(--change "LABEL io.airflow-provider-jax.stand-in=$(tag_of "$name")")
   log "importing $tarball"
   docker import "${changes[@]}" "$tarball" "airflow-provider-jax/stand-in-$name:$key" >/dev/null
+  if [ "$(docker image inspect --format '{{.Size}}' "airflow-provider-jax/stand-in-$name:$key")" = 0 ]; then
+    docker image rm "airflow-provider-jax/stand-in-$name:$key" >/dev/null
+    rm -f "$tarball"
+    die "$tarball made an empty image: removed, with the image; run again to build it"
+  fi
 }
 
 # prune NAME KEY: what older keys of stand-in NAME left, in the cache and in the engine, but
@@ -168,11 +174,18 @@ fi
 command -v docker >/dev/null || die "no docker CLI: install Debian's docker.io (apt-get install docker.io)"
 docker version >/dev/null 2>&1 || die "no Docker engine answers at ${DOCKER_HOST:-the default socket}: start one (dockerd, or: service docker start)"
 mkdir -p "$cache"
+# One build at a time per cache: two test processes (pytest-xdist's workers) starting at once
+# both built the same stand-in into the same partial tarball, and one imported it half written
+# (an image of no files, which every later run took for built).
+exec 9>>"$cache/.build.lock"
+flock 9
 for name in ${*:-$all}; do
   key=$(key_of "$name")
   tag=$(tag_of "$name")
   stand_in="airflow-provider-jax/stand-in-$name:$key"
-  if ! docker image inspect "$stand_in" >/dev/null 2>&1; then
+  if [ "$(docker image inspect --format '{{.Size}}' "$stand_in" 2>/dev/null || echo 0)" = 0 ]; then
+    # Missing, or empty (imported from a broken tarball): from the tarball, else built.
+    docker image rm "$stand_in" >/dev/null 2>&1 || true
     tarball="$cache/$name-$key.tar"
     command -v mmdebstrap >/dev/null || [ -f "$tarball" ] ||
       die "building the $name stand-in needs mmdebstrap (apt-get install mmdebstrap)"
