@@ -124,8 +124,10 @@ rootfs() {
   rm -rf "$work"
 }
 
-# load NAME KEY TARBALL: import the root filesystem with the image settings of NAME/config
-# (a tarball that makes an empty image is removed, with the image: the next run builds it).
+# size IMAGE: its size in bytes; 0 where the engine has none.
+size() { docker image inspect --format '{{.Size}}' "$1" 2>/dev/null | grep -x '[0-9][0-9]*' || echo 0; }
+
+# load NAME KEY TARBALL: import the root filesystem with the image settings of NAME/config.
 load() {
   local name=$1 key=$2 tarball=$3 changes=() line
   while IFS= read -r line; do
@@ -134,11 +136,6 @@ load() {
   changes+=(--change "LABEL io.airflow-provider-jax.stand-in=$(tag_of "$name")")
   log "importing $tarball"
   docker import "${changes[@]}" "$tarball" "airflow-provider-jax/stand-in-$name:$key" >/dev/null
-  if [ "$(docker image inspect --format '{{.Size}}' "airflow-provider-jax/stand-in-$name:$key")" = 0 ]; then
-    docker image rm "airflow-provider-jax/stand-in-$name:$key" >/dev/null
-    rm -f "$tarball"
-    die "$tarball made an empty image: removed, with the image; run again to build it"
-  fi
 }
 
 # prune NAME KEY: what older keys of stand-in NAME left, in the cache and in the engine, but
@@ -183,7 +180,7 @@ for name in ${*:-$all}; do
   key=$(key_of "$name")
   tag=$(tag_of "$name")
   stand_in="airflow-provider-jax/stand-in-$name:$key"
-  if [ "$(docker image inspect --format '{{.Size}}' "$stand_in" 2>/dev/null || echo 0)" = 0 ]; then
+  if [ "$(size "$stand_in")" = 0 ]; then
     # Missing, or empty (imported from a broken tarball): from the tarball, else built.
     docker image rm "$stand_in" >/dev/null 2>&1 || true
     tarball="$cache/$name-$key.tar"
@@ -191,6 +188,11 @@ for name in ${*:-$all}; do
       die "building the $name stand-in needs mmdebstrap (apt-get install mmdebstrap)"
     [ -f "$tarball" ] || rootfs "$name" "$tarball"
     load "$name" "$key" "$tarball"
+    if [ "$(size "$stand_in")" = 0 ]; then
+      docker image rm "$stand_in" >/dev/null
+      rm -f "$tarball"
+      die "$tarball made an empty image: removed, with the image; run again to build it"
+    fi
   fi
   docker tag "$stand_in" "$tag"
   prune "$name" "$key"
