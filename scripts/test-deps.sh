@@ -8,7 +8,8 @@
 #          and iproute2 (kube-proxy, the nodes' network), mmdebstrap (the images' Debian root)
 #          and gcc (the pod sandbox's pause binary, from the Kubernetes module's C source),
 #          and for the compose stack's tests a Docker engine (docker.io; mmdebstrap makes
-#          the stand-in images, tools/compose-images)
+#          the stand-in images, tools/compose-images); and room for the real nodes' inotify
+#          instances (fs.inotify.max_user_instances, raised to 512 as root)
 # Go (the JobSet CRD for manifest checks, and the real control plane) is checked too; with it,
 # `test` builds Docker Compose v2 where the docker CLI has none (tools/compose-images).
 set -euo pipefail
@@ -43,6 +44,21 @@ if ! command -v go >/dev/null; then
   exit 1
 fi
 if [ "$tier" = test ]; then
+  # Each real node's kubelet and containerd hold inotify instances (about 8 a node), and the
+  # suite's cluster, a docs block's `make cluster WORKERS=2` (three clusters) and the compose
+  # stack's Docker engine run at once: more than Linux's default 128 a user. kind's docs ask
+  # for 512 for its nodes (kind.sigs.k8s.io/docs/user/known-issues, "Pod errors due to too
+  # many open files"); raised where this user can (root), never lowered.
+  instances=$(cat /proc/sys/fs/inotify/max_user_instances)
+  if [ "$instances" -lt 512 ]; then
+    if [ "$(id -u)" = 0 ]; then
+      echo "raising fs.inotify.max_user_instances from $instances to 512 (kind's figure; the real nodes hold them)" >&2
+      sysctl -qw fs.inotify.max_user_instances=512
+    else
+      echo "make $tier needs fs.inotify.max_user_instances >= 512 (now $instances): sudo sysctl -w fs.inotify.max_user_instances=512" >&2
+      exit 1
+    fi
+  fi
   bash tools/compose-images/compose-plugin.sh ||
     { echo "make test needs Docker Compose v2 (docker compose): building it failed" >&2; exit 1; }
 fi

@@ -34,8 +34,7 @@ from airflow_provider_jax.runtime.env import (
 )
 from airflow_provider_jax.runtime.exits import (
     CODE_ERROR,
-    EXIT_CODE_ERROR,
-    EXIT_DISRUPTED,
+    EXIT_CODE_OF,
     HUNG,
     LOST_PEER,
     RESULT_ERROR,
@@ -136,11 +135,12 @@ def main() -> int:
         runtime._reporter.flush(FAILED_FLUSH_TIMEOUT)  # what progress there was, if it comes
         sys.stderr.write(f"{FAILURE_BEGIN}\n{text}{FAILURE_END}\n")
         if isinstance(err, ResultNotReturnable):
-            kind, code = RESULT_ERROR, EXIT_CODE_ERROR
+            kind = RESULT_ERROR
         elif is_lost_peer(err):
-            kind, code = LOST_PEER, EXIT_DISRUPTED
+            kind = LOST_PEER
         else:
-            kind, code = CODE_ERROR, EXIT_CODE_ERROR
+            kind = CODE_ERROR
+        code = EXIT_CODE_OF[kind]
         types = exception_types(err)
         write_termination(failure_message(_describe(err), text, kind, _dump_uri(), types))
         if runtime._profiler is not None:

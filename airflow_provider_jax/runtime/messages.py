@@ -21,6 +21,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
+from airflow_provider_jax.runtime.exits import EXIT_CODE_ERROR, EXIT_CODE_OF
+
 TERMINATION_MESSAGE_LIMIT = 4096
 REPORT_PREFIX = "::airflow-jax-report::"
 TOTAL_STEPS_KEY = "total_steps"  # in a report: the run's length, for percentage and ETA
@@ -110,6 +112,18 @@ def parse_message(text: str | None) -> dict[str, Any] | None:
     except ValueError:
         return None
     return body if isinstance(body, dict) and isinstance(body.get("ok"), bool) else None
+
+
+def reports_failure(text: str | None) -> bool:
+    """Whether a termination message is a runtime's report of its process's failure."""
+    body = parse_message(text)
+    return body is not None and not body["ok"]
+
+
+def reported_exit_code(text: str | None) -> int:
+    """The code a runtime that wrote failure message ``text`` ends with (its class's)."""
+    body = parse_message(text) or {}
+    return EXIT_CODE_OF.get(body.get("class"), EXIT_CODE_ERROR)
 
 
 def host_tag(slice_index: int, host_index: int) -> str:

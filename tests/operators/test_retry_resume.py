@@ -43,8 +43,8 @@ def test_a_retry_resumes_from_the_step_the_failed_try_finalized(airflow_home, tm
     (dags / "retry_resume.py").write_text(DAG.replace("OUTPUT", str(tmp_path / "out")))
     run = airflow_home.airflow("dags", "test", "retry_resume", dags_folder=dags, timeout=500)
     assert run.returncode == 0, run.stdout[-6000:]
-    assert "[0/1] ValueError: a bug at step 25" in run.stdout  # try 1: the code error
-    assert "[0/0] airflow-jax: resumed from step 20" in run.stdout  # try 2
+    assert "[0/1] ValueError: a bug at step 25" in run.stdout, run.stdout[-8000:]  # try 1
+    assert "[0/0] airflow-jax: resumed from step 20" in run.stdout, run.stdout[-8000:]  # try 2
     db = airflow_home.path / "airflow.db"
     (result,) = xcoms(db, "retry_resume", "train").values()
     assert result == {"resumed_from": 20, "w": 30.0, "restart_attempt": 0}  # a fresh JobSet

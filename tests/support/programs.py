@@ -72,6 +72,27 @@ def leader_returns_then_host_fails(process: int = 1) -> str:
     return "the leader's value"
 
 
+def fails_while_its_peer_is_still_exiting(marker: str) -> None:
+    """Process 1 raises, and once its runtime has reported the error it is slow to end (a
+    step of the runtime's exit that waits: on a loaded machine the pod's end can come after
+    its peer's); process 0 then fails on the lost connection with the error JAX raised for it
+    in a real run of ``train_with_resume`` (a lost peer)."""
+    import jax
+
+    from airflow_provider_jax.runtime import exits
+
+    done = Path(marker)
+    if process_index() == 1:
+        exits.before_exit(lambda: (done.touch(), time.sleep(3600)))
+        raise ValueError("a bug on process 1")
+    while not done.exists():
+        time.sleep(0.05)
+    raise jax.errors.JaxRuntimeError(
+        "UNKNOWN: Gloo AllGather failed: [external/gloo/gloo/transport/tcp/pair.cc:538] "
+        "Read error [127.0.0.1]:32460: Connection reset by peer"
+    )
+
+
 def hello() -> str:
     """Every process prints a line; no JAX needed (``initialize_distributed=False``)."""
     print(f"hello from process {process_index()}", flush=True)
@@ -310,10 +331,11 @@ def chatty(lines: int, width: int) -> str:
 
 
 def leaves_a_child(pid_file: str) -> str:
-    """Start a process in a session of its own (it escapes process-group kills), and return."""
+    """Start a process in a session of its own (it escapes process-group kills) that holds
+    the pod's output pipe for ever, and return."""
     import subprocess
 
-    child = subprocess.Popen(["sleep", "600"], start_new_session=True)
+    child = subprocess.Popen(["sleep", "infinity"], start_new_session=True)
     Path(pid_file).write_text(str(child.pid))
     return "returned at once"
 

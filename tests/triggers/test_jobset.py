@@ -24,6 +24,7 @@ from harness.jobsets import (
 )
 from harness.k8s_emulator import Faults
 from harness.k8s_emulator.rbac import docs_role
+from harness.real_cluster.images import RUNTIME_IMAGE
 from tests.support.imports import heavy_modules_loaded_by
 from tests.support.trigger_runs import assert_restart_logged, events, submit
 
@@ -313,18 +314,18 @@ async def test_a_refusal_is_an_error_event_at_once(k8s):
 
 
 async def test_a_pod_whose_image_cannot_be_pulled_fails_the_wait(k8s):
-    k8s.unpullable("img:1", 'failed to pull and unpack image "docker.io/library/img:1": not found')
+    k8s.unpullable(RUNTIME_IMAGE, f'failed to pull and unpack image "{RUNTIME_IMAGE}": not found')
     started = time.monotonic()
     (event,) = await asyncio.wait_for(events(submit(k8s)), 20)
     assert (event["status"], event["reason"]) == ("failed", "PodsCannotStart")
     assert "[0/0] cannot start: Image cannot be pulled" in event["message"]
-    assert 'img:1": not found' in event["message"]
+    assert f'{RUNTIME_IMAGE}": not found' in event["message"]
     assert time.monotonic() - started < 10  # the first check, not a timeout
     assert k8s.jobsets()  # the operator applies on_finish_action
 
 
 async def test_a_throttled_pull_is_waited_out(k8s):
-    k8s.unpullable("img:1", "pull QPS exceeded")
+    k8s.unpullable(RUNTIME_IMAGE, "pull QPS exceeded")
     waiting = asyncio.create_task(events(submit(k8s)))
     done, _ = await asyncio.wait({waiting}, timeout=7)  # past the first check
     assert not done

@@ -47,6 +47,8 @@ from airflow_provider_jax.runtime.messages import (
     format_report,
     parse_message,
     parse_report,
+    reported_exit_code,
+    reports_failure,
 )
 
 if TYPE_CHECKING:
@@ -217,10 +219,22 @@ class _Attempt:
             self.attempt,
         )
         processes = jobset._processes = []
+        said: dict[PodProcess, str | None] = {}  # termination messages, before the kill
+        ending: dict[PodProcess, int] = {}  # reported a failure, not yet ended: its exit code
         try:
             self.pending = list(self.plans)
             self._start_pending(processes)
             failed = self._wait(processes)
+            said = {p: p.termination_message() for p in processes}
+            # A host whose runtime had reported its error but whose pod had not ended yet
+            # when a peer's did (the peer failing on the connection the host's exit closed,
+            # a pod's end coming late on a loaded machine) failed on its own: the cause the
+            # peer's lost peer follows from, ending with its report's code (on Kubernetes
+            # the JobSet acts on the Job that failed first). Read before the kill.
+            for p in processes:
+                if p not in failed and reports_failure(said[p]):
+                    failed.append(p)
+                    ending[p] = reported_exit_code(said[p])
         finally:
             for process in processes:
                 process.kill()
@@ -237,8 +251,8 @@ class _Attempt:
             [
                 ProcessFailure.from_exit(
                     p.plan.tag,
-                    p.termination_message(),
-                    p.popen.returncode,
+                    said.get(p) or p.termination_message(),
+                    ending.get(p, p.popen.returncode),
                     "\n".join(self.tails[p.plan.name]),
                     restartable,
                 )

@@ -135,6 +135,23 @@ def test_a_lost_host_restarts_the_whole_set_and_is_named_as_the_cause(caplog):
     assert restarted == ["job: restart 1/1 after a disruption on [0/1]: killed by SIGKILL"]
 
 
+def test_a_host_that_reported_its_error_is_the_cause_though_a_peer_ended_first(tmp_path):
+    """Host 1 raised and its runtime reported it, but it was still in its exit when host 0
+    ended on the lost connection: host 1's error is the cause (a code error, no restart),
+    as on Kubernetes, where a pod's termination message is read however it ended. Host 1
+    never ends on its own (the test's timeout fails a run that waits for it)."""
+    with pytest.raises(JaxCodeError) as raised:
+        run(
+            "fails_while_its_peer_is_still_exiting",
+            max_restarts=3,
+            initialize_distributed=False,
+            entrypoint_kwargs={"marker": str(tmp_path / "reported")},
+        )
+    assert "no restart" in raised.value.summary
+    assert str(raised.value).splitlines()[0] == "[0/1] ValueError: a bug on process 1"
+    assert [f.tag for f in raised.value.failures] == ["[0/1]", "[0/0]"]  # cause first
+
+
 def test_a_code_error_fails_at_once_with_restarts_to_spare():
     with pytest.raises(JaxCodeError) as raised:
         run("crash_on_first_attempt", max_restarts=3)
@@ -362,19 +379,17 @@ def test_the_task_log_is_capped_as_on_kubernetes(caplog):
 
 def test_a_process_that_left_its_session_ends_with_the_pod(tmp_path):
     """A child started with start_new_session=True escapes process-group kills; the pod's
-    init still takes it, and the task does not wait on the pipe it holds."""
+    init still takes it, and the task does not wait on the pipe it holds (it would wait for
+    ever: the child sleeps for ever, and the test's timeout fails it)."""
     pid_file = tmp_path / "child.pid"
-    started = time.monotonic()
     result, _ = run(
         "leaves_a_child",
         initialize_distributed=False,
         accelerator="tpu-v5litepod-4",
         entrypoint_kwargs={"pid_file": str(pid_file)},
     )
-    took = time.monotonic() - started
     assert result == "returned at once"
     assert wait_gone([int(pid_file.read_text())]) == []
-    assert took < 10, f"{took:.1f} s for a function that returns at once"
 
 
 def test_each_process_keeps_its_local_tier_across_restarts_and_loses_it_with_the_run(caplog):
