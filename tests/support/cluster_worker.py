@@ -16,13 +16,14 @@ import pytest
 from xdist.scheduler import LoadFileScheduling
 
 # Where the tests that start a real cluster are (the ``real_cluster`` tier, the docs' ``make
-# cluster`` blocks, the quick benches): a test of that tier elsewhere is refused at collection.
+# cluster`` blocks, the real-node benches' quick runs): a test of that tier elsewhere is
+# refused at collection.
 CLUSTER_FILES = (
     "tests/real_cluster/",
     "tests/harness/test_reaper.py",
     "tests/harness/held_services.py",  # the run the reaper's test kills
     "tests/test_docs_commands.py",
-    "tests/test_bench.py",
+    "tests/test_bench_real_nodes.py",
     "tests/compose/test_kubernetes_backend_in_compose.py",
 )
 
