@@ -123,7 +123,7 @@ def reports_failure(text: str | None) -> bool:
 def reported_exit_code(text: str | None) -> int:
     """The code a runtime that wrote failure message ``text`` ends with (its class's)."""
     body = parse_message(text) or {}
-    return EXIT_CODE_OF.get(body.get("class"), EXIT_CODE_ERROR)
+    return EXIT_CODE_OF.get(str(body.get("class")), EXIT_CODE_ERROR)
 
 
 def host_tag(slice_index: int, host_index: int) -> str:
