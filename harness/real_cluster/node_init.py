@@ -152,15 +152,19 @@ class Node:
             return pid, name
         return None
 
-    def run(self) -> None:
+    def link_seed(self) -> None:
+        """Start from the seed's containerd root (``seed`` in the config), if there is one."""
         root = Path(self.config["containerd_root"])
         seed = self.config.get("seed")
         if seed and not root.exists():
             started = time.monotonic()
             seed_root(Path(seed), root)
             log(f"containerd root linked from {seed} in {time.monotonic() - started:.1f} s")
+
+    def run(self) -> None:
+        self.link_seed()
         self.containerd()
-        self.import_images()  # what the seed lacks: all, or a newer runtime archive
+        self.import_images()  # what the seed lacks: all where the cache cannot be linked
         if plugin := self.config.get("device_plugin"):
             self.start("device-plugin", plugin)
         self.start("kubelet", self.config["kubelet"])
@@ -170,7 +174,9 @@ class Node:
                 sys.exit(f"{ended[1]} exited: the node stops")
 
     def seed(self) -> None:
-        """Import the images into a fresh root, stop containerd cleanly, and end."""
+        """Import the images into a fresh root (or one linked from an older seed), stop
+        containerd cleanly, and end."""
+        self.link_seed()
         self.containerd()
         self.import_images()
         for pid in list(self.children):
