@@ -9,7 +9,7 @@
 #          and gcc (the pod sandbox's pause binary, from the Kubernetes module's C source),
 #          and for the compose stack's tests a Docker engine (docker.io; mmdebstrap makes
 #          the stand-in images, tools/compose-images); and room for the real nodes' inotify
-#          instances (fs.inotify.max_user_instances, raised to 512 as root)
+#          instances (fs.inotify.max_user_instances, raised to 512 where this user can)
 # Go (the JobSet CRD for manifest checks, and the real control plane) is checked too; with it,
 # `test` builds Docker Compose v2 where the docker CLI has none (tools/compose-images).
 set -euo pipefail
@@ -49,14 +49,14 @@ if [ "$tier" = test ]; then
   # stack's Docker engine run at once: more than Linux's default 128 a user. kind's docs ask
   # for 512 for its nodes (kind.sigs.k8s.io/docs/user/known-issues, "Pod errors due to too
   # many open files"); raised where this user can (root), never lowered.
+  # Where it cannot be raised (not root, a read-only /proc/sys), the run goes on, told so: the
+  # harness refuses a node that would not fit, naming what holds the instances.
   instances=$(cat /proc/sys/fs/inotify/max_user_instances)
   if [ "$instances" -lt 512 ]; then
-    if [ "$(id -u)" = 0 ]; then
-      echo "raising fs.inotify.max_user_instances from $instances to 512 (kind's figure; the real nodes hold them)" >&2
-      sysctl -qw fs.inotify.max_user_instances=512
+    if [ "$(id -u)" = 0 ] && echo 512 2>/dev/null >/proc/sys/fs/inotify/max_user_instances; then
+      echo "raised fs.inotify.max_user_instances from $instances to 512 (kind's figure; the real nodes hold them)" >&2
     else
-      echo "make $tier needs fs.inotify.max_user_instances >= 512 (now $instances): sudo sysctl -w fs.inotify.max_user_instances=512" >&2
-      exit 1
+      echo "warning: fs.inotify.max_user_instances is $instances; the real-cluster tests need 512 (sudo sysctl -w fs.inotify.max_user_instances=512)" >&2
     fi
   fi
   bash tools/compose-images/compose-plugin.sh ||

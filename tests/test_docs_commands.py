@@ -106,7 +106,8 @@ def test_a_documented_command_runs_as_written_in_a_fresh_shell(code: str):
         status, out = fresh_shell(code)
     finally:
         if _tier(code):  # a block that leaves its clusters running, for the reader to use
-            fresh_shell("make cluster-down")
+            down, said = fresh_shell("make cluster-down")
+            assert down == 0, said[-3000:]
     assert status == 0, out[-5000:]
 
 

@@ -33,7 +33,7 @@ CODE_ERROR, DISRUPTION, LOST_PEER, HUNG = "code error", "disruption", "lost peer
 RESULT_ERROR = "result error"  # the function returned a value that cannot come back as JSON
 # The code a runtime ends with once it has reported a failure of each class.
 EXIT_CODE_OF = {CODE_ERROR: EXIT_CODE_ERROR, RESULT_ERROR: EXIT_CODE_ERROR,
-                LOST_PEER: EXIT_DISRUPTED, HUNG: EXIT_HUNG}  # fmt: skip
+                LOST_PEER: EXIT_DISRUPTED, HUNG: EXIT_HUNG, DISRUPTION: EXIT_SIGTERM}  # fmt: skip
 
 # What JAX raises in the survivors when a peer dies mid-collective or stops heartbeating: Gloo
 # on CPU, NCCL on GPU, the coordination service everywhere. Seen here with host 1 SIGKILLed:

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TypeGuard
 
-from airflow_provider_jax.runtime.exits import EXIT_CODE_ERROR, EXIT_CODE_OF
+from airflow_provider_jax.runtime.exits import CODE_ERROR
 
 TERMINATION_MESSAGE_LIMIT = 4096
 REPORT_PREFIX = "::airflow-jax-report::"
@@ -114,16 +114,14 @@ def parse_message(text: str | None) -> dict[str, Any] | None:
     return body if isinstance(body, dict) and isinstance(body.get("ok"), bool) else None
 
 
-def reports_failure(text: str | None) -> bool:
-    """Whether a termination message is a runtime's report of its process's failure."""
+def reported_class(text: str | None) -> str | None:
+    """The class of failure a termination message reports (``exits``: code error, lost peer,
+    ...); None when it reports none (a success, no message, not ours)."""
     body = parse_message(text)
-    return body is not None and not body["ok"]
-
-
-def reported_exit_code(text: str | None) -> int:
-    """The code a runtime that wrote failure message ``text`` ends with (its class's)."""
-    body = parse_message(text) or {}
-    return EXIT_CODE_OF.get(str(body.get("class")), EXIT_CODE_ERROR)
+    if body is None or body["ok"]:
+        return None
+    said = body.get("class")
+    return said if isinstance(said, str) else CODE_ERROR
 
 
 def host_tag(slice_index: int, host_index: int) -> str:

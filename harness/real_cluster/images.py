@@ -126,7 +126,7 @@ def seeded(archives: dict[str, Path], work: Path, containerd_config: str) -> Ima
         with contextlib.suppress(OSError):
             os.utime(seed)  # in use: the newest are kept
         return Images(archives, seed / "root", tuple(names))
-    bases = [d for d in [*seeds.glob(f"{stable}-*"), seeds / stable] if (d / "root").exists()]
+    bases = [d for d in seeds.glob(f"{stable}-*") if (d / "root").exists()]
     base = max(bases, key=lambda d: d.stat().st_mtime, default=None)
     had = json.loads((base / "imported.json").read_text()) if base else []
     partial = Path(tempfile.mkdtemp(prefix=".partial-", dir=seeds))

@@ -8,7 +8,12 @@ import re
 import subprocess
 import sys
 
+from bench.__main__ import REAL_NODES
 from tests.support.jobset_schema import REPO
+
+# The benches that start a real cluster: real nodes, or the control plane alone (the shared
+# watch on the real kube-apiserver).
+STARTS_A_CLUSTER = REAL_NODES | {"real_apiserver_watch"}
 
 
 def run_quick(name: str, timeout: float) -> None:
@@ -25,6 +30,7 @@ def run_quick(name: str, timeout: float) -> None:
     )
     out = done.stdout + done.stderr
     assert done.returncode == 0, out[-6000:]
+    assert f"== {name}\n" in out, out[-6000:]  # not "== name: not present, skipped"
     section = out.split(f"== {name}\n", 1)[1].split("\n== ", 1)[0]
     assert re.search(r"\(target [<>]= [\d.]+", section), f"{name} states no target:\n{section}"
     assert "Traceback" not in section, section[-3000:]

@@ -335,7 +335,9 @@ def leaves_a_child(pid_file: str) -> str:
     the pod's output pipe for ever, and return."""
     import subprocess
 
-    child = subprocess.Popen(["sleep", "infinity"], start_new_session=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(1e9)"], start_new_session=True
+    )
     Path(pid_file).write_text(str(child.pid))
     return "returned at once"
 

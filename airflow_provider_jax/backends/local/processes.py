@@ -11,6 +11,7 @@ session.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import select
 import shutil
@@ -172,6 +173,14 @@ class PodProcess:
         except FileNotFoundError:
             return None
         return text or None
+
+    def reported_at(self) -> float:
+        """When the process last wrote its termination message (ns since the epoch, the
+        file's mtime); +inf when it wrote none."""
+        try:
+            return self.termination_path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return math.inf
 
     def close(self, timeout: float = 5.0) -> None:
         """Reap the exited process, kill what it left in its group, drain its output."""

@@ -42,13 +42,13 @@ from airflow_provider_jax.reporting.goodput import GoodputClock, chips
 from airflow_provider_jax.reporting.host_logs import HostLines
 from airflow_provider_jax.reporting.log_budget import LineBudget
 from airflow_provider_jax.reporting.progress import Progress
+from airflow_provider_jax.runtime.exits import EXIT_CODE_OF, LOST_PEER
 from airflow_provider_jax.runtime.jax_cluster import NOT_JOINED_MARK
 from airflow_provider_jax.runtime.messages import (
     format_report,
     parse_message,
     parse_report,
-    reported_exit_code,
-    reports_failure,
+    reported_class,
 )
 
 if TYPE_CHECKING:
@@ -219,22 +219,15 @@ class _Attempt:
             self.attempt,
         )
         processes = jobset._processes = []
-        said: dict[PodProcess, str | None] = {}  # termination messages, before the kill
-        ending: dict[PodProcess, int] = {}  # reported a failure, not yet ended: its exit code
+        said: dict[PodProcess, str | None] = {}  # termination messages
+        ending: dict[PodProcess, int] = {}  # not ended, but failed first: its exit code
         try:
             self.pending = list(self.plans)
             self._start_pending(processes)
             failed = self._wait(processes)
-            said = {p: p.termination_message() for p in processes}
-            # A host whose runtime had reported its error but whose pod had not ended yet
-            # when a peer's did (the peer failing on the connection the host's exit closed,
-            # a pod's end coming late on a loaded machine) failed on its own: the cause the
-            # peer's lost peer follows from, ending with its report's code (on Kubernetes
-            # the JobSet acts on the Job that failed first). Read before the kill.
-            for p in processes:
-                if p not in failed and reports_failure(said[p]):
-                    failed.append(p)
-                    ending[p] = reported_exit_code(said[p])
+            said = {p: p.termination_message() for p in processes}  # before the kill
+            ending = self._reported_first(processes, failed, said)
+            failed += ending
         finally:
             for process in processes:
                 process.kill()
@@ -259,6 +252,31 @@ class _Attempt:
                 for p in failed
             ]
         )
+
+    @staticmethod
+    def _reported_first(
+        processes: list[PodProcess],
+        failed: list[PodProcess],
+        said: dict[PodProcess, str | None],
+    ) -> dict[PodProcess, int]:
+        """The hosts that reported a failure before the ended ones, whose pods had not ended
+        yet, each with the code its runtime ends with. A lost peer follows from another
+        host's end: when every ended host reports one, a host that had reported its own
+        error before them is that host, its pod's end late (its init reaps and cleans up
+        after the program; on a loaded machine a peer's whole pod can end first). On
+        Kubernetes its container ended first, and the JobSet acts on the Job that failed
+        first. A host killed on its own (SIGKILL, OOM) reports nothing: it is the cause, and
+        the reports after its end are consequences."""
+        if not failed or any(reported_class(said[p]) != LOST_PEER for p in failed):
+            return {}
+        first_loss = min(p.reported_at() for p in failed)
+        return {
+            p: EXIT_CODE_OF[kind]
+            for p in processes
+            if p not in failed
+            and (kind := reported_class(said[p])) in EXIT_CODE_OF
+            and p.reported_at() <= first_loss
+        }
 
     def _start_pending(self, processes: list[PodProcess]) -> None:
         """Start the pods whose slices have capacity; once none waits, the attempt runs."""
