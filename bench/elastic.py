@@ -24,7 +24,8 @@ task's JobSets, polled:
 - redone: the most steps run again after a restart (the checkpoint interval at most);
 - detection: from the loss to the first new attempt (a JobSet restart, or the provider's
   JobSet of another size): the lost pods' end as Kubernetes sees it (PodGC, once the Nodes
-  are gone), the JAX collectives' failure, ``shrink_after``;
+  are gone), the JAX collectives' failure, ``shrink_after`` (8 s: kube-scheduler's word
+  that a pod fits nowhere comes and goes on a busy machine);
 - restart: from a new attempt (or the capacity's return, for pods that waited for it) to its
   first step: pods scheduled and started, JAX and Orbax imported, the checkpoint restored.
   The outage must be at least 5 times the longest.
@@ -72,7 +73,7 @@ def airflow_home(work: Path, kubeconfig: Path) -> dict[str, str]:
         "AIRFLOW_CONN_KUBERNETES_DEFAULT": connection(kubeconfig),
         "PYTHONPATH": str(ROOT),
         "BENCH_ELASTIC_OUT": str(work),
-        "BENCH_ELASTIC_DEADLINE": str(LOSE_AT + OUTAGE_S + TAIL_S + 300),  # a backstop
+        "BENCH_ELASTIC_DEADLINE": str(LOSE_AT + OUTAGE_S + TAIL_S + 900),  # a backstop
     }
     migrate = [sys.executable, "-m", "airflow", "db", "migrate"]
     subprocess.run(migrate, env=env, check=True, capture_output=True)
@@ -134,14 +135,18 @@ def run_once(plane: Any, env: dict[str, str], mode: str, work: Path) -> dict[str
         wait_for(proc, lambda: time.time() >= back + TAIL_S, "the deadline")
         deadline = time.time()
     finally:
-        proc.terminate()  # as a worker is stopped
-        proc.wait(timeout=120)
+        proc.terminate()  # as a worker is stopped: on_kill deletes the task's JobSet
+        try:
+            proc.wait(timeout=300)  # its pods' graceful end, on a machine busy with tests
+        except subprocess.TimeoutExpired:
+            proc.kill()  # what is left of the JobSet goes in leave_nothing()
+            proc.wait()
         log.close()
         plane.cluster.start(pool_b, api)  # booted again, if a failure left them stopped
         leave_nothing(api)
         changes = attempts.stop()
     marks = [json.loads(line) for line in steps_file.read_text().splitlines()]
-    return measure(marks, lost, back, deadline, [t for t in changes if t > lost])
+    return measure(marks, lost, back, deadline, [t for t in changes if lost < t <= deadline])
 
 
 def leave_nothing(api: Any) -> None:
@@ -252,7 +257,7 @@ def report(runs: dict[str, dict[str, Any]]) -> None:
           f"min_slices {runs['min_slices']['sizes']}")  # fmt: skip
     targets = Targets()
     restart = max(r["restart"] for r in runs.values())
-    targets.at_least("outage / the longest restart", OUTAGE_S / restart, 5.0)
+    targets.at_least("outage / the longest restart", OUTAGE_S / max(restart, 1e-9), 5.0)
     ratio = runs["min_slices"]["steps"] / max(runs["waiting"]["steps"], 1)
     targets.at_least("min_slices / waiting, steps by the deadline", ratio, TARGET_STEPS)
     for mode, run in runs.items():

@@ -41,4 +41,4 @@ def job(dag_id: str, **kwargs: Any) -> None:
 
 
 job("bench_elastic_wait")
-job("bench_elastic_min_slices", min_slices=1, shrink_after=2)
+job("bench_elastic_min_slices", min_slices=1, shrink_after=8)

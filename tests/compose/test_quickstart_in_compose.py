@@ -114,7 +114,7 @@ def test_the_ui_shows_the_result_line(ran: Ran, browser_session, tmp_path_factor
     ui.open("/")
     login(ui, ran.stack.password)
     ui.open(f"/dags/quickstart/runs/{quote(ran.run_id, safe='')}/tasks/show")
-    ui.wait_for_text("QUICKSTART RESULT: loss=", f"at step {STEPS}", timeout=120)
+    ui.wait_for_text("QUICKSTART RESULT: loss=", f"at step {STEPS}", timeout=120, expand=True)
     ui.shot("result-line")
 
 

@@ -7,6 +7,7 @@ Where Chromium or its driver is missing, the tests that need it are skipped with
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from collections.abc import Callable, Iterator
@@ -47,12 +48,25 @@ class Browser:
                 raise TimeoutError(f"the page never showed {what}; it shows:\n{self.text()}")
             time.sleep(0.25)
 
-    def wait_for_text(self, *texts: str, timeout: float = 60) -> str:
+    def wait_for_text(self, *texts: str, timeout: float = 60, expand: bool = False) -> str:
+        """Until the page shows every one of ``texts``; with ``expand``, a task log's folded
+        groups (a "▶ Pre Execute" header) are opened each time first: which group a line
+        lands in follows the order of the log's sources, which a loaded machine changes."""
+
         def shown() -> str | None:
+            if expand:
+                self.expand_log_groups()
             body = self.text()
             return body if all(t in body for t in texts) else None
 
         return self.wait_for(" and ".join(texts), shown, timeout)
+
+    def expand_log_groups(self) -> None:
+        """Open each folded group of a task log (its header starts with "▶")."""
+        folded = "//*[starts-with(normalize-space(text()), '▶')]"
+        for header in self.driver.find_elements("xpath", folded):
+            with contextlib.suppress(Exception):  # re-rendered meanwhile: the next look
+                header.click()
 
     def dialogs(self) -> list[Any]:
         """Open dialogs, the top one last (the UI keeps closed popovers in the DOM, hidden)."""
