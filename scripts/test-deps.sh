@@ -48,9 +48,9 @@ if [ "$tier" = test ]; then
   # suite's cluster, a docs block's `make cluster WORKERS=2` (three clusters) and the compose
   # stack's Docker engine run at once: more than Linux's default 128 a user. kind's docs ask
   # for 512 for its nodes (kind.sigs.k8s.io/docs/user/known-issues, "Pod errors due to too
-  # many open files"); raised where this user can (root), never lowered.
-  # Where it cannot be raised (not root, a read-only /proc/sys), the run goes on, told so: the
-  # harness refuses a node that would not fit, naming what holds the instances.
+  # many open files"); raised where this user can (root), never lowered. Where it cannot be
+  # (not root, a read-only /proc/sys) the run goes on, told so: the harness refuses a node
+  # that would not fit, naming what holds the instances.
   instances=$(cat /proc/sys/fs/inotify/max_user_instances)
   if [ "$instances" -lt 512 ]; then
     if [ "$(id -u)" = 0 ] && echo 512 2>/dev/null >/proc/sys/fs/inotify/max_user_instances; then

@@ -16,8 +16,8 @@ import pytest
 from xdist.scheduler import LoadFileScheduling
 
 # Where the tests that start a real cluster are (the ``real_cluster`` tier, the docs' ``make
-# cluster`` blocks, the real-node benches' quick runs): a test of that tier elsewhere is
-# refused at collection.
+# cluster`` blocks, the quick runs of the benches that start a cluster): a test of that tier
+# elsewhere is refused at collection.
 CLUSTER_FILES = (
     "tests/real_cluster/",
     "tests/harness/test_reaper.py",
