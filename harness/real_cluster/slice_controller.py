@@ -191,7 +191,15 @@ class SliceController:
         while not self._stop.is_set():
             try:
                 for workload in self._workloads():
-                    self.reconcile(workload)
+                    try:
+                        self.reconcile(workload)
+                    except client.ApiException as err:
+                        # A watch event can outlive its object: a Workload deleted (its
+                        # JobSet gone) after the event was sent is gone, not an error, as
+                        # controller-runtime's reconcilers treat NotFound.
+                        if err.status != 404:
+                            raise
+                        log.info("workload %s gone", workload["metadata"]["name"])
             except Exception as err:  # a test reads errors; the loop goes on
                 log.exception("slice controller stand-in")
                 self.errors.append(repr(err))
