@@ -138,6 +138,8 @@ class ClusterNodes:
         self.network.down()
         cgroups.remove(self.cgroup)
         reaper.unregister_cgroup(self.cgroup)
+        if self.images is not None:
+            self.images.release()
 
     @property
     def components(self) -> list[Component]:

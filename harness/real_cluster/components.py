@@ -76,6 +76,7 @@ class Component:
     ports: Sequence[int] = ()
     env: dict[str, str] | None = None
     cwd: Path | None = None
+    pass_fds: Sequence[int] = ()  # open files it inherits (a lock it holds while it runs)
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     def start(self, timeout: float = 60.0) -> Component:
@@ -96,6 +97,7 @@ class Component:
                 start_new_session=True,  # its own process group: stopped whole
                 env={**os.environ, **(self.env or {})},
                 cwd=self.cwd,
+                pass_fds=tuple(self.pass_fds),
             )
         reaper.register_group(self.process.pid)  # stopped with a test run, however it ends
         return self

@@ -12,11 +12,18 @@ with the same stable layers and imports only the new archive, once for every nod
 node importing it itself took 51 s a node, six at a time on two idle cores: `ctr` reads and
 hashes the whole archive, whatever layers it already has). Where the cache is on another
 filesystem than the node (no hard links across), each node imports the archives itself.
+
+Runs share the cache (a worktree's suite, a clone's CI, a ``make cluster`` left up): a seed is
+chosen, made and pruned under an exclusive ``flock`` of ``seeds/.lock`` (a second run waits for
+the first's import, then links it), and every cluster holds a shared ``flock`` of its seed's
+``in-use.lock`` while any of its nodes runs (its harness and each node process hold it), so a
+prune never removes a seed a node may still link or one being linked.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -25,8 +32,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.real_cluster.build import REPO
@@ -63,10 +70,19 @@ class Images:
     archives: dict[str, Path]  # image -> its OCI archive
     seed: Path | None  # a containerd root with them imported, or None: import on each node
     seeded: tuple[str, ...] = ()  # the archives (file names) imported into the seed
+    # A shared flock of the seed's in-use.lock: open while a node may link the seed (each
+    # node's process inherits it); None without a seed.
+    lease: int | None = field(default=None, compare=False, repr=False)
 
     def to_import(self) -> list[Path]:
         """What a node imports itself: what its seed lacks (an edit of the training code)."""
         return [p for p in self.archives.values() if p.name not in self.seeded]
+
+    def release(self) -> None:
+        """The cluster is down: its seed may be pruned once its nodes have ended too."""
+        if self.lease is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.lease)
 
 
 def build() -> dict[str, Path]:
@@ -112,12 +128,35 @@ def same_filesystem(a: Path, b: Path) -> bool:
     return os.stat(a).st_dev == os.stat(b).st_dev
 
 
+@contextlib.contextmanager
+def _locked(path: Path, how: int) -> Iterator[int]:
+    """``path`` (made if missing) open and ``flock``ed ``how``; closed (unlocked) after."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fcntl.flock(fd, how)
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def _lease(seed: Path) -> int:
+    """A shared lock of ``seed``, held until :meth:`Images.release` and its nodes' ends."""
+    fd = os.open(seed / "in-use.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
 def seeded(archives: dict[str, Path], work: Path, containerd_config: str) -> Images:
     """``archives`` with their seed, made now if the cache has none. ``containerd_config``: a
     node's config template (``{root}`` filled in). No seed where nodes cannot link to it."""
     seeds = CACHE / "seeds"
     if not same_filesystem(seeds, work):
         return Images(archives, None)
+    with _locked(seeds / ".lock", fcntl.LOCK_EX):  # another run making a seed: after it
+        return _seeded(seeds, archives, containerd_config)
+
+
+def _seeded(seeds: Path, archives: dict[str, Path], containerd_config: str) -> Images:
     names = [p.name for p in archives.values()]
     stable = seed_key(archives)
     exact = hashlib.sha256("\n".join(sorted(names)).encode()).hexdigest()[:8]
@@ -125,7 +164,7 @@ def seeded(archives: dict[str, Path], work: Path, containerd_config: str) -> Ima
     if (seed / "root").exists():
         with contextlib.suppress(OSError):
             os.utime(seed)  # in use: the newest are kept
-        return Images(archives, seed / "root", tuple(names))
+        return Images(archives, seed / "root", tuple(names), _lease(seed))
     bases = [d for d in seeds.glob(f"{stable}-*") if (d / "root").exists()]
     base = max(bases, key=lambda d: d.stat().st_mtime, default=None)
     had = json.loads((base / "imported.json").read_text()) if base else []
@@ -162,27 +201,27 @@ def seeded(archives: dict[str, Path], work: Path, containerd_config: str) -> Ima
         raise ControlPlaneError(f"importing the images failed: {done.stdout}{done.stderr}{logs}")
     seed.mkdir(parents=True, exist_ok=True)
     (seed / "imported.json").write_text(json.dumps(names))
-    with contextlib.suppress(OSError):  # another run made it first
-        (partial / "root").rename(seed / "root")
+    (partial / "root").rename(seed / "root")
     shutil.rmtree(partial, ignore_errors=True)
+    lease = _lease(seed)
     prune_seeds(seeds)
-    return Images(archives, seed / "root", tuple(names))
+    return Images(archives, seed / "root", tuple(names), lease)
 
 
 SEEDS_KEPT = 3
 
 
-PARTIAL_KEPT_S = 3600  # a seed being made takes a minute or two; an older partial one was left
-
-
 def prune_seeds(seeds: Path) -> None:
     """Keep the newest seeds only (each a gigabyte or two, less where linked from another),
-    and no partial one a killed run left. A node that linked an older one keeps its files:
-    hard links outlive the seed's."""
+    and none a cluster still holds; and no partial one (a run killed while making it: seeds
+    are made under the lock the caller holds). A node that linked an older one keeps its
+    files: hard links outlive the seed's."""
     made = [d for d in seeds.iterdir() if d.is_dir() and not d.name.startswith(".")]
     for old in sorted(made, key=lambda d: d.stat().st_mtime, reverse=True)[SEEDS_KEPT:]:
-        shutil.rmtree(old, ignore_errors=True)
+        try:
+            with _locked(old / "in-use.lock", fcntl.LOCK_EX | fcntl.LOCK_NB):
+                shutil.rmtree(old, ignore_errors=True)
+        except BlockingIOError:
+            continue  # a cluster's nodes may still link it
     for partial in seeds.glob(".partial-*"):
-        with contextlib.suppress(OSError):
-            if time.time() - partial.stat().st_mtime > PARTIAL_KEPT_S:
-                shutil.rmtree(partial, ignore_errors=True)
+        shutil.rmtree(partial, ignore_errors=True)

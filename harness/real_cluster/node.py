@@ -250,6 +250,9 @@ class RealNode:
             ready,
             env={"PYTHONPATH": str(REPO), MACHINE_UTS: os.readlink("/proc/self/ns/uts")},
             cwd=REPO,
+            # Its seed is not pruned while it runs, even after the run that started it
+            # (`make cluster`) has ended.
+            pass_fds=() if self.images.lease is None else (self.images.lease,),
         ).spawn()
         return self.component
 
