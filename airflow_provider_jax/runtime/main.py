@@ -131,6 +131,8 @@ def main() -> int:
         if result_text is not None and where is not None:  # not before: a failed run leaves none
             stores.write_text(result_uri(where), result_text)
     except BaseException as err:
+        if runtime._watchdog is not None:
+            runtime._watchdog.stop()  # one report: a hang it is reporting, or this error
         text = traceback.format_exc()
         runtime._reporter.flush(FAILED_FLUSH_TIMEOUT)  # what progress there was, if it comes
         sys.stderr.write(f"{FAILURE_BEGIN}\n{text}{FAILURE_END}\n")

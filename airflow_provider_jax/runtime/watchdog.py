@@ -28,6 +28,8 @@ class Watchdog:
         self.timeout, self.on_hung = timeout, on_hung
         self._last = time.monotonic()
         self._stopped = threading.Event()
+        self._fired = False  # it has begun the hang's report: that report is the process's
+        self._lock = threading.Lock()  # one of stop() and a firing goes first
         self._thread: threading.Thread | None = None
 
     def beat(self) -> None:
@@ -39,7 +41,14 @@ class Watchdog:
             self._thread.start()
 
     def stop(self) -> None:
-        self._stopped.set()
+        """Disarm it: the function returned or raised, and the main thread reports that. If it
+        fired first, the hang is the report (its class decides the restart, its exit code
+        goes with it): wait for the exit it makes, writing nothing."""
+        with self._lock:
+            self._stopped.set()
+            fired = self._fired
+        if fired:
+            threading.Event().wait()
 
     def _watch(self) -> None:
         while not self._stopped.wait(min(1.0, self.timeout / 4)):
@@ -48,6 +57,10 @@ class Watchdog:
                 self._fire(idle)
 
     def _fire(self, idle: float) -> None:
+        with self._lock:
+            if self._stopped.is_set():
+                return  # the main thread reports how the function ended
+            self._fired = True
         stacks = all_stacks()
         sys.stderr.write(
             f"airflow-jax: no progress report for {idle:.0f}s (progress_timeout="
