@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from airflow_provider_jax.runtime.exits import (
     CODE_ERROR,
+    DISRUPTION,
     EXIT_SIGTERM,
     LOST_PEER,
     NOT_STARTED_EXIT_CODES,
@@ -110,14 +111,17 @@ def culprit_rank(failure: ProcessFailure) -> int:
     """Root causes first: a host whose own runtime reported an error (a bug, a hang), then a
     disrupted one (preempted, evicted), then one that died on its own (SIGKILL, OOM), then
     hosts stopped with SIGTERM (how the rest are taken down), and last hosts that only lost a
-    peer (they fail because another did), whether their runtime said so or JAX aborted them."""
+    peer (they fail because another did), whether their runtime said so or JAX aborted them.
+    A runtime's own report of a disruption says only that it got SIGTERM (its
+    ``on_preemption`` ran): from a JobSet restart that stops the rest as readily as from a
+    preemption, so it counts as disrupted only where Kubernetes marked the pod so."""
     if failure.kind == LOST_PEER:
         return 4
-    if failure.reported:
+    if failure.reported and failure.kind != DISRUPTION:
         return 0
     if failure.disrupted:
         return 1
-    return 3 if failure.exit_code == EXIT_SIGTERM else 2
+    return 3 if failure.exit_code == EXIT_SIGTERM or failure.reported else 2
 
 
 def culprits_first(failures: Sequence[ProcessFailure]) -> list[ProcessFailure]:

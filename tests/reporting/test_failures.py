@@ -44,3 +44,21 @@ def test_a_result_json_cannot_carry_fails_without_a_retry():
     error = JaxJobFailed.of("JobSet default/x failed", [failure])
     assert isinstance(error, JaxResultError)
     assert isinstance(error, JaxCodeError) and isinstance(error, AirflowFailException)
+
+
+def test_a_host_sigtermed_in_a_restart_that_reported_it_does_not_outrank_an_oom_kill():
+    """A JobSet restart sends SIGTERM to every other pod: one whose ``on_preemption`` ran
+    reports a disruption and exits 143. The host the kernel killed (OOM: 137, no word) is
+    the cause; where Kubernetes marked the pod DisruptionTarget, the report comes first."""
+    from dataclasses import replace
+
+    from airflow_provider_jax.runtime.exits import DISRUPTION
+    from airflow_provider_jax.runtime.messages import failure_message
+
+    said = failure_message("Preempted: SIGTERM, on_preemption ran at step 7", "", DISRUPTION)
+    stopped = ProcessFailure.from_exit("[0/0]", said, 143)
+    oom_killed = ProcessFailure.from_exit("[0/1]", None, 137)
+    assert stopped.reported and stopped.kind == DISRUPTION
+    assert [f.tag for f in culprits_first([stopped, oom_killed])] == ["[0/1]", "[0/0]"]
+    preempted = replace(stopped, disrupted=True)
+    assert [f.tag for f in culprits_first([oom_killed, preempted])] == ["[0/0]", "[0/1]"]
