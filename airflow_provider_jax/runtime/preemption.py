@@ -69,6 +69,12 @@ def check(step: int | None) -> None:
 
 
 def _stop(step: int) -> None:
+    from airflow_provider_jax import runtime  # loaded: it calls check()
+
+    if runtime._watchdog is not None:
+        # One report: the preemption's (the save may outlast progress_timeout; the pod's
+        # grace period bounds it), or a hang the watchdog is already reporting.
+        runtime._watchdog.stop()
     print(f"airflow-jax: preempted (SIGTERM); saving at step {step}", flush=True)
     for callback in _callbacks:
         callback(step)

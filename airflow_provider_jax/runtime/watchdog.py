@@ -10,6 +10,7 @@ when the training function returns, so nothing runs after it.
 from __future__ import annotations
 
 import faulthandler
+import os
 import sys
 import tempfile
 import threading
@@ -41,14 +42,17 @@ class Watchdog:
             self._thread.start()
 
     def stop(self) -> None:
-        """Disarm it: the function returned or raised, and the main thread reports that. If it
-        fired first, the hang is the report (its class decides the restart, its exit code
-        goes with it): wait for the exit it makes, writing nothing."""
+        """Disarm it: the function returned or raised (or a preemption stops the process),
+        and the caller reports that. If it fired first, the hang is the report (its class
+        decides the restart, its exit code goes with it): wait for the exit it makes, writing
+        nothing; if its thread ended without one, make it."""
         with self._lock:
             self._stopped.set()
             fired = self._fired
-        if fired:
-            threading.Event().wait()
+        if fired and self._thread is not threading.current_thread():
+            assert self._thread is not None
+            self._thread.join()
+            os._exit(EXIT_HUNG)
 
     def _watch(self) -> None:
         while not self._stopped.wait(min(1.0, self.timeout / 4)):
@@ -61,16 +65,22 @@ class Watchdog:
             if self._stopped.is_set():
                 return  # the main thread reports how the function ended
             self._fired = True
-        stacks = all_stacks()
-        sys.stderr.write(
-            f"airflow-jax: no progress report for {idle:.0f}s (progress_timeout="
-            f"{self.timeout:g}s); every thread's stack:\n{stacks}"
-        )
-        sys.stderr.flush()
         try:
+            try:
+                stacks = all_stacks()
+            except Exception as err:  # a full or read-only /tmp: the hang is still reported
+                stacks = f"(the stacks could not be dumped: {err})"
+            sys.stderr.write(
+                f"airflow-jax: no progress report for {idle:.0f}s (progress_timeout="
+                f"{self.timeout:g}s); every thread's stack:\n{stacks}"
+            )
+            sys.stderr.flush()
             self.on_hung(stacks, idle)
-        finally:
-            exits.end(EXIT_HUNG)
+        finally:  # whatever failed above (a full /tmp, a closed stream), the process ends
+            try:
+                exits.end(EXIT_HUNG)
+            finally:
+                os._exit(EXIT_HUNG)
 
 
 def all_stacks() -> str:

@@ -128,18 +128,20 @@ class ClusterNodes:
             api.delete(f"/api/v1/nodes/{name}")
 
     def down(self) -> None:
-        stop_all([n.component for n in self.nodes.values() if n.component is not None], grace=5)
-        for node in self.nodes.values():
-            node.stop()  # its cgroups
-            node.clean()
-        for service in reversed(self.services):
-            service.stop()
-        self.services.clear()
-        self.network.down()
-        cgroups.remove(self.cgroup)
-        reaper.unregister_cgroup(self.cgroup)
-        if self.images is not None:
-            self.images.release()
+        try:
+            stop_all([n.component for n in self.nodes.values() if n.component is not None], grace=5)
+            for node in self.nodes.values():
+                node.stop()  # its cgroups
+                node.clean()
+            for service in reversed(self.services):
+                service.stop()
+            self.services.clear()
+            self.network.down()
+            cgroups.remove(self.cgroup)
+            reaper.unregister_cgroup(self.cgroup)
+        finally:
+            if self.images is not None and self.images.lease is not None:
+                self.images.lease.release()
 
     @property
     def components(self) -> list[Component]:

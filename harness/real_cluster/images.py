@@ -65,24 +65,38 @@ AGENT_IMAGE = names()[AGENT]
 PAUSE_IMAGE = names()[PAUSE]
 
 
+class SeedLease:
+    """A shared ``flock`` of a seed's ``in-use.lock``, held while a node may link the seed:
+    by the run that started the cluster until :meth:`release`, and by each node's process,
+    which inherits :attr:`fd` (so a ``make cluster`` left up holds it after ``up`` ends)."""
+
+    def __init__(self, seed: Path) -> None:
+        self.fd: int | None = os.open(
+            seed / "in-use.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644
+        )
+        fcntl.flock(self.fd, fcntl.LOCK_SH)
+
+    def release(self) -> None:
+        """The cluster is down: its seed may go once its nodes have ended too. Idempotent."""
+        fd, self.fd = self.fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 @dataclass(frozen=True)
 class Images:
     archives: dict[str, Path]  # image -> its OCI archive
     seed: Path | None  # a containerd root with them imported, or None: import on each node
     seeded: tuple[str, ...] = ()  # the archives (file names) imported into the seed
-    # A shared flock of the seed's in-use.lock: open while a node may link the seed (each
-    # node's process inherits it); None without a seed.
-    lease: int | None = field(default=None, compare=False, repr=False)
+    lease: SeedLease | None = field(default=None, compare=False, repr=False)  # with a seed
 
     def to_import(self) -> list[Path]:
         """What a node imports itself: what its seed lacks (an edit of the training code)."""
         return [p for p in self.archives.values() if p.name not in self.seeded]
 
-    def release(self) -> None:
-        """The cluster is down: its seed may be pruned once its nodes have ended too."""
-        if self.lease is not None:
-            with contextlib.suppress(OSError):
-                os.close(self.lease)
+    def inherited(self) -> tuple[int, ...]:
+        """The open files a node's process inherits: the seed's lease while it is held."""
+        return () if self.lease is None or self.lease.fd is None else (self.lease.fd,)
 
 
 def build() -> dict[str, Path]:
@@ -139,20 +153,19 @@ def _locked(path: Path, how: int) -> Iterator[int]:
         os.close(fd)
 
 
-def _lease(seed: Path) -> int:
-    """A shared lock of ``seed``, held until :meth:`Images.release` and its nodes' ends."""
-    fd = os.open(seed / "in-use.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    fcntl.flock(fd, fcntl.LOCK_SH)
-    return fd
-
-
 def seeded(archives: dict[str, Path], work: Path, containerd_config: str) -> Images:
     """``archives`` with their seed, made now if the cache has none. ``containerd_config``: a
     node's config template (``{root}`` filled in). No seed where nodes cannot link to it."""
     seeds = CACHE / "seeds"
     if not same_filesystem(seeds, work):
         return Images(archives, None)
-    with _locked(seeds / ".lock", fcntl.LOCK_EX):  # another run making a seed: after it
+    try:
+        with _locked(seeds / ".lock", fcntl.LOCK_EX | fcntl.LOCK_NB):
+            return _seeded(seeds, archives, containerd_config)
+    except BlockingIOError:
+        print(f"another run is making or pruning a seed ({seeds / '.lock'}): waiting for it",
+              file=sys.stderr, flush=True)  # fmt: skip
+    with _locked(seeds / ".lock", fcntl.LOCK_EX):
         return _seeded(seeds, archives, containerd_config)
 
 
@@ -164,7 +177,7 @@ def _seeded(seeds: Path, archives: dict[str, Path], containerd_config: str) -> I
     if (seed / "root").exists():
         with contextlib.suppress(OSError):
             os.utime(seed)  # in use: the newest are kept
-        return Images(archives, seed / "root", tuple(names), _lease(seed))
+        return Images(archives, seed / "root", tuple(names), SeedLease(seed))
     bases = [d for d in seeds.glob(f"{stable}-*") if (d / "root").exists()]
     base = max(bases, key=lambda d: d.stat().st_mtime, default=None)
     had = json.loads((base / "imported.json").read_text()) if base else []
@@ -194,6 +207,7 @@ def _seeded(seeds: Path, archives: dict[str, Path], containerd_config: str) -> I
         capture_output=True,
         text=True,
         env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=IMPORT_TIMEOUT_S,  # other runs wait on the lock meanwhile
     )
     if done.returncode:
         logs = "\n".join(log_tail(p) for p in (partial / "logs").glob("*.log"))
@@ -203,12 +217,14 @@ def _seeded(seeds: Path, archives: dict[str, Path], containerd_config: str) -> I
     (seed / "imported.json").write_text(json.dumps(names))
     (partial / "root").rename(seed / "root")
     shutil.rmtree(partial, ignore_errors=True)
-    lease = _lease(seed)
+    lease = SeedLease(seed)
     prune_seeds(seeds)
     return Images(archives, seed / "root", tuple(names), lease)
 
 
 SEEDS_KEPT = 3
+# A seed's import: a minute or two from a base, about five without one on two busy cores.
+IMPORT_TIMEOUT_S = 1200
 
 
 def prune_seeds(seeds: Path) -> None:
@@ -220,7 +236,9 @@ def prune_seeds(seeds: Path) -> None:
     for old in sorted(made, key=lambda d: d.stat().st_mtime, reverse=True)[SEEDS_KEPT:]:
         try:
             with _locked(old / "in-use.lock", fcntl.LOCK_EX | fcntl.LOCK_NB):
-                shutil.rmtree(old, ignore_errors=True)
+                # Out of sight first: a removal cut short leaves a partial one, never a seed
+                # with files missing.
+                old.rename(seeds / f".partial-{old.name}")
         except BlockingIOError:
             continue  # a cluster's nodes may still link it
     for partial in seeds.glob(".partial-*"):

@@ -252,7 +252,7 @@ class RealNode:
             cwd=REPO,
             # Its seed is not pruned while it runs, even after the run that started it
             # (`make cluster`) has ended.
-            pass_fds=() if self.images.lease is None else (self.images.lease,),
+            pass_fds=self.images.inherited(),
         ).spawn()
         return self.component
 

@@ -191,15 +191,7 @@ class SliceController:
         while not self._stop.is_set():
             try:
                 for workload in self._workloads():
-                    try:
-                        self.reconcile(workload)
-                    except client.ApiException as err:
-                        # A watch event can outlive its object: a Workload deleted (its
-                        # JobSet gone) after the event was sent is gone, not an error, as
-                        # controller-runtime's reconcilers treat NotFound.
-                        if err.status != 404:
-                            raise
-                        log.info("workload %s gone", workload["metadata"]["name"])
+                    self.reconcile(workload)
             except Exception as err:  # a test reads errors; the loop goes on
                 log.exception("slice controller stand-in")
                 self.errors.append(repr(err))
@@ -237,10 +229,18 @@ class SliceController:
              "lastTransitionTime": _now()} if c in pending else c
             for c in status["admissionChecks"]
         ]  # fmt: skip
-        self.custom.patch_namespaced_custom_object_status(
-            *KUEUE, meta["namespace"], "workloads", meta["name"],
-            {"status": {"admissionChecks": checks}},
-        )  # fmt: skip
+        try:
+            self.custom.patch_namespaced_custom_object_status(
+                *KUEUE, meta["namespace"], "workloads", meta["name"],
+                {"status": {"admissionChecks": checks}},
+            )  # fmt: skip
+        except client.ApiException as err:
+            # A watch event can outlive its object: a Workload deleted (its JobSet gone)
+            # after the event was sent is gone, not an error (controller-runtime's
+            # reconcilers ignore NotFound); its Slices go with it (owner references).
+            if err.status != 404:
+                raise
+            log.info("workload %s gone", meta["name"])
 
     def _slice(
         self, owner: Mapping[str, Any], podset: str, replica: int, topology: str, ids: list[str]

@@ -45,6 +45,27 @@ print("main: done", flush=True)
 """
 
 
+# The dump fails (a full /tmp), and the main thread's function then raises.
+NO_DUMP = """
+import sys, threading
+from airflow_provider_jax.runtime import watchdog
+
+def no_room():
+    raise OSError(28, "No space left on device")
+watchdog.all_stacks = no_room
+fired = threading.Event()
+def on_hung(stacks, idle):
+    print(f"watchdog: hung {stacks}", flush=True)
+    fired.set()
+dog = watchdog.Watchdog(0.2, on_hung)
+dog.beat()
+fired.wait(10)
+dog.stop()
+print("main: its own report", flush=True)
+sys.exit(1)
+"""
+
+
 def run(program: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(program)],
@@ -64,3 +85,10 @@ def test_a_stopped_watchdog_never_fires():
     done = run(STOPPED)
     assert done.returncode == 0, done
     assert done.stdout == "main: done\n", done
+
+
+def test_a_hang_whose_stacks_cannot_be_dumped_is_reported_and_ends_the_process():
+    done = run(NO_DUMP)
+    assert done.returncode == EXIT_HUNG, done
+    assert done.stdout.startswith("watchdog: hung (the stacks could not be dumped:"), done
+    assert "main:" not in done.stdout, done

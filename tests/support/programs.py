@@ -215,12 +215,17 @@ def preempted_once(steps: int = 30, notice_at: int = 10) -> dict[str, Any]:
     return {"resumed_from": start, "w": float(state["w"]), "restart_attempt": restart_attempt()}
 
 
-def preempted_without_jax(marker: str) -> dict[str, Any]:
+def preempted_without_jax(marker: str, save_s: float = 0.0) -> dict[str, Any]:
     """No JAX: SIGTERM on host 1's first attempt at step 3 runs the hook at its next report,
-    which writes ``marker``; then the process exits 143 and the set restarts."""
+    which writes ``marker`` (after ``save_s`` seconds, a save's time); then the process exits
+    143 and the set restarts."""
     from airflow_provider_jax.runtime import on_preemption
 
-    on_preemption(lambda step: Path(marker).write_text(f"{process_index()}:{step}"))
+    def save(step: int) -> None:
+        time.sleep(save_s)
+        Path(marker).write_text(f"{process_index()}:{step}")
+
+    on_preemption(save)
     for step in range(1, 6):
         if step == 3 and restart_attempt() == 0 and process_index() == 1:
             os.kill(os.getpid(), signal.SIGTERM)

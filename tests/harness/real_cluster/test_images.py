@@ -30,9 +30,12 @@ def test_a_seed_a_running_node_holds_outlives_its_run_and_the_old_ones_go(tmp_pa
     held, old, *newest = (a_seed(seeds, f"s{i}") for i in range(6))
     partial = seeds / ".partial-left-by-a-killed-run"
     (partial / "root").mkdir(parents=True)
-    lease = images.Images({}, held / "root", (), images._lease(held))
-    node = subprocess.Popen(["sleep", "600"], pass_fds=(lease.lease,))  # a node's process
-    lease.release()  # the run that started it ended; the node runs on
+    held_images = images.Images({}, held / "root", (), images.SeedLease(held))
+    node = subprocess.Popen(["sleep", "600"], pass_fds=held_images.inherited())  # a node
+    assert held_images.lease is not None
+    held_images.lease.release()  # the run that started it ended; the node runs on
+    held_images.lease.release()  # twice, as a second down() does: nothing else is closed
+    assert held_images.inherited() == ()
     try:
         for age, seed in enumerate([held, old, *newest][::-1]):
             aged(seed, 100 * age)  # held and old the oldest
