@@ -10,6 +10,7 @@
 #          and for the compose stack's tests a Docker engine (docker.io; mmdebstrap makes
 #          the stand-in images, tools/compose-images); and room for the real nodes' inotify
 #          instances (fs.inotify.max_user_instances, raised to 512 where this user can)
+#          and br_netfilter (the nodes' pod bridges pass iptables; loaded where this user can)
 # Go (the JobSet CRD for manifest checks, and the real control plane) is checked too; with it,
 # `test` builds Docker Compose v2 where the docker CLI has none (tools/compose-images).
 set -euo pipefail
@@ -57,6 +58,16 @@ if [ "$tier" = test ]; then
       echo "raised fs.inotify.max_user_instances from $instances to 512 (kind's figure; the real nodes hold them)" >&2
     else
       echo "warning: fs.inotify.max_user_instances is $instances; the real-cluster tests need 512 (sudo sysctl -w fs.inotify.max_user_instances=512)" >&2
+    fi
+  fi
+  # A pod that reaches a Service on its own node goes through the node's pod bridge, and
+  # kube-proxy's rules see it only when bridged traffic passes iptables: the br_netfilter
+  # module (kubeadm's and kind's prerequisite too). Loaded where this user can; else told.
+  if [ ! -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then
+    if [ "$(id -u)" = 0 ] && modprobe br_netfilter 2>/dev/null; then
+      echo "loaded the br_netfilter kernel module (the real nodes' pod bridges pass iptables)" >&2
+    else
+      echo "warning: the br_netfilter kernel module is not loaded; the real-cluster tests need it (sudo modprobe br_netfilter)" >&2
     fi
   fi
   bash tools/compose-images/compose-plugin.sh ||

@@ -8,10 +8,13 @@ and ``make compose-images`` need a Docker engine, and ``tests/compose/`` runs th
 
 from __future__ import annotations
 
+import os
 import re
 
 import pytest
 
+from harness import reaper
+from harness.real_cluster.control_plane import CLUSTER_DIR_ENV
 from tests.support.docs_pages import PAGES, REPO
 from tests.support.fresh_shell import fresh_shell
 
@@ -101,12 +104,16 @@ def _tier(code: str) -> list[pytest.MarkDecorator]:
         if code not in COVERED
     ],
 )
-def test_a_documented_command_runs_as_written_in_a_fresh_shell(code: str):
+def test_a_documented_command_runs_as_written_in_a_fresh_shell(code: str, tmp_path):
+    # A cluster block's state in a folder of the test's own (a developer's `make cluster` is
+    # left alone), its processes known to this run's reaper (stopped if the run is killed).
+    env = {CLUSTER_DIR_ENV: str(tmp_path / "run"), reaper.ENV: os.environ.get(reaper.ENV, "")}
+    env = env if _tier(code) else {}
     try:
-        status, out = fresh_shell(code)
+        status, out = fresh_shell(code, env=env)
     finally:
         if _tier(code):  # a block that leaves its clusters running, for the reader to use
-            down, said = fresh_shell("make cluster-down")
+            down, said = fresh_shell("make cluster-down", env=env)
             assert down == 0, said[-3000:]
     assert status == 0, out[-5000:]
 

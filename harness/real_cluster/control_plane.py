@@ -17,6 +17,7 @@ stay on loopback.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -47,7 +48,10 @@ from harness.real_cluster.nodes import CUBE_NODES, NODES, Node
 from harness.real_cluster.pod_network import SERVICE_CIDR
 from harness.reaper import start_time
 
-RUN_DIR = CACHE / "run"  # `make cluster`'s
+# `make cluster`'s state; CLUSTER_DIR_ENV names another (the docs' test runs the documented
+# blocks in its own folder, so a developer's `make cluster` is left alone).
+CLUSTER_DIR_ENV = "AIRFLOW_JAX_CLUSTER_DIR"
+RUN_DIR = Path(os.environ.get(CLUSTER_DIR_ENV) or CACHE / "run")
 # Kueue's integrations: JobSets, and the Jobs they own (on by default in a real install).
 KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 APISERVER_GATES = ("ContainerRestartRules", "RestartAllContainersOnContainerExits")

@@ -35,6 +35,8 @@ BLOCK = ipaddress.ip_network("10.192.0.0/12")
 SLOT = 32  # addresses per run
 POD_RANGE = ipaddress.ip_network("10.244.0.0/16")
 SERVICE_CIDR = ipaddress.ip_network("10.0.0.0/24")  # the API server's ClusterIPs
+# Present once the br_netfilter module is loaded (each node sets it in its own namespace).
+BRIDGE_NETFILTER = Path("/proc/sys/net/bridge/bridge-nf-call-iptables")
 LAN_BRIDGE, POD_BRIDGE = "lan0", "cbr0"
 UPLINK = "uplink"  # the LAN's end of the veth pair to this machine
 NODE_LINK = "eth0"  # a node's end of its veth pair to the LAN
@@ -129,6 +131,12 @@ class PodNetwork:
         return holder.start()
 
     def up(self) -> PodNetwork:
+        if not BRIDGE_NETFILTER.exists():
+            raise ControlPlaneError(
+                "the nodes' network needs the br_netfilter kernel module (a pod reaching a "
+                "Service on its own node passes the pod bridge, and kube-proxy's rules see it "
+                "only so; kubeadm and kind need it too): sudo modprobe br_netfilter"
+            )
         self.directory.mkdir(parents=True, exist_ok=True)
         try:
             self.lan = self._holder("lan")
