@@ -6,9 +6,11 @@ The tests' engine is Debian's ``dockerd`` (20.10) with its image store in a per-
 cache (``~/.cache/airflow-provider-jax/docker-engine``: the stand-in images and the build
 cache outlive a run) and everything else in ``/run/airflow-provider-jax-docker``. Its default
 bridge is one the supervisor makes (``jaxdocker0``, which a build's ``RUN`` steps use) and
-removes; it adds no iptables chain (``--iptables=false``), so containers reach nothing beyond
-their bridges (no NAT), a compose project's network is a bridge of its own that ``down``
-removes, and published ports go through Docker's userland proxy on this machine.
+removes; it adds no iptables chain (``--iptables=false``) and leaves the machine's IP
+forwarding alone, so containers reach nothing beyond their bridges and this machine (no NAT),
+and it reads no ``/etc/docker/daemon.json``. A compose project's network is a bridge of its
+own that ``down`` removes, and published ports go through Docker's userland proxy on this
+machine.
 
 A supervisor process (``python -m tests.support.docker_engine``) owns it. Each test process
 holds a shared lock on ``users.lock`` while it uses the engine; the supervisor polls for an
@@ -147,8 +149,16 @@ def _wait_for(host: str) -> None:
 
 
 def _dockerd_argv() -> list[str]:
+    """Nothing of the machine's: its own config file (empty, not /etc/docker/daemon.json,
+    whose settings would change this engine or clash with these flags), and the machine's
+    IP forwarding left as it is (dockerd turns it on by default; the stack's containers
+    reach only their bridges and this machine's own addresses, which is no forwarding)."""
+    config = STATE / "daemon.json"
+    config.write_text("{}\n")
     return [
         "dockerd",
+        f"--config-file={config}",
+        "--ip-forward=false",
         f"--data-root={DATA_ROOT}",
         f"--exec-root={STATE / 'exec'}",
         f"--pidfile={STATE / 'dockerd.pid'}",
