@@ -67,12 +67,18 @@ def _tpu_v5e(pool: str, index: int, spot: bool = False) -> Node:
 
 
 def _h100(index: int) -> Node:
+    """An a3-highgpu-8g host with its place in the data center, as GKE labels compactly placed
+    capacity (the levels of its default Kueue Topology): both hosts in one block, each in a
+    subblock of its own."""
     return Node(
         f"gke-h100-pool-{index}",
         {
             "cloud.google.com/gke-nodepool": "h100-pool",
             "cloud.google.com/gke-accelerator": "nvidia-h100-80gb",
             "node.kubernetes.io/instance-type": "a3-highgpu-8g",
+            "cloud.google.com/gce-topology-block": "a3-block-0",
+            "cloud.google.com/gce-topology-subblock": f"a3-subblock-{index}",
+            "cloud.google.com/gce-topology-host": f"a3-host-{index}",
         },
         {GPU: "8"},
     )

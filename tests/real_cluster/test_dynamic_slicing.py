@@ -12,37 +12,20 @@ processes at once) do not fit a 2-core machine beside the cluster's own six."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client, config
 
 from harness.real_cluster.control_plane import ControlPlane
 from harness.real_cluster.slice_controller import GROUP, PLURAL, VERSION, SliceController
-from tests.support.docs_pages import REPO
+from tests.support.docs_kueue import PLURALS, apply, delete, page_objects
 from tests.support.real_cluster_jobs import logger, run
 from tests.support.waiting import eventually
 
-KUEUE = ("kueue.x-k8s.io", "v1beta2")
-PLURALS = {
-    "Topology": "topologies",
-    "ResourceFlavor": "resourceflavors",
-    "AdmissionCheck": "admissionchecks",
-    "ClusterQueue": "clusterqueues",
-    "LocalQueue": "localqueues",
-}
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
-
-
-def platform_objects() -> list[dict[str, Any]]:
-    """The Kueue objects docs/ironwood.md publishes, in its order."""
-    page = (REPO / "docs" / "ironwood.md").read_text()
-    blocks = re.findall(r"^```yaml\n(.*?)^```", page, re.S | re.M)
-    return [doc for block in blocks for doc in yaml.safe_load_all(block) if doc]
 
 
 @pytest.fixture(scope="module")
@@ -60,25 +43,13 @@ def tpu7x_queue(
     api = client.CustomObjectsApi(api_client)
     controller = SliceController(real_cluster.kubeconfig())
     controller.install()
-    objects = platform_objects()
+    objects = page_objects("ironwood.md")
     assert [o["kind"] for o in objects] == list(PLURALS)
-    for obj in objects:
-        group, version = obj["apiVersion"].split("/")
-        plural = PLURALS[obj["kind"]]
-        if namespace := obj["metadata"].get("namespace"):
-            api.create_namespaced_custom_object(group, version, namespace, plural, obj)
-        else:
-            api.create_cluster_custom_object(group, version, plural, obj)
+    apply(api, objects)
     controller.start()
     yield api
     controller.stop()
-    for obj in reversed(objects):
-        group, version = obj["apiVersion"].split("/")
-        name, plural = obj["metadata"]["name"], PLURALS[obj["kind"]]
-        if namespace := obj["metadata"].get("namespace"):
-            api.delete_namespaced_custom_object(group, version, namespace, plural, name)
-        else:
-            api.delete_cluster_custom_object(group, version, plural, name)
+    delete(api, objects)
     assert not controller.errors, controller.errors
 
 

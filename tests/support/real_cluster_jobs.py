@@ -14,7 +14,7 @@ from typing import Any
 
 from airflow_provider_jax.backends.kubernetes import KubernetesBackend
 from airflow_provider_jax.contract import Outcome
-from airflow_provider_jax.operators import JaxTpuSliceOperator
+from airflow_provider_jax.operators import JaxGpuJobOperator, JaxTpuSliceOperator
 from airflow_provider_jax.operators.job_settings import TryState, job_settings
 from tests.support.real_cluster_pods import RUNTIME_IMAGE, shared_folder
 
@@ -53,15 +53,17 @@ def run(
     deadline: float | None = None,
     wait: bool = True,
     shared: Path | None = None,
+    operator: type[JaxTpuSliceOperator | JaxGpuJobOperator] = JaxTpuSliceOperator,
     **op_kwargs: Any,
 ):
     """Start a TPU job (2 hosts unless ``accelerator`` says otherwise) on the real nodes and
     wait for it in a thread: (thread, {"value": outcome}). Its manifest is rendered as a
     task's (the connection's extras apply: the agent image); ``shared``: a folder of the
-    test's that every pod sees at its own path.
+    test's that every pod sees at its own path; ``operator``: JaxGpuJobOperator for a GPU
+    job (``accelerator`` and its node count in ``op_kwargs``).
     Without ``wait``, only start it, as a worker that then dies would. Started twice for one
     task, the second start is the retried worker's: it reattaches."""
-    op = JaxTpuSliceOperator(
+    op = operator(
         task_id=name, image=RUNTIME_IMAGE, backend="kubernetes",
         on_finish_action=on_finish_action,
         # JAX outlives SIGTERM, so a deleted or restarted slice waits out its grace period.
