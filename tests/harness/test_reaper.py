@@ -17,7 +17,7 @@ import pytest
 
 from harness import reaper
 from harness.processes import alive, wait_gone
-from tests.harness.held_services import PIDS_FILE
+from tests.harness.held_services import PIDS_FILE, with_marker
 from tests.support.jobset_schema import REPO
 from tests.support.postgres import postgres_bin
 
@@ -57,6 +57,12 @@ def test_a_pid_given_to_another_process_is_never_signalled(tmp_path, monkeypatch
         other.wait()
 
 
+def cmdline(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_text().replace("\0", " ")
+    return ""
+
+
 def _left_of(held: dict) -> dict[str, object]:
     """What is left of a killed run's cluster on this machine."""
     directory = held["directory"]
@@ -81,10 +87,11 @@ def _left_of(held: dict) -> dict[str, object]:
 @pytest.mark.airflow_stack
 @pytest.mark.timeout(400)
 def test_a_test_run_killed_by_a_signal_leaves_nothing_running_or_behind(tmp_path):
-    """A pytest run that holds the real cluster and PostgreSQL gets SIGTERM, as ``timeout``
-    sends it, to its whole process group: nothing it started outlives it (the nodes' kubelets,
-    containerds and containers included), and its nodes leave no cgroup, network link, mount
-    or containerd state behind."""
+    """A pytest run that holds the real cluster (a pod running on one of its nodes) and
+    PostgreSQL gets SIGTERM, as ``timeout`` sends it, to its whole process group: nothing it
+    started outlives it (the nodes' kubelets, containerds, the pod's shim and container
+    included), and its nodes leave no cgroup, network link, mount or containerd state
+    behind."""
     if postgres_bin() is None:
         pytest.fail("PostgreSQL is not installed (apt-get install postgresql)", pytrace=False)
     pids_file = tmp_path / "pids.json"
@@ -108,9 +115,12 @@ def test_a_test_run_killed_by_a_signal_leaves_nothing_running_or_behind(tmp_path
         pids = held["pids"]
         assert len(pids) >= 6 and all(alive(p) for p in pids), pids  # the cluster, PostgreSQL
         assert _left_of(held).keys() >= {"processes", "cgroups", "link", "nodes' state"}
+        pod = [held["container"], held["shim"]]  # a pod's container and its containerd shim
+        assert all(alive(p) for p in pod) and "containerd-shim" in cmdline(held["shim"]), held
         os.killpg(run.pid, signal.SIGTERM)
         run.wait(30)
-        assert wait_gone(pids, timeout=30) == []
+        assert wait_gone([*pids, *pod], timeout=30) == []
+        assert with_marker(held["marker"]) == []
         deadline = time.monotonic() + 60
         while (left := _left_of(held)) and time.monotonic() < deadline:
             time.sleep(0.5)
