@@ -12,6 +12,8 @@ import time
 import uuid
 from pathlib import Path
 
+from kubernetes import client, config
+
 from harness.real_cluster.images import RUNTIME_IMAGE
 
 PIDS_FILE = "AIRFLOW_JAX_HELD_PIDS"
@@ -32,7 +34,8 @@ def with_marker(marker: str) -> list[int]:
 
 def test_hold_the_services_until_killed(real_cluster, postgres):
     marker = f"held-{uuid.uuid4().hex}"
-    real_cluster.api().apply({
+    core = client.CoreV1Api(config.new_client_from_config(str(real_cluster.kubeconfig())))
+    core.create_namespaced_pod("default", {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "held", "namespace": "default"},
         "spec": {
