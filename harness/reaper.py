@@ -49,9 +49,10 @@ def start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def register_group(pgid: int) -> None:
-    """Stop process group ``pgid`` (its leader's pid) with the run, if a reaper watches it."""
-    _register(_GROUP, pgid, signal.SIGTERM)
+def register_group(pgid: int, folder: Path | None = None) -> None:
+    """Stop process group ``pgid`` (its leader's pid) with the run, if a reaper watches it
+    (``folder``: that reaper's registry, else the one :data:`ENV` names)."""
+    _register(_GROUP, pgid, signal.SIGTERM, folder)
 
 
 def register_daemon(pid: int, stop: int = signal.SIGTERM) -> None:
@@ -90,8 +91,8 @@ def unregister(pid: int) -> None:
                 Path(folder, f"{kind}-{pid}").unlink()
 
 
-def _register(kind: str, pid: int, stop: int) -> None:
-    folder = os.environ.get(ENV)
+def _register(kind: str, pid: int, stop: int, folder: Path | None = None) -> None:
+    folder = folder or os.environ.get(ENV)
     if folder and (started := start_time(pid)) is not None:
         entry = Path(folder, f"{kind}-{pid}")
         partial = entry.with_name(f".{entry.name}.partial")
@@ -99,11 +100,13 @@ def _register(kind: str, pid: int, stop: int) -> None:
         partial.replace(entry)
 
 
-def start(folder: Path) -> subprocess.Popen[bytes]:
+def start(folder: Path, *, registering: bool = True) -> subprocess.Popen[bytes]:
     """A reaper for this process, registering into ``folder`` from now on (this process and
-    whatever it starts inherit :data:`ENV`)."""
+    whatever it starts inherit :data:`ENV`); without ``registering``, one for what is
+    registered in ``folder`` by name (a part of the run that passes it on itself)."""
     folder.mkdir(parents=True, exist_ok=True)
-    os.environ[ENV] = str(folder)
+    if registering:
+        os.environ[ENV] = str(folder)
     return subprocess.Popen(
         [sys.executable, "-m", "harness.reaper", str(os.getpid()), str(folder)],
         start_new_session=True,  # not in the run's process group: it outlives the run

@@ -8,7 +8,6 @@ and ``make compose-images`` need a Docker engine, and ``tests/compose/`` runs th
 
 from __future__ import annotations
 
-import os
 import re
 
 import pytest
@@ -105,17 +104,28 @@ def _tier(code: str) -> list[pytest.MarkDecorator]:
     ],
 )
 def test_a_documented_command_runs_as_written_in_a_fresh_shell(code: str, tmp_path):
-    # A cluster block's state in a folder of the test's own (a developer's `make cluster` is
-    # left alone), its processes known to this run's reaper (stopped if the run is killed).
-    env = {CLUSTER_DIR_ENV: str(tmp_path / "run"), reaper.ENV: os.environ.get(reaper.ENV, "")}
-    env = env if _tier(code) else {}
+    if not _tier(code):
+        status, out = fresh_shell(code)
+        assert status == 0, out[-5000:]
+        return
+    # A cluster block: its state in a folder of the test's own (a developer's `make cluster`
+    # is left alone); the shell and every process the cluster starts registered with a
+    # reaper of the block's (each component runs in a session of its own), which stops them
+    # if this run is killed, and after the block whatever `make cluster-down` did not (a
+    # block cut off mid-start has recorded nothing for it).
+    registry = tmp_path / "reaper"
+    block_reaper = reaper.start(registry, registering=False)
+    env = {CLUSTER_DIR_ENV: str(tmp_path / "cluster"), reaper.ENV: str(registry)}
     try:
-        status, out = fresh_shell(code, env=env)
+        status, out = fresh_shell(code, env=env, reaper_folder=registry)
     finally:
-        if _tier(code):  # a block that leaves its clusters running, for the reader to use
-            down, said = fresh_shell("make cluster-down", env=env)
-            assert down == 0, said[-3000:]
+        down, said = fresh_shell("make cluster-down", env=env)
+        left = reaper.reap(registry)
+        block_reaper.terminate()
+        block_reaper.wait()
+        assert down == 0, said[-3000:]
     assert status == 0, out[-5000:]
+    assert left == [], f"make cluster-down left these running: {left}"
 
 
 def test_a_block_run_inside_another_is_the_multicluster_one():

@@ -34,6 +34,7 @@ from harness.real_cluster.cluster_nodes import ClusterNodes, node_ready
 from harness.real_cluster.cluster_services import kube_scheduler
 from harness.real_cluster.components import (
     Component,
+    ControlPlaneError,
     free_port,
     http_ok,
     https_ok,
@@ -51,7 +52,10 @@ from harness.reaper import start_time
 # `make cluster`'s state; CLUSTER_DIR_ENV names another (the docs' test runs the documented
 # blocks in its own folder, so a developer's `make cluster` is left alone).
 CLUSTER_DIR_ENV = "AIRFLOW_JAX_CLUSTER_DIR"
-RUN_DIR = Path(os.environ.get(CLUSTER_DIR_ENV) or CACHE / "run")
+DEFAULT_RUN_DIR = CACHE / "run"
+RUN_DIR = Path(os.environ.get(CLUSTER_DIR_ENV) or DEFAULT_RUN_DIR).resolve()
+# In every control plane's folder: `up` empties a folder only if it holds one (or nothing).
+OURS = ".airflow-provider-jax-control-plane"
 # Kueue's integrations: JobSets, and the Jobs they own (on by default in a real install).
 KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 APISERVER_GATES = ("ContainerRestartRules", "RestartAllContainersOnContainerExits")
@@ -96,8 +100,16 @@ class ControlPlane:
         started = time.monotonic()
         paths = build()
         if self.directory.exists():
+            foreign = not (self.directory / OURS).exists() and any(self.directory.iterdir())
+            if foreign and self.directory != DEFAULT_RUN_DIR.resolve():
+                raise ControlPlaneError(
+                    f"{self.directory} is not empty and holds no control plane's state: a "
+                    f"cluster keeps its state in a folder of its own ({CLUSTER_DIR_ENV} names "
+                    "a new or empty one), which it empties when it starts again"
+                )
             shutil.rmtree(self.directory)
         (self.directory / "logs").mkdir(parents=True)
+        (self.directory / OURS).touch()
         v = versions()
         try:
             self.cluster.network_up()

@@ -25,7 +25,7 @@ def with_marker(marker: str) -> list[int]:
     for proc in Path("/proc").iterdir():
         if proc.name.isdigit():
             try:
-                if marker in (proc / "cmdline").read_text():
+                if marker.encode() in (proc / "cmdline").read_bytes():
                     found.append(int(proc.name))
             except OSError:
                 continue

@@ -152,7 +152,9 @@ def _dockerd_argv() -> list[str]:
     """Nothing of the machine's: its own config file (empty, not /etc/docker/daemon.json,
     whose settings would change this engine or clash with these flags), and the machine's
     IP forwarding left as it is (dockerd turns it on by default; the stack's containers
-    reach only their bridges and this machine's own addresses, which is no forwarding)."""
+    reach only their bridges and this machine's own addresses, which is no forwarding).
+    Where the machine's forwarding is off, Docker warns at each container's creation that
+    "networking will not work": only forwarding beyond this machine would not."""
     config = STATE / "daemon.json"
     config.write_text("{}\n")
     return [

@@ -7,19 +7,26 @@ import contextlib
 import os
 import signal
 import subprocess
+from pathlib import Path
 
+from harness import reaper
 from tests.support.jobset_schema import REPO
 
 FRESH_ENV = {"PATH": "/usr/local/go/bin:/usr/local/bin:/usr/bin:/bin", "HOME": os.environ["HOME"]}
 
 
 def fresh_shell(
-    code: str, timeout: float = 540, env: dict[str, str] | None = None
+    code: str,
+    timeout: float = 540,
+    env: dict[str, str] | None = None,
+    reaper_folder: Path | None = None,
 ) -> tuple[int, str]:
     """``code`` run by ``bash -euo pipefail`` (with ``env`` besides ``PATH`` and ``HOME``):
-    its exit status and its output (both streams). On the timeout its whole process group is
-    killed, not the shell alone."""
-    with subprocess.Popen(
+    its exit status and its output (both streams). However the wait ends (its timeout, with
+    the output on the error, or the test's own interruption), its whole process group is
+    killed, not the shell alone; ``reaper_folder``: a reaper's registry the shell's group is
+    entered in, so a killed test run takes it too."""
+    shell = subprocess.Popen(
         ["bash", "-euo", "pipefail", "-c", code],
         cwd=REPO,
         env={**FRESH_ENV, **(env or {})},
@@ -27,12 +34,16 @@ def fresh_shell(
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
-    ) as shell:
-        try:
-            out, _ = shell.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(shell.pid, signal.SIGKILL)
-            shell.communicate()
-            raise
+    )
+    if reaper_folder is not None:
+        reaper.register_group(shell.pid, reaper_folder)
+    try:
+        out, _ = shell.communicate(timeout=timeout)
+    except BaseException as err:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(shell.pid, signal.SIGKILL)
+        out, _ = shell.communicate()
+        if isinstance(err, subprocess.TimeoutExpired):
+            err.output = out
+        raise
     return shell.returncode, out
