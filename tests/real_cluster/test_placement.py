@@ -58,7 +58,8 @@ def test_required_block_runs_the_nodes_where_kueue_assigned_them(gpu_tas_queue, 
     # Kueue read the annotation (a queue whose only flavor has a topology would place a job
     # without one too, preferring the lowest level).
     listed = real_k8s.api().get("/apis/kueue.x-k8s.io/v1beta2/namespaces/default/workloads")
-    (workload,) = [w for w in listed["items"] if w["metadata"]["name"].startswith("jobset-in-")]
+    ours = "jobset-in-one-block-"  # Kueue's name: jobset-<JobSet's name>-<hash>
+    (workload,) = [w for w in listed["items"] if w["metadata"]["name"].startswith(ours)]
     (podset,) = workload["spec"]["podSets"]
     assert podset["topologyRequest"]["required"] == "cloud.google.com/gce-topology-block", podset
     pods = _pods(real_k8s, "in-one-block")
