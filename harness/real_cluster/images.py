@@ -193,22 +193,29 @@ def _seeded(seeds: Path, archives: dict[str, Path], containerd_config: str) -> I
         config["seed"] = str(base / "root")
     (partial / "containerd.toml").write_text(containerd_config.format(root=partial / "root"))
     (partial / "seed.json").write_text(json.dumps(config))
-    done = subprocess.run(
-        [
-            *UNSHARE,
-            "--",
-            sys.executable,
-            "-m",
-            "harness.real_cluster.node_init",
-            "--seed",
-            str(partial / "seed.json"),
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        timeout=IMPORT_TIMEOUT_S,  # other runs wait on the lock meanwhile
-    )
+    try:
+        done = subprocess.run(
+            [
+                *UNSHARE,
+                "--",
+                sys.executable,
+                "-m",
+                "harness.real_cluster.node_init",
+                "--seed",
+                str(partial / "seed.json"),
+            ],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            timeout=IMPORT_TIMEOUT_S,  # other runs wait on the lock meanwhile
+        )
+    except subprocess.TimeoutExpired:
+        logs = "\n".join(log_tail(p) for p in (partial / "logs").glob("*.log"))
+        shutil.rmtree(partial, ignore_errors=True)
+        raise ControlPlaneError(
+            f"importing the images into a seed took over {IMPORT_TIMEOUT_S} s: {logs}"
+        ) from None
     if done.returncode:
         logs = "\n".join(log_tail(p) for p in (partial / "logs").glob("*.log"))
         shutil.rmtree(partial, ignore_errors=True)
