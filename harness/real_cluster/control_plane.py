@@ -99,6 +99,8 @@ class ControlPlane:
     def up(self) -> ControlPlane:
         started = time.monotonic()
         paths = build()
+        if self.directory.exists() and not self.directory.is_dir():
+            raise ControlPlaneError(f"{self.directory} is a file: {CLUSTER_DIR_ENV} names a folder")
         if self.directory.exists():
             foreign = not (self.directory / OURS).exists() and any(self.directory.iterdir())
             if foreign and self.directory != DEFAULT_RUN_DIR.resolve():
